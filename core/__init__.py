@@ -1,0 +1,25 @@
+"""rsigym: simulation environments for research agents.
+
+The kernel (this package) holds what every part shares: trajectory records and their JSONL
+storage, the sandbox, scenario files, the runner, reports and the CLI. Environments live in
+``rsigym.envs``, agents in ``rsigym.agents``, graders in ``rsigym.graders``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .errors import InfraError, RsigymError, SandboxError, SandboxUnavailable, UserError
+from .records import (SCHEMA_VERSION, AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory,
+                      Usage, episode_key)
+
+try:
+    __version__ = version("rsigym")
+except PackageNotFoundError:  # running from a source tree without an install
+    __version__ = "0.0.0+source"
+
+__all__ = [
+    "__version__", "SCHEMA_VERSION", "AgentSpec", "EnvRef", "FinalSnapshot", "Grade", "InfraError",
+    "RsigymError", "SandboxError", "SandboxUnavailable", "Step", "Trajectory", "Usage", "UserError",
+    "episode_key",
+]

@@ -1,0 +1,7 @@
+"""``python -m rsigym`` is the ``rsigym`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
