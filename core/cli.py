@@ -1,0 +1,217 @@
+"""The ``rsigym`` command line.
+
+Every error a user can cause (a bad scenario, an unknown name, a missing folder) prints one line
+to stderr and exits with status 2, without a traceback. Environment variables are read here and
+nowhere below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import UserError
+
+__all__ = ["main"]
+
+EXIT_USER_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not usage + message
+        raise UserError(f"{self.prog}: {message}")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rsigym", description="Simulation environments for research agents.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run a scenario battery (resumes where it stopped)")
+    run.add_argument("scenario", help="scenario YAML file, or the name of a bundled scenario")
+    run.add_argument("--out", type=Path, help="output folder (default runs/<scenario name>)")
+    run.add_argument("--backend", choices=["local", "ray"], help="default: the scenario's, else local")
+    run.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
+    run.add_argument("--workers", type=int, help="parallel episodes (0: in this process)")
+    run.add_argument("--model", help="LiteLLM model string for every llm agent of the scenario")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    report = commands.add_parser("report", help="write report.md for a run folder")
+    report.add_argument("run_dir", type=Path)
+
+    regrade = commands.add_parser("regrade", help="grade fixed trajectories again with a grader")
+    regrade.add_argument("run_dir", type=Path)
+    regrade.add_argument("--grader", required=True, help="grader name (see rsigym list graders)")
+    regrade.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                         help="grader parameter; VALUE is read as YAML (repeatable)")
+
+    lister = commands.add_parser("list", help="list what is available")
+    lister.add_argument("what", choices=["envs", "graders", "scenarios", "agents", "analyses"])
+
+    sandbox = commands.add_parser("sandbox", help="build, check or clean the Docker sandbox")
+    sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True, parser_class=_Parser)
+    build = sandbox_commands.add_parser("build", help="build the sandbox image offline (debootstrap)")
+    build.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    build.add_argument("--mirror", help="Debian mirror (default $RSIGYM_DEBIAN_MIRROR or deb.debian.org)")
+    sandbox_commands.add_parser("check", help="say what works and what does not")
+    clean = sandbox_commands.add_parser("clean", help="remove rsigym sandbox containers")
+    clean.add_argument("--orphans", action="store_true", help="only those whose owner process is gone")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _build_parser().parse_args(argv)
+        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                            format="%(levelname)s %(name)s: %(message)s")
+        return _dispatch(args)
+    except UserError as exc:
+        print(f"rsigym: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("rsigym: interrupted; finished episodes are on disk, run again to resume", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    handler = {"run": _run, "report": _report, "regrade": _regrade, "list": _list,
+               "sandbox": _sandbox}[args.command]
+    return handler(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .runner import run_scenario
+    from .scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    if args.model:
+        llm = [a for a in scenario.agents if a.kind == "llm"]
+        if not llm:
+            raise UserError(f"--model: scenario {scenario.name!r} has no agent of kind llm")
+        scenario = dataclasses.replace(scenario, agents=[
+            dataclasses.replace(a, model=args.model) if a.kind == "llm" else a for a in scenario.agents])
+    backend = args.backend or scenario.runner.get("backend", "local")
+    workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
+    if workers < 0:
+        raise UserError(f"--workers must be >= 0, got {workers}")
+    out_dir = args.out or Path("runs") / scenario.name
+    summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
+                           progress=not args.no_progress and sys.stderr.isatty())
+    print(f"{summary.total} episodes: {summary.skipped} already recorded, {summary.ran} run now, "
+          f"{summary.infra_errors} infra errors; records in {summary.out_dir / 'records.jsonl'}")
+    if summary.report:
+        print(f"report: {summary.report}")
+    return 0
+
+
+def _records_or_error(run_dir: Path) -> tuple[Path, list[Any]]:
+    from .jsonl import read_records
+    from .runner import RECORDS_FILE
+
+    path = run_dir / RECORDS_FILE
+    if not path.exists():
+        raise UserError(f"no {RECORDS_FILE} in {run_dir}; is it a run folder?")
+    result = read_records(path)
+    if result.bad_lines:
+        print(f"rsigym: warning: {len(result.bad_lines)} unreadable lines in {path} skipped", file=sys.stderr)
+    return path, result.records
+
+
+def _report(args: argparse.Namespace) -> int:
+    import yaml
+
+    from .report import write_report
+    from .scenario import NamedSpec
+
+    _, records = _records_or_error(args.run_dir)
+    analyses: list[Any] = ["summary"]
+    scenario_file = args.run_dir / "scenario.yaml"
+    if scenario_file.exists():
+        raw = yaml.safe_load(scenario_file.read_text()) or {}
+        analyses = [NamedSpec.parse(a) for a in raw.get("analyses") or ["summary"]]
+    path = write_report(args.run_dir, records, analyses, title=f"rsigym report: {args.run_dir.name}")
+    print(f"report: {path}")
+    return 0
+
+
+def _regrade(args: argparse.Namespace) -> int:
+    import yaml
+
+    from rsigym.graders import get_grader, regrade
+
+    from .jsonl import rewrite_records
+
+    params = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--param expects KEY=VALUE, got {item!r}")
+        params[key] = yaml.safe_load(value)
+    grader = get_grader(args.grader, **params)
+    path, records = _records_or_error(args.run_dir)
+    graded = regrade(records, grader)
+    rewrite_records(path, graded)
+    scores = [r.grades[-1].score for r in graded]
+    valid = [s for s in scores if s is not None]
+    mean = f"{sum(valid) / len(valid):.3f}" if valid else "n/a"
+    print(f"regraded {len(graded)} records with {grader.name} v{grader.version}: mean {mean}, "
+          f"{len(scores) - len(valid)} grader errors; original grades kept")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    if args.what == "envs":
+        import gymnasium as gym
+
+        import rsigym.envs  # noqa: F401
+
+        for env_id in sorted(k for k in gym.registry if k.startswith("rsigym/")):
+            print(env_id)
+    elif args.what == "graders":
+        from rsigym.graders import available_graders
+
+        for name, cls in available_graders().items():
+            doc = (cls.__doc__ or "").strip().splitlines()
+            print(f"{name:24} v{cls.version}  {doc[0] if doc else ''}")
+    elif args.what == "scenarios":
+        from rsigym.scenarios import bundled_scenarios
+
+        for name, path in bundled_scenarios().items():
+            print(f"{name:24} {path}")
+    elif args.what == "agents":
+        from rsigym.agents import available_agents
+
+        print("\n".join(available_agents()))
+    else:
+        from .report import available_analyses
+
+        print("\n".join(available_analyses()))
+    return 0
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    from . import sandbox
+
+    if args.sandbox_command == "build":
+        mirror = args.mirror or os.environ.get("RSIGYM_DEBIAN_MIRROR") or None
+        tag = sandbox.build_image(force=args.force, log=print, **({"mirror": mirror} if mirror else {}))
+        print(f"sandbox image ready: {tag}")
+        return 0
+    if args.sandbox_command == "check":
+        results = sandbox.check_sandbox()
+        width = max(len(name) for name, _, _ in results)
+        for name, ok, detail in results:
+            print(f"{'ok ' if ok else 'NO '} {name:{width}}  {detail}")
+        return 0 if all(ok for _, ok, _ in results) else 1
+    removed = sandbox.clean_containers(orphans_only=args.orphans)
+    print(f"removed {removed} sandbox container{'s' if removed != 1 else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

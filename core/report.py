@@ -1,0 +1,161 @@
+"""Reports: analyses over records, rendered to Markdown with plots.
+
+An analysis is ``analyse(records, out_dir, **params) -> ReportSection``, registered by name and
+named in scenario files. The kernel ships ``summary``: per grader (and grader version) x agent x
+condition, the mean score with a seeded 95% bootstrap confidence interval, and termination counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .errors import UserError
+from .records import Trajectory
+
+__all__ = ["ReportSection", "register_analysis", "available_analyses", "summary", "write_report",
+           "bootstrap_ci", "condition_label"]
+
+Analysis = Callable[..., "ReportSection"]
+_ANALYSES: dict[str, Analysis] = {}
+
+
+@dataclass
+class ReportSection:
+    title: str
+    markdown: str
+    verdict: str = ""
+    plots: list[str] = field(default_factory=list)  # file names relative to the report folder
+
+
+def register_analysis(name: str) -> Callable[[Analysis], Analysis]:
+    def decorate(fn: Analysis) -> Analysis:
+        _ANALYSES[name] = fn
+        return fn
+    return decorate
+
+
+def available_analyses() -> list[str]:
+    import rsigym.graders  # noqa: F401  (graders register record-only analyses)
+
+    return sorted(_ANALYSES)
+
+
+def condition_label(condition: dict[str, Any] | None) -> str:
+    if condition is None:
+        return "none"
+    params = ",".join(f"{k}={v}" for k, v in sorted((condition.get("params") or {}).items()))
+    return f"{condition['name']}({params})" if params else condition["name"]
+
+
+def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean (scipy); exact for n = 1 or constant samples."""
+    from scipy.stats import bootstrap
+
+    data = np.asarray(values, dtype=float)
+    if len(data) == 0:
+        return (math.nan, math.nan)
+    if len(data) == 1 or np.all(data == data[0]):
+        return (float(data[0]), float(data[0]))
+    result = bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=resamples,
+                       method="percentile", rng=np.random.default_rng(seed))
+    return (float(result.confidence_interval.low), float(result.confidence_interval.high))
+
+
+@register_analysis("summary")
+def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float = 0.95) -> ReportSection:
+    """Mean score per grader x agent x condition with bootstrap CIs; termination counts."""
+    scores: dict[tuple[str, str, str], dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
+    failed: Counter[tuple[str, str, str, str, str]] = Counter()
+    terminations: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for record in records:
+        cell = (record.agent.id, condition_label(record.env.condition))
+        terminations[cell][record.termination] += 1
+        latest: dict[tuple[str, str, str], Any] = {}
+        for grade in record.grades:  # one rule = name, version and params; its latest grade counts
+            latest[(grade.grader, grade.version, _params_label(grade.params))] = grade
+        for rule, grade in latest.items():
+            if grade.score is None:
+                failed[(*rule, *cell)] += 1
+            else:
+                scores[rule][cell].append(float(grade.score))
+
+    lines = [f"{len(records)} episodes. Scores: mean and {confidence:.0%} bootstrap CI "
+             "(percentile, 2000 resamples, seed 0); infra errors are not scored.", ""]
+    plots = []
+    for (grader, version, params), cells in sorted(scores.items()):
+        lines += [f"### {grader} (v{version}{', ' + params if params else ''})", "",
+                  "| agent | condition | n | mean | CI low | CI high | grader errors |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for (agent, condition), values in sorted(cells.items()):
+            low, high = bootstrap_ci(values, confidence=confidence)
+            lines.append(f"| {agent} | {condition} | {len(values)} | {np.mean(values):.3f} | "
+                         f"{low:.3f} | {high:.3f} | {failed[(grader, version, params, agent, condition)]} |")
+        lines.append("")
+        plots.append(_plot_scores(out_dir, grader, version, params, cells, confidence))
+    all_terms = sorted({t for c in terminations.values() for t in c})
+    lines += ["### Terminations", "", "| agent | condition | " + " | ".join(all_terms) + " |",
+              "|---|---|" + "---:|" * len(all_terms)]
+    for (agent, condition), counts in sorted(terminations.items()):
+        lines.append(f"| {agent} | {condition} | " + " | ".join(str(counts[t]) for t in all_terms) + " |")
+    infra = sum(c["infra_error"] for c in terminations.values())
+    verdict = (f"{len(records)} episodes, {infra} infra errors" if records else "no records")
+    return ReportSection("Summary", "\n".join(lines), verdict, [p for p in plots if p])
+
+
+def _params_label(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+def _plot_scores(out_dir: Path, grader: str, version: str, params: str,
+                 cells: dict[tuple[str, str], list[float]], confidence: float) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{a}\n{c}" for a, c in sorted(cells)]
+    means = [float(np.mean(cells[k])) for k in sorted(cells)]
+    cis = [bootstrap_ci(cells[k], confidence=confidence) for k in sorted(cells)]
+    errors = np.array([[m - lo for m, (lo, _) in zip(means, cis)], [hi - m for m, (_, hi) in zip(means, cis)]])
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(labels) + 1), 3.2))
+    ax.bar(range(len(labels)), means, yerr=np.clip(errors, 0, None), capsize=4, color="#4C72B0")
+    ax.set_xticks(range(len(labels)), labels, fontsize=8)
+    ax.set_ylabel(f"{grader} (v{version})")
+    ax.set_title(f"{grader} {params}: mean with {confidence:.0%} CI".replace("  ", " "), fontsize=9)
+    fig.tight_layout()
+    digest = hashlib.sha256(params.encode()).hexdigest()[:6]
+    name = f"summary_{grader}_v{version}_{digest}.png".replace("/", "_")
+    fig.savefig(out_dir / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: Sequence[Any],
+                 *, title: str = "rsigym report") -> Path:
+    """Run the named analyses and write ``report.md`` in ``out_dir``; returns its path."""
+    out_dir = Path(out_dir)
+    known = available_analyses()
+    sections = []
+    for spec in analyses:
+        name, params = (spec, {}) if isinstance(spec, str) else (spec.name, spec.params)
+        if name not in _ANALYSES:
+            raise UserError(f"unknown analysis {name!r}; known: {', '.join(known)}")
+        sections.append(_ANALYSES[name](records, out_dir, **params))
+    text = [f"# {title}", ""]
+    for section in sections:
+        text += [f"## {section.title}", ""]
+        if section.verdict:
+            text += [f"**Verdict:** {section.verdict}", ""]
+        text += [section.markdown, ""]
+        text += [f"![{p}]({p})" for p in section.plots] + [""]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(text))
+    return path

@@ -1,0 +1,101 @@
+"""The runner: a scenario in, one fsynced record per episode out, resumable after any crash.
+
+``run_scenario`` expands the scenario, skips episode keys already in ``records.jsonl`` (so a
+rerun after a crash loses nothing and duplicates nothing), runs the rest on the local process
+pool or on Ray, writes each record as it arrives, then writes the report.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ..jsonl import RecordWriter, read_records
+from ..records import Trajectory
+from ..report import write_report
+from ..scenario import EpisodeSpec, Scenario, expand
+from .backends import infra_error_record, run_local, run_ray
+from .episode import run_episode
+
+__all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "RECORDS_FILE"]
+
+log = logging.getLogger(__name__)
+RECORDS_FILE = "records.jsonl"
+
+
+@dataclass
+class RunSummary:
+    out_dir: Path
+    total: int      # episodes in the scenario
+    skipped: int    # already in records.jsonl (resume)
+    ran: int        # run now
+    infra_errors: int
+    report: Path | None
+
+
+def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "local",
+                 workers: int = 1, address: str | None = None, progress: bool = True,
+                 report: bool = True) -> RunSummary:
+    """Run every episode of ``scenario`` not yet recorded in ``out_dir/records.jsonl``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    episodes = expand(scenario)
+    path = out_dir / RECORDS_FILE
+    done = {r.episode_key for r in read_records(path)}
+    todo = [e for e in episodes if e.key not in done]
+    (out_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario.raw, sort_keys=False))
+
+    infra_errors = 0
+    with RecordWriter(path) as writer, _Progress(len(todo), scenario.name, enabled=progress) as bar:
+        def on_record(record: Trajectory) -> None:
+            nonlocal infra_errors
+            writer.write(record)  # on disk before the bar moves
+            infra_errors += record.termination == "infra_error"
+            bar.advance(record)
+
+        if backend == "local":
+            run_local(todo, on_record, workers=workers)
+        elif backend == "ray":
+            run_ray(todo, on_record, address=address, workers=workers or None)
+        else:
+            raise ValueError(f"unknown backend {backend!r}; use local or ray")
+
+    report_path = None
+    if report:
+        records = read_records(path).records
+        report_path = write_report(out_dir, records, scenario.analyses, title=f"rsigym report: {scenario.name}")
+    return RunSummary(out_dir, len(episodes), len(episodes) - len(todo), len(todo), infra_errors, report_path)
+
+
+class _Progress:
+    """A rich progress bar with a running count of infra errors; silent when disabled."""
+
+    def __init__(self, total: int, name: str, *, enabled: bool) -> None:
+        self.total, self.name, self.enabled = total, name, enabled and total > 0
+        self.errors = 0
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TextColumn("{task.fields[errors]}"),
+                                 TimeElapsedColumn(), TimeRemainingColumn())
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.name, total=self.total, errors="")
+        return self
+
+    def advance(self, record: Trajectory) -> None:
+        if not self.enabled:
+            return
+        self.errors += record.termination == "infra_error"
+        self._bar.update(self._task, advance=1,
+                         errors=f"[red]{self.errors} infra errors" if self.errors else "")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self._bar.__exit__(*exc)

@@ -1,0 +1,96 @@
+"""Execution backends: a local process pool and Ray. Both call ``on_record`` once per episode.
+
+Neither backend writes records itself: the caller's single writer does, so records never
+interleave and a record is on disk (fsynced) before the progress bar advances.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Callable, Sequence
+
+from rsigym.errors import UserError
+from rsigym.records import Trajectory, utc_now
+
+from ..scenario import EpisodeSpec
+from .episode import run_episode
+
+__all__ = ["run_local", "run_ray", "infra_error_record"]
+
+OnRecord = Callable[[Trajectory], None]
+MAX_ATTEMPTS = 3  # a worker that dies takes every in-flight episode with it; retry those
+
+
+def infra_error_record(spec: EpisodeSpec, error: str) -> Trajectory:
+    """The record of an episode the infrastructure could not run: kept, never lost."""
+    import rsigym
+
+    return Trajectory(episode_key=spec.key, env=spec.env, agent=spec.agent, seed=spec.seed,
+                      rep=spec.rep, termination="infra_error", error=error,
+                      finished_at=utc_now(), rsigym_version=rsigym.__version__)
+
+
+def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int = 1) -> None:
+    """Run episodes in ``workers`` spawned processes (0: in this process, for debugging)."""
+    if workers == 0:
+        for spec in episodes:
+            on_record(run_episode(spec))
+        return
+    # spawn, not fork: the parent may hold threads (progress bar, docker client sockets).
+    context = multiprocessing.get_context("spawn")
+    pending, attempts = list(episodes), Counter[str]()
+    while pending:
+        retry: list[EpisodeSpec] = []
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {pool.submit(run_episode, spec): spec for spec in pending}
+            try:
+                not_done = set(futures)
+                while not_done:
+                    done, not_done = wait(not_done, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        spec = futures[future]
+                        try:
+                            on_record(future.result())
+                        except BrokenProcessPool:
+                            attempts[spec.key] += 1
+                            if attempts[spec.key] < MAX_ATTEMPTS:
+                                retry.append(spec)
+                            else:
+                                on_record(infra_error_record(spec, f"worker process died {MAX_ATTEMPTS} times"))
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        pending = retry
+
+
+def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: str | None = None,
+            workers: int | None = None) -> None:
+    """Run episodes as Ray tasks on the cluster at ``address`` (None: start a local Ray)."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise UserError("the ray backend needs the ray extra: pip install 'rsigym[ray]'") from exc
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, num_cpus=workers if address is None else None,
+                     include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        except (ConnectionError, ValueError) as exc:
+            raise UserError(f"cannot connect to Ray at {address!r}: {exc}") from exc
+    remote_episode = ray.remote(max_retries=MAX_ATTEMPTS - 1)(run_episode)
+    refs = {remote_episode.remote(spec): spec for spec in episodes}
+    try:
+        while refs:
+            done, _ = ray.wait(list(refs), num_returns=1)
+            for ref in done:
+                spec = refs.pop(ref)
+                try:
+                    on_record(ray.get(ref))
+                except ray.exceptions.RayError as exc:
+                    on_record(infra_error_record(spec, f"ray: {type(exc).__name__}: {str(exc)[:300]}"))
+    except BaseException:
+        for ref in refs:
+            ray.cancel(ref, force=True)
+        raise

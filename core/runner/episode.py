@@ -1,0 +1,125 @@
+"""One episode, start to record: make the env and agent, loop, snapshot, grade live.
+
+Whatever goes wrong inside an episode ends in a record with the right termination, never in an
+exception that would lose the episode: an agent that raises gives ``agent_error``; a sandbox or
+env that fails gives ``infra_error`` (infrastructure failures are not agent failures).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any
+
+from rsigym.errors import InfraError
+from rsigym.records import FinalSnapshot, Step, Trajectory, Usage, to_jsonable, utc_now
+
+from ..scenario import EpisodeSpec, NamedSpec
+
+__all__ = ["run_episode"]
+
+_GRADER_CACHE: dict[tuple[str, str], Any] = {}
+
+
+def _grader(spec: NamedSpec) -> Any:
+    """Graders are built once per worker process: some hold a sandbox pool or a loaded table."""
+    from rsigym.graders import get_grader
+    from rsigym.records import canonical_json
+
+    key = (spec.name, canonical_json(spec.params))
+    if key not in _GRADER_CACHE:
+        _GRADER_CACHE[key] = get_grader(spec.name, **spec.params)
+    return _GRADER_CACHE[key]
+
+
+def _short_error(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    where = "; ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} in {f.name}" for f in frames)
+    return f"{type(exc).__name__}: {exc} [{where}]"
+
+
+def run_episode(spec: EpisodeSpec) -> Trajectory:
+    """Run one episode and return its graded record. Never raises for agent or env failures."""
+    import gymnasium as gym
+
+    import rsigym
+    import rsigym.envs  # noqa: F401  (registers the rsigym ids in this worker)
+    from rsigym.agents import make_agent
+    from rsigym.graders import grade_record
+
+    record = Trajectory(episode_key=spec.key, env=spec.env, agent=spec.agent, seed=spec.seed,
+                        rep=spec.rep, rsigym_version=rsigym.__version__)
+    env = None
+    try:
+        kwargs = dict(spec.env.kwargs)
+        if spec.env.condition is not None:
+            kwargs["condition"] = spec.env.condition
+        env = gym.make(spec.env.id, max_episode_steps=spec.max_steps, **kwargs)
+        agent = make_agent(spec.agent)
+        _play(env, agent, spec, record)
+    except InfraError as exc:
+        record.termination, record.error = "infra_error", _short_error(exc)
+    except Exception as exc:  # an env bug is not the agent's fault: infra_error, recorded
+        record.termination, record.error = "infra_error", _short_error(exc)
+    finally:
+        if env is not None:
+            record.sandbox = getattr(env.unwrapped, "sandbox_info", None)
+            try:
+                env.close()
+            except Exception as exc:
+                record.error = (record.error + "; " if record.error else "") + f"close: {_short_error(exc)}"
+    record.usage = sum((s.usage for s in record.steps), Usage())
+    record.finished_at = utc_now()
+    if record.termination != "infra_error":
+        for grader_spec in spec.graders:
+            record.grades.append(grade_record(_grader(grader_spec), record))
+    return record
+
+
+def _jsonable_action(action: Any) -> Any:
+    try:
+        return to_jsonable(action)
+    except TypeError:  # an agent may emit anything; the record keeps its text
+        return repr(action)
+
+
+def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
+    started = time.perf_counter()
+    observation, info = env.reset(seed=spec.seed, options={"task_id": spec.env.task_id})
+    reset_s = time.perf_counter() - started
+    agent.reset({
+        "env_id": spec.env.id, "task_id": spec.env.task_id, "condition": spec.env.condition,
+        "action_space": env.action_space, "observation_space": env.observation_space,
+        "action_schema": getattr(env.unwrapped, "action_schema", None), "info": info,
+    }, spec.seed)
+    t = 0
+    while True:
+        started = time.perf_counter()
+        try:
+            action = agent.act(observation)
+        except InfraError:
+            raise
+        except Exception as exc:
+            record.termination, record.error = "agent_error", _short_error(exc)
+            break
+        latency_s = time.perf_counter() - started
+        started = time.perf_counter()
+        next_observation, reward, terminated, truncated, info = env.step(action)
+        env_s = time.perf_counter() - started + (reset_s if t == 0 else 0.0)
+        agent_usage = getattr(agent, "last_usage", None) or Usage()
+        usage = Usage(agent_usage.prompt_tokens, agent_usage.completion_tokens,
+                      agent_usage.cost_usd, agent_usage.latency_s or latency_s, env_s)
+        # Stored as JSON values at once, so live grading sees exactly what a regrade reads.
+        record.steps.append(Step(t, to_jsonable(observation), _jsonable_action(action),
+                                 float(reward), bool(terminated), bool(truncated),
+                                 to_jsonable(info), usage))
+        observation, t = next_observation, t + 1
+        if terminated:
+            record.termination = info.get("termination", "agent_stop")
+            break
+        if truncated:
+            record.termination = info.get("termination", "max_steps")
+            break
+    snapshot = getattr(env.unwrapped, "snapshot", None)
+    if snapshot is not None:
+        record.final = FinalSnapshot.of(snapshot())

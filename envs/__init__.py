@@ -1,0 +1,21 @@
+"""rsigym environments, registered with Gymnasium on import (ids in the ``rsigym`` namespace)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from .conditions import Condition, ConditionRegistry
+from .spaces import TEXT_CHARSET, JsonActions, text_space
+
+__all__ = ["Condition", "ConditionRegistry", "JsonActions", "TEXT_CHARSET", "text_space", "ENV_IDS"]
+
+# id -> entry point. Entry points are strings so that importing rsigym.envs stays cheap: a
+# family's heavy dependencies load only when its env is made.
+_ENTRY_POINTS = {
+    "rsigym/Probe-v0": "rsigym.envs.probe.env:ProbeEnv",
+}
+ENV_IDS = tuple(_ENTRY_POINTS)
+
+for _env_id, _entry_point in _ENTRY_POINTS.items():
+    if _env_id not in gym.registry:
+        gym.register(id=_env_id, entry_point=_entry_point)

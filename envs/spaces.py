@@ -1,0 +1,53 @@
+"""Shared space helpers: wide text spaces and JSON-schema validation of LLM actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+from gymnasium import spaces
+
+from rsigym.records import to_jsonable
+
+__all__ = ["TEXT_CHARSET", "text_space", "JsonActions"]
+
+# Printable ASCII with whitespace, Latin-1, general punctuation, arrows and box drawing: what an
+# env's prompt text uses. Gymnasium's default Text charset is alphanumeric only.
+TEXT_CHARSET = frozenset(
+    "\n\t"
+    + "".join(chr(c) for c in range(0x20, 0x7F))
+    + "".join(chr(c) for c in range(0xA0, 0x180))
+    + "".join(chr(c) for c in range(0x2010, 0x2070))
+    + "".join(chr(c) for c in range(0x2190, 0x2200))
+    + "".join(chr(c) for c in range(0x2500, 0x2580))
+)
+
+
+def text_space(max_length: int = 8192) -> spaces.Text:
+    """A Text space wide enough for prompt-ready observation text."""
+    return spaces.Text(max_length=max_length, min_length=0, charset=TEXT_CHARSET)
+
+
+class JsonActions:
+    """Validates JSON actions against an env's ``action_schema``.
+
+    ``parse`` never raises for a bad action: it returns ``(None, message)`` so the env can turn
+    the mistake into an error observation (a bad agent output is an observation, not a crash).
+    """
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        self.schema = schema
+        self._validator = jsonschema.Draft202012Validator(schema)
+
+    def parse(self, action: Any) -> tuple[dict[str, Any] | None, str | None]:
+        try:
+            value = to_jsonable(action)
+        except TypeError as exc:
+            return None, f"invalid action: {exc}"
+        errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if errors:
+            error = errors[0]
+            where = "/".join(str(p) for p in error.absolute_path) or "action"
+            return None, f"invalid action at {where}: {error.message}"
+        return value, None

@@ -1,0 +1,106 @@
+import subprocess
+
+import pytest
+import yaml
+
+from rsigym.errors import UserError
+from rsigym.scenario import expand, load_scenario, parse_scenario
+from rsigym.scenarios import bundled_scenarios
+
+from ..conftest import rsigym_cmd, write_scenario
+
+BASE = {
+    "name": "t", "env": {"id": "rsigym/Probe-v0", "kwargs": {"sandbox": "local"}},
+    "tasks": {"split": "test", "limit": 2}, "agents": [{"kind": "probe-bisect"}], "seeds": [0],
+}
+
+
+def scenario(**changes):
+    data = yaml.safe_load(yaml.safe_dump(BASE))
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    return data
+
+
+@pytest.mark.parametrize("data, message", [
+    (scenario(agents=[{"kind": "probe-bisect", "modle": "x"}]),
+     r"agents\[0\]\.modle: unknown key 'modle' \(allowed: id, kind, model, params\)"),
+    (scenario(seeds="zero"), r"seeds: 'zero' is not a valid value"),
+    (scenario(reps="2"), r"reps: expected integer, got '2'"),
+    (scenario(env=None), r"env: required key is missing"),
+    (scenario(env={"kwargs": {}}), r"env\.id: required key is missing"),
+    (scenario(surprise=1), r"surprise: unknown key 'surprise'"),
+    (scenario(graders=[{"name": "x", "param": {}}]), r"graders\[0\]\.param: unknown key"),
+])
+def test_schema_errors_name_the_key_path(data, message):
+    with pytest.raises(UserError, match=message):
+        parse_scenario(data, "s.yaml")
+
+
+@pytest.mark.parametrize("data, message", [
+    (scenario(env={"id": "rsigym/Nope-v0"}), r"env\.id: cannot make 'rsigym/Nope-v0'"),
+    (scenario(env={"id": "rsigym/Probe-v0", "kwargs": {"lowest": 1}}), r"env\.kwargs: .*lowest"),
+    (scenario(conditions=["flip_everything"]), r"conditions\[0\]: unknown probe condition 'flip_everything'"),
+    (scenario(agents=[{"kind": "oracle9000"}]), r"agents\[0\]: unknown agent kind 'oracle9000'"),
+    (scenario(graders=["exact_vibes"]), r"graders\[0\]: unknown grader 'exact_vibes'"),
+    (scenario(tasks={"split": "validation"}), r"tasks\.split: unknown probe split 'validation'"),
+    (scenario(agents=[{"kind": "random"}, {"kind": "random"}]), r"two agents have the id 'random'"),
+])
+def test_semantic_errors_are_caught_before_any_episode_runs(data, message):
+    with pytest.raises(UserError, match=message):
+        expand(parse_scenario(data, "s.yaml"))
+
+
+def test_expand_is_the_full_product_in_stable_order():
+    data = scenario(conditions=["none", "reverse_hints"], seeds={"count": 3, "start": 5}, reps=2,
+                    agents=[{"kind": "probe-bisect"}, {"id": "rnd", "kind": "random"}])
+    episodes = expand(parse_scenario(data))
+    assert len(episodes) == 2 * 2 * 2 * 3 * 2
+    assert len({e.key for e in episodes}) == len(episodes)
+    assert [e.key for e in episodes] == [e.key for e in expand(parse_scenario(data))]
+    assert {e.seed for e in episodes} == {5, 6, 7}
+    assert episodes[0].env.condition is None and episodes[0].env.task_id == "probe-100"
+
+
+def test_bundled_scenarios_are_valid():
+    assert "probe_smoke" in bundled_scenarios()
+    for path in bundled_scenarios().values():
+        assert expand(load_scenario(path))
+
+
+def test_yaml_syntax_error_names_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nenv: {id: [\n")
+    with pytest.raises(UserError, match=r"bad.yaml:3:1: not valid YAML"):
+        load_scenario(path)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"agents": [{"kind": "probe-bisect", "modle": "x"}]}, "agents[0].modle: unknown key"),
+    ({"seeds": "many"}, "seeds: 'many' is not a valid value"),
+    ({"env": None}, "env: required key is missing"),
+])
+def test_cli_malformed_scenario_is_one_line_exit_2(tmp_path, change, message):
+    path = write_scenario(tmp_path / "s.yaml", **change)
+    if change.get("env", 1) is None:
+        data = yaml.safe_load(path.read_text())
+        data.pop("env")
+        path.write_text(yaml.safe_dump(data))
+    proc = subprocess.run([*rsigym_cmd(), "run", str(path), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert message in proc.stderr
+    assert not (tmp_path / "out" / "records.jsonl").exists()
+
+
+def test_cli_user_errors_exit_2_without_traceback(tmp_path):
+    for argv in (["run", str(tmp_path / "missing.yaml")], ["report", str(tmp_path)],
+                 ["regrade", str(tmp_path), "--grader", "probe_answer"], ["list", "planets"],
+                 ["run"]):
+        proc = subprocess.run([*rsigym_cmd(), *argv], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
