@@ -1,0 +1,127 @@
+"""The Docker engine calls of the docker provider: connect, create a locked-down container,
+restart one, and translate engine errors into sandbox errors.
+
+The docker SDK is imported inside functions, so importing rsigym.sandbox never needs it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
+
+from rsigym.errors import SandboxError, SandboxUnavailable
+from rsigym.sandbox.base import SandboxLimits
+from rsigym.sandbox.container_scripts import REAPER
+
+if TYPE_CHECKING:
+    import docker
+
+__all__ = ["LABEL", "NOBODY", "connect", "engine_errors", "create_container", "is_running", "restart"]
+
+LABEL = "rsigym.sandbox"
+NOBODY = "65534:65534"
+_MIB = 1024 * 1024
+
+
+def connect() -> "docker.DockerClient":
+    """A docker client from the environment; SandboxUnavailable when no engine answers."""
+    try:
+        import docker
+    except ImportError as exc:  # pragma: no cover - docker is a hard dependency
+        raise SandboxUnavailable("the docker Python package is not installed") from exc
+    try:
+        return docker.from_env()
+    except docker.errors.DockerException as exc:
+        raise SandboxUnavailable(f"Docker engine not reachable: {exc}") from exc
+
+
+@contextmanager
+def engine_errors(container_id: str | None) -> Iterator[None]:
+    """Translate engine errors: a dead container or a gone engine is SandboxUnavailable."""
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        yield
+    except docker.errors.NotFound as exc:
+        raise SandboxUnavailable(f"container is gone: {exc.explanation}", container_id=container_id) from exc
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409 or "is not running" in str(exc):
+            message = f"container is not running: {exc.explanation}"
+            raise SandboxUnavailable(message, container_id=container_id) from exc
+        raise SandboxError(f"Docker engine error: {exc}") from exc
+    except (requests.exceptions.RequestException, docker.errors.DockerException, OSError) as exc:
+        raise SandboxUnavailable(f"Docker engine unreachable: {exc}", container_id=container_id) from exc
+
+
+def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits) -> tuple[str, str]:
+    """Create and start a sandbox container; returns ``(container id, image id)``.
+
+    Raises:
+        SandboxError: The image is missing, or the container did not start.
+        SandboxUnavailable: The engine is gone.
+    """
+    import docker.errors
+    from docker.types import Ulimit
+
+    file_bytes = limits.file_size_mb * _MIB
+    # uid/gid as well as mode: runc 1.1 chmods a tmpfs to the mode of the directory it is
+    # mounted on (0755 root), ignoring mode=, so only owning it lets nobody write there.
+    tmpfs = f"rw,exec,nosuid,nodev,size={limits.file_size_mb}m,mode=1777,uid=65534,gid=65534"
+    host_config = api.create_host_config(
+        network_mode="none",
+        mem_limit=f"{limits.memory_mb}m",
+        memswap_limit=f"{limits.memory_mb}m",  # equal to mem_limit: no swap
+        nano_cpus=int(limits.cpus * 1e9),
+        pids_limit=limits.pids,
+        read_only=True,
+        tmpfs={limits.work_dir: tmpfs, "/tmp": tmpfs},
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        ulimits=[Ulimit(name="fsize", soft=file_bytes, hard=file_bytes), Ulimit(name="core", soft=0, hard=0)],
+    )
+    labels = {LABEL: "1", "rsigym.owner_pid": str(os.getpid()), "rsigym.host": socket.gethostname()}
+    env = {
+        "HOME": limits.work_dir,
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        # BLAS would start a thread per host core against a small pids limit.
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    with engine_errors(None):
+        try:
+            created = api.create_container(
+                image, command=["python3", "-c", REAPER], user=NOBODY, working_dir=limits.work_dir,
+                labels=labels, environment=env, host_config=host_config, detach=True,
+            )  # fmt: skip
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(f"image {image} not found: run `rsigym sandbox build`") from exc
+        container_id = created["Id"]
+        try:
+            api.start(container_id)
+            return container_id, api.inspect_container(container_id)["Image"]
+        except Exception:
+            api.remove_container(container_id, force=True)
+            raise
+
+
+def is_running(api: "docker.APIClient", container_id: str) -> bool:
+    """One inspect: True when the container exists and runs (engine errors propagate)."""
+    import docker.errors
+
+    try:
+        return bool(api.inspect_container(container_id)["State"]["Running"])
+    except docker.errors.NotFound:
+        return False
+
+
+def restart(api: "docker.APIClient", container_id: str) -> None:
+    """Kill the container's whole pid namespace and start it again, with fresh tmpfs mounts."""
+    with engine_errors(container_id):
+        api.kill(container_id)
+        api.wait(container_id, timeout=30)
+        api.start(container_id)

@@ -1,0 +1,235 @@
+"""Warm docker containers reused across episodes, and clean-up of the ones a run leaves behind.
+
+Creating a container costs about half a second; handing over a warm one costs one inspect. A
+released container is reset (every process killed, work dir and /tmp emptied) before the next
+user gets it, through a new handle: the previous user's handle stops working at release.
+
+Containers are labelled with the owning process id and host; a pool removes its containers at
+interpreter exit (``atexit``, and ``multiprocessing.util.Finalize`` because multiprocessing
+workers leave through ``os._exit`` and skip atexit) and, when it starts, removes those of dead
+owners on this host (a SIGKILLed run cannot clean up after itself).
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing.util
+import os
+import socket
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from rsigym.errors import SandboxError
+from rsigym.sandbox.base import SandboxLimits
+from rsigym.sandbox.docker import DockerSandbox
+from rsigym.sandbox.engine import LABEL, connect
+
+if TYPE_CHECKING:
+    import docker
+
+__all__ = ["DockerPool", "shared_pool", "clean_containers"]
+
+_LIVE_POOLS: "weakref.WeakSet[DockerPool]" = weakref.WeakSet()
+_SHARED: dict[tuple[int, str, SandboxLimits], "DockerPool"] = {}
+_SHARED_LOCK = threading.Lock()
+_HOOKS_PID: int | None = None
+# Early among multiprocessing's finalizers (higher runs first): the engine client must still work.
+_EXIT_PRIORITY = 50
+
+
+def _close_live_pools() -> None:
+    # A forked child inherits its parent's pool objects; only the owner may remove containers.
+    for pool in list(_LIVE_POOLS):
+        if pool.owner_pid == os.getpid():
+            pool.close()
+
+
+def _install_exit_hooks() -> None:
+    global _HOOKS_PID
+    if _HOOKS_PID == os.getpid():
+        return
+    _HOOKS_PID = os.getpid()  # per process: a forked worker starts with an emptied finalizer registry
+    atexit.register(_close_live_pools)
+    multiprocessing.util.Finalize(None, _close_live_pools, exitpriority=_EXIT_PRIORITY)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def clean_containers(
+    orphans_only: bool = False, client: "docker.DockerClient | None" = None, *, owner_pid: int | None = None
+) -> int:
+    """Remove rsigym sandbox containers; returns how many were removed.
+
+    Args:
+        orphans_only: Only those of this host whose owning process is gone.
+        client: A docker client; one from the environment when None.
+        owner_pid: Only those this host's process ``owner_pid`` created.
+
+    With neither filter, every container labelled ``rsigym.sandbox`` on the engine goes, running
+    or not, whoever owns it (``rsigym sandbox clean``).
+    """
+    client = client or connect()
+    labels = [f"{LABEL}=1"]
+    if orphans_only or owner_pid is not None:
+        labels.append(f"rsigym.host={socket.gethostname()}")
+    if owner_pid is not None:
+        labels.append(f"rsigym.owner_pid={owner_pid}")
+    removed = 0
+    for container in client.api.containers(all=True, filters={"label": labels}):
+        owner = container.get("Labels", {}).get("rsigym.owner_pid", "")
+        if orphans_only and _pid_alive(int(owner) if owner.isdigit() else 0):
+            continue
+        try:
+            client.api.remove_container(container["Id"], force=True)
+            removed += 1
+        except Exception:  # noqa: BLE001 - removed concurrently by someone else
+            pass
+    return removed
+
+
+class DockerPool:
+    """A thread-safe pool of warm, reset containers of one image under one set of limits.
+
+    Args:
+        image: Image tag.
+        limits: Limits of every container in the pool.
+        size: Containers created up front and kept idle at most.
+        client: A docker client; one from the environment when None.
+    """
+
+    def __init__(
+        self, image: str, limits: SandboxLimits = SandboxLimits(), size: int = 2, client: "docker.DockerClient | None" = None
+    ) -> None:
+        self.image, self.limits, self.size = image, limits, size
+        self.owner_pid = os.getpid()
+        self._client = client or connect()
+        self._lock = threading.Lock()
+        self._idle: list[DockerSandbox] = []
+        self._leased: dict[str, DockerSandbox] = {}
+        self.closed = False
+        clean_containers(orphans_only=True, client=self._client)
+        _LIVE_POOLS.add(self)
+        _install_exit_hooks()
+        if size > 0:
+            with ThreadPoolExecutor(max_workers=size) as workers:
+                futures = [workers.submit(self._new) for _ in range(size)]
+            failures = [exc for f in futures if (exc := f.exception()) is not None]
+            self._idle.extend(f.result() for f in futures if f.exception() is None)
+            if failures:
+                self.close()  # no half-warm pool: remove what did start
+                raise failures[0]
+
+    def _new(self) -> DockerSandbox:
+        return DockerSandbox(self.image, self.limits, client=self._client)
+
+    @property
+    def idle_count(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+    @property
+    def leased_count(self) -> int:
+        with self._lock:
+            return len(self._leased)
+
+    def acquire(self) -> DockerSandbox:
+        """A running, clean container; a new one when none is idle. Close it to give it back.
+
+        Raises:
+            SandboxUnavailable: The engine is gone.
+            SandboxError: The pool is closed, or a new container failed to start.
+        """
+        while True:
+            with self._lock:
+                if self.closed:
+                    raise SandboxError("sandbox pool is closed")
+                candidate = self._idle.pop() if self._idle else None
+            if candidate is None:
+                candidate = self._new()
+                break
+            if candidate.is_running():  # killed from outside while it sat idle?
+                break
+            candidate.remove()
+        handle = candidate._handoff(self.release)
+        with self._lock:
+            if not self.closed:
+                self._leased[handle.container_id] = handle
+                return handle
+        handle.remove()
+        raise SandboxError("sandbox pool is closed")
+
+    def release(self, sandbox: DockerSandbox) -> None:
+        """Reset ``sandbox`` and keep it idle; remove it if it is dead, unneeded or the pool closed.
+
+        Called by the sandbox's ``close()``; the caller's handle is already unusable.
+        """
+        with self._lock:
+            self._leased.pop(sandbox.container_id, None)
+            keep = not self.closed and len(self._idle) < self.size
+        if keep:
+            try:
+                sandbox._reset()
+            except SandboxError:
+                keep = False  # dead or unresettable: never hand it to the next user
+        with self._lock:
+            if keep and not self.closed and len(self._idle) < self.size:
+                sandbox._closed = True
+                self._idle.append(sandbox)
+                return
+        sandbox.remove()
+
+    def close(self) -> None:
+        """Remove every container of the pool, idle or leased. Idempotent."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            victims = self._idle + list(self._leased.values())
+            self._idle, self._leased = [], {}
+        _remove_all(victims)
+
+    def __enter__(self) -> "DockerPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _remove_all(sandboxes: list[DockerSandbox]) -> None:
+    """Remove containers in parallel; one by one where threads cannot start (interpreter exit)."""
+    threads = []
+    for sandbox in sandboxes:
+        thread = threading.Thread(target=sandbox.remove, daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            sandbox.remove()
+            continue
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+
+
+def shared_pool(image: str, limits: SandboxLimits, size: int = 2) -> DockerPool:
+    """The process-wide pool for ``(image, limits)``, created on first use.
+
+    Keyed by process id as well: a forked child must not share its parent's containers.
+    """
+    key = (os.getpid(), image, limits)
+    with _SHARED_LOCK:
+        pool = _SHARED.get(key)
+        if pool is None or pool.closed:
+            pool = _SHARED[key] = DockerPool(image, limits, size=size)
+        return pool

@@ -1,0 +1,137 @@
+"""Driving a local child process: feed its stdin, drain its output under a cap, and kill its
+process group at a deadline or when it exits.
+
+One selector loop instead of ``subprocess.communicate()``: communicate buffers output without a
+cap and, on timeout, leaves the process group alive.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+
+from rsigym.sandbox.output import CappedBuffer
+
+__all__ = ["pump_process"]
+
+# How long to keep draining pipes after the command died, in case an escaped process holds them.
+_DRAIN_GRACE_S = 0.5
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _exited(pid: int) -> bool:
+    """True once the command has exited; WNOWAIT leaves the zombie for ``proc.wait()``."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def pump_process(
+    proc: subprocess.Popen[bytes], data: bytes | None, deadline: float, out: CappedBuffer, err: CappedBuffer
+) -> bool:
+    """Feed stdin and drain stdout/stderr until the command ends or ``deadline``.
+
+    ``proc`` must lead its own process group (``start_new_session=True``). When it exits, what
+    is left of its group is killed; at the deadline the whole group is. Returns True when the
+    deadline killed the command.
+    """
+    assert proc.stdout is not None and proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, out)
+    sel.register(proc.stderr, selectors.EVENT_READ, err)
+    if proc.stdin is not None:
+        os.set_blocking(proc.stdin.fileno(), False)
+        sel.register(proc.stdin, selectors.EVENT_WRITE, None)
+    # A pidfd becomes readable when the command exits, even while a grandchild holds the pipes;
+    # without one (old kernels) the loop polls waitid instead.
+    pidfd = os.pidfd_open(proc.pid) if hasattr(os, "pidfd_open") else None
+    if pidfd is not None:
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
+    pending, pos = data or b"", 0
+    timed_out, exit_deadline = False, None
+    try:
+        while True:
+            readers = [k for k in sel.get_map().values() if isinstance(k.data, CappedBuffer)]
+            now = time.monotonic()
+            if exit_deadline is None and pidfd is None and _exited(proc.pid):
+                exit_deadline = _on_exit(proc)
+            if exit_deadline is not None and (not readers or now >= exit_deadline):
+                break  # done, or an escaped process holds the pipes: stop waiting for it
+            if exit_deadline is None and now >= deadline:
+                timed_out = True
+                _kill_group(proc)
+                break
+            limit = (exit_deadline if exit_deadline is not None else deadline) - now
+            if pidfd is None and exit_deadline is None:
+                limit = min(limit, 0.05)
+            for key, _ in sel.select(max(limit, 0.0)):
+                if key.data == "exit":
+                    sel.unregister(key.fileobj)
+                    exit_deadline = _on_exit(proc)
+                elif key.data is None:  # stdin writable
+                    try:
+                        pos += os.write(key.fd, pending[pos : pos + 65536])
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:
+                        pos = len(pending)  # the command stopped reading; that is its business
+                    if pos >= len(pending):
+                        sel.unregister(key.fileobj)
+                        if proc.stdin is not None:
+                            proc.stdin.close()  # EOF for the child
+                else:
+                    chunk = os.read(key.fd, 65536)
+                    if chunk:
+                        key.data.write(chunk)
+                    else:
+                        sel.unregister(key.fileobj)
+        proc.wait()
+        if timed_out:
+            _drain(sel, time.monotonic() + 0.2)
+        return timed_out
+    finally:
+        for key in list(sel.get_map().values()):
+            sel.unregister(key.fileobj)
+        sel.close()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _on_exit(proc: subprocess.Popen[bytes]) -> float:
+    """Kill what the command left in its group; return until when to keep draining its pipes.
+
+    Runs before the leader is reaped: its zombie keeps the group id from being reused while we
+    signal the group.
+    """
+    _kill_group(proc)
+    return time.monotonic() + _DRAIN_GRACE_S
+
+
+def _drain(sel: selectors.BaseSelector, until: float) -> None:
+    """Collect what the killed command had already written to its pipes."""
+    while time.monotonic() < until:
+        readers = [k for k in sel.get_map().values() if isinstance(k.data, CappedBuffer)]
+        if not readers:
+            return
+        for key, _ in sel.select(max(until - time.monotonic(), 0.0)):
+            if not isinstance(key.data, CappedBuffer):
+                sel.unregister(key.fileobj)  # the exit pidfd: it would stay readable
+                continue
+            chunk = os.read(key.fd, 65536)
+            if chunk:
+                key.data.write(chunk)
+            else:
+                sel.unregister(key.fileobj)

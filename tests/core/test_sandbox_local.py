@@ -1,0 +1,156 @@
+"""The local provider: rlimits, process-group kills, output caps and path confinement."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from rsigym.errors import SandboxError, UserError
+from rsigym.sandbox import ExecResult, LocalSandbox, Sandbox, SandboxLimits, open_sandbox, resolve_provider
+from rsigym.sandbox.output import CappedBuffer
+from rsigym.sandbox.paths import work_relative
+
+LIMITS = SandboxLimits(memory_mb=256, pids=64, output_bytes=64_000, file_size_mb=16)
+
+
+@pytest.fixture
+def sandbox():
+    with LocalSandbox(LIMITS) as sb:
+        yield sb
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie nobody reaped yet (it no longer runs)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def test_local_sandbox_satisfies_protocol(sandbox):
+    assert isinstance(sandbox, Sandbox)
+    assert sandbox.info == {"provider": "local", "image": None, "isolation": "none (rlimits only)"}
+
+
+def test_exec_passes_stdin_env_and_runs_this_python(sandbox):
+    result = sandbox.exec(
+        ["python3", "-c", "import os, sys; print(sys.executable, os.environ['GREETING'], sys.stdin.read())"],
+        stdin="from stdin",
+        env={"GREETING": "hi"},
+    )
+    assert result.ok, result
+    assert result.stdout.split() == [sys.executable, "hi", "from", "stdin"]
+
+
+def test_exec_reports_exit_code_and_stderr(sandbox):
+    result = sandbox.exec(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (result.stdout, result.stderr, result.exit_code, result.timed_out) == ("out\n", "err\n", 3, False)
+
+
+def test_missing_program_is_exit_127_not_an_exception(sandbox):
+    result = sandbox.exec(["no-such-program-rsigym"])
+    assert result.exit_code == 127 and "no-such-program-rsigym" in result.stderr
+
+
+def test_timeout_kills_the_process_group_including_grandchild(sandbox):
+    started = time.monotonic()
+    result = sandbox.exec(["sh", "-c", "sleep 100 & echo $!; sleep 100"], timeout=1)
+    elapsed = time.monotonic() - started
+    assert result.timed_out and result.exit_code is None
+    assert elapsed < 3  # the spec'd bound: promptly, not after the sleeps
+    grandchild = int(result.stdout.split()[0])
+    deadline = time.monotonic() + 2
+    while not _dead(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _dead(grandchild)
+
+
+def test_allocation_beyond_rlimit_as_fails_and_is_reported(sandbox):
+    result = sandbox.exec(["python3", "-c", f"x = b'x' * ({2 * LIMITS.memory_mb} * 2**20)"])
+    assert result.exit_code not in (0, None)
+    assert result.oom_killed
+    assert "MemoryError" in result.stderr
+
+
+def test_ordinary_failure_is_not_reported_as_oom(sandbox):
+    assert not sandbox.exec(["python3", "-c", "raise SystemExit(4)"]).oom_killed
+
+
+def test_output_is_capped_and_the_command_still_finishes(sandbox):
+    result = sandbox.exec(["python3", "-c", "import sys; sys.stdout.write('a' * 10_000_000); print('done', file=sys.stderr)"])
+    assert result.exit_code == 0  # kept draining, so the writer never blocked
+    assert len(result.stdout) <= LIMITS.output_bytes and result.output_truncated
+    assert result.stderr == "done\n"
+
+
+def test_large_stdin_while_output_overflows_does_not_deadlock(sandbox):
+    payload = "x" * 2_000_000
+    result = sandbox.exec(["cat"], stdin=payload, timeout=10)
+    assert result.exit_code == 0 and not result.timed_out
+    assert result.output_truncated and result.stdout == payload[: LIMITS.output_bytes]
+
+
+def test_write_and_read_files_round_trip(sandbox):
+    sandbox.write_files({"pkg/a.txt": "alpha", f"{LIMITS.work_dir}/b.bin": bytes(range(256))})
+    assert sandbox.read_file("pkg/a.txt") == b"alpha"
+    assert sandbox.read_file("b.bin") == bytes(range(256))
+    assert sandbox.exec(["cat", "a.txt"], cwd="pkg").stdout == "alpha"
+    with pytest.raises(SandboxError, match="no such file"):
+        sandbox.read_file("missing.txt")
+
+
+@pytest.mark.parametrize("path", ["../escape.txt", "a/../../escape.txt", "/etc/rsigym-escape", "/tmp/x"])
+def test_paths_escaping_the_work_dir_are_rejected(sandbox, path):
+    with pytest.raises(SandboxError):
+        sandbox.write_files({path: "x"})
+    with pytest.raises(SandboxError):
+        sandbox.read_file(path)
+    with pytest.raises(SandboxError):
+        sandbox.exec(["true"], cwd=path)
+    assert not os.path.exists("/etc/rsigym-escape")
+
+
+def test_symlink_planted_by_a_program_does_not_leak_host_files(sandbox):
+    assert sandbox.exec(["ln", "-s", "/etc/hostname", "link"]).ok
+    with pytest.raises(SandboxError, match="outside"):
+        sandbox.read_file("link")
+
+
+def test_close_removes_the_work_dir_and_refuses_further_use():
+    sb = LocalSandbox(LIMITS)
+    sb.write_files({"x": "1"})
+    sb.close()
+    sb.close()  # idempotent
+    assert not os.path.exists(sb.work_dir)
+    with pytest.raises(SandboxError, match="closed"):
+        sb.exec(["true"])
+
+
+def test_open_sandbox_local_records_the_request():
+    with open_sandbox("local", LIMITS) as sb:
+        assert sb.info["provider"] == "local" and sb.info["requested"] == "local"
+        assert isinstance(sb.exec(["true"]), ExecResult)
+
+
+def test_unknown_provider_is_a_user_error():
+    with pytest.raises(UserError, match="'dockr'"):
+        resolve_provider("dockr")
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("a/b", "a/b"), ("./a//b/", "a/b"), ("a/../b", "b"), ("/work", "."), ("/work/a/../b", "b")],
+)
+def test_work_relative_normalises(path, expected):
+    assert work_relative(path, ("/work",)) == expected
+
+
+def test_capped_buffer_counts_what_it_drops():
+    buf = CappedBuffer(5)
+    for chunk in (b"abc", b"def", b"gh"):
+        buf.write(chunk)
+    assert buf.getvalue() == b"abcde" and buf.dropped == 3 and buf.truncated
