@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from .errors import UserError
 
@@ -23,7 +23,7 @@ EXIT_USER_ERROR = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + message
+    def error(self, message: str) -> NoReturn:  # one line, not usage + message
         raise UserError(f"{self.prog}: {message}")
 
 
@@ -93,7 +93,9 @@ def _run(args: argparse.Namespace) -> int:
         llm = [a for a in scenario.agents if a.kind == "llm"]
         if not llm:
             raise UserError(f"--model: scenario {scenario.name!r} has no agent of kind llm")
-        scenario = dataclasses.replace(scenario, agents=[
+        raw = dict(scenario.raw, agents=[dict(a, model=args.model) if a["kind"] == "llm" else a
+                                         for a in scenario.raw["agents"]])
+        scenario = dataclasses.replace(scenario, raw=raw, agents=[
             dataclasses.replace(a, model=args.model) if a.kind == "llm" else a for a in scenario.agents])
     backend = args.backend or scenario.runner.get("backend", "local")
     workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
@@ -177,7 +179,7 @@ def _list(args: argparse.Namespace) -> int:
 
         for name, cls in available_graders().items():
             doc = (cls.__doc__ or "").strip().splitlines()
-            print(f"{name:24} v{cls.version}  {doc[0] if doc else ''}")
+            print(f"{name:24} v{getattr(cls, 'version', '?')}  {doc[0] if doc else ''}")
     elif args.what == "scenarios":
         from rsigym.scenarios import bundled_scenarios
 

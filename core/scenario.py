@@ -125,7 +125,7 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise UserError(f"{source}: agents: two agents have the id {dup!r}; give each a distinct id")
-    conditions = []
+    conditions: list[dict[str, Any] | None] = []
     for entry in data.get("conditions") or [None]:
         if entry is None or entry == "none":
             conditions.append(None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from importlib.metadata import entry_points
-from typing import Any, Callable, ClassVar, Protocol, runtime_checkable
+from typing import Any, Callable, ClassVar, Literal, Protocol, runtime_checkable
 
 from rsigym.errors import UserError
 from rsigym.records import Grade, Trajectory
@@ -41,10 +41,10 @@ _REGISTRY: dict[str, Callable[..., Grader]] = {}
 _entry_points_loaded = False
 
 
-def register_grader(name: str) -> Callable[[type], type]:
+def register_grader(name: str) -> Callable[[Any], Any]:
     """Class decorator: make a grader constructible by ``get_grader(name, **params)``."""
 
-    def decorate(cls: type) -> type:
+    def decorate(cls: Any) -> Any:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
             raise ValueError(f"grader name {name!r} is already registered by {_REGISTRY[name]!r}")
         missing = [a for a in ("version", "needs", "grade") if not hasattr(cls, a)]
@@ -101,7 +101,8 @@ def grader_params(grader: Grader) -> dict[str, Any]:
     return dict(getattr(grader, "params", {}) or {})
 
 
-def grade_record(grader: Grader, record: Trajectory, *, source: str = "live") -> Grade:
+def grade_record(grader: Grader, record: Trajectory, *,
+                 source: Literal["live", "regrade"] = "live") -> Grade:
     """Grade one record; a grader that raises gives a Grade with ``score=None`` and the error.
 
     The returned grade always carries the grader's registered name, version and parameters,
@@ -111,7 +112,7 @@ def grade_record(grader: Grader, record: Trajectory, *, source: str = "live") ->
         grade = grader.grade(record)
     except Exception as exc:  # a failing grader is recorded, never fatal to the run
         return Grade(grader=grader.name, version=grader.version, score=None,
-                     params=grader_params(grader), source=source,  # type: ignore[arg-type]
+                     params=grader_params(grader), source=source,
                      error=f"{type(exc).__name__}: {exc}")
     return dataclasses.replace(grade, grader=grader.name, version=grader.version,
                                params=grader_params(grader), source=source)

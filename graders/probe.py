@@ -23,6 +23,7 @@ class ProbeAnswerCheck:
     sandbox and a changed ``tolerance`` changes the ruler without changing the trajectory.
     """
 
+    name: ClassVar[str]  # set by register_grader
     version: ClassVar[str] = "1"
     needs: ClassVar[frozenset[str]] = frozenset({"final_state", "sandbox"})
     tolerance: int = 0
@@ -53,6 +54,7 @@ class ProbeAnswerCheck:
 class ProbeGuessEfficiency:
     """Share of the guess budget left when the secret was found (0 when it never was)."""
 
+    name: ClassVar[str]  # set by register_grader
     version: ClassVar[str] = "1"
     needs: ClassVar[frozenset[str]] = frozenset({"trajectory", "final_state"})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -96,6 +97,6 @@ class _Progress:
         self._bar.update(self._task, advance=1,
                          errors=f"[red]{self.errors} infra errors" if self.errors else "")
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self.enabled:
             self._bar.__exit__(*exc)

@@ -134,6 +134,7 @@ class ProbeEnv(gym.Env[dict, dict]):
             task_id = ids[int(self.np_random.integers(len(ids)))]
         self._task = make_task(task_id, self.low, self.high)
         if self._sandbox is None:
+            assert isinstance(self._sandbox_arg, str)
             self._sandbox = open_sandbox(self._sandbox_arg)
         self._sandbox.write_files({"oracle.py": self._task.oracle_source})
         self._guesses: list[int] = []
@@ -143,10 +144,10 @@ class ProbeEnv(gym.Env[dict, dict]):
         return self._observation(), self._info()
 
     def step(self, action: Any):
-        if self._task is None:
+        if self._task is None or self._sandbox is None:
             raise RuntimeError("call reset() before step()")
         value, error = self._actions.parse(action)
-        if error is not None:  # a bad agent output is an observation, not an exception
+        if value is None or error is not None:  # a bad agent output is an observation
             self._invalid += 1
             over = self._invalid > self.max_invalid_actions
             info = self._info(error=error, termination="agent_error" if over else None)

@@ -27,10 +27,14 @@ def source_packages() -> set[str]:
     return found
 
 
+# Folders of package data, listed as packages so setuptools ships them without a warning.
+DATA_PACKAGES = {"rsigym.schemas", "rsigym.sandbox.recipe"}
+
+
 def test_every_source_package_is_listed_in_pyproject():
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert config["package-dir"] == {p: f for f, p in ROOTS.items()}
-    assert set(config["packages"]) == source_packages()
+    assert set(config["packages"]) - DATA_PACKAGES == source_packages()
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +60,14 @@ def test_installed_wheel_imports_from_another_directory(wheel, tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
-    # Dependencies come from the test environment by a plain path entry (its .pth files, such
-    # as an editable rsigym finder, are not run), so only the wheel can provide rsigym.
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, timeout=300)
+    # Then the dependencies, from the test environment, by a plain path entry placed after the
+    # venv's own site-packages (its .pth files, such as an editable rsigym finder, are not run),
+    # so rsigym itself can only come from the wheel.
     site = subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                    text=True).strip()
     Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                   check=True, timeout=300)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
