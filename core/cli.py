@@ -40,6 +40,8 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, help="parallel episodes (0: in this process)")
     run.add_argument("--model", help="LiteLLM model string for every llm agent of the scenario")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--retry-infra-errors", action="store_true",
+                     help="run episodes recorded as infra_error again (old records kept aside)")
 
     report = commands.add_parser("report", help="write report.md for a run folder")
     report.add_argument("run_dir", type=Path)
@@ -103,7 +105,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError(f"--workers must be >= 0, got {workers}")
     out_dir = args.out or Path("runs") / scenario.name
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
-                           progress=not args.no_progress and sys.stderr.isatty())
+                           progress=not args.no_progress and sys.stderr.isatty(),
+                           retry_infra_errors=args.retry_infra_errors)
     print(f"{summary.total} episodes: {summary.skipped} already recorded, {summary.ran} run now, "
           f"{summary.infra_errors} infra errors; records in {summary.out_dir / 'records.jsonl'}")
     if summary.report:

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ..jsonl import RecordWriter, read_records
+from ..jsonl import RecordWriter, read_records, rewrite_records
 from ..records import Trajectory
 from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
@@ -25,6 +25,7 @@ __all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "R
 
 log = logging.getLogger(__name__)
 RECORDS_FILE = "records.jsonl"
+INFRA_ERRORS_FILE = "infra_errors.jsonl"
 
 
 @dataclass
@@ -39,12 +40,18 @@ class RunSummary:
 
 def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "local",
                  workers: int = 1, address: str | None = None, progress: bool = True,
-                 report: bool = True) -> RunSummary:
-    """Run every episode of ``scenario`` not yet recorded in ``out_dir/records.jsonl``."""
+                 report: bool = True, retry_infra_errors: bool = False) -> RunSummary:
+    """Run every episode of ``scenario`` not yet recorded in ``out_dir/records.jsonl``.
+
+    With ``retry_infra_errors``, episodes recorded as ``infra_error`` run again; their old
+    records move to ``infra_errors.jsonl`` first, so each key stays once in ``records.jsonl``.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     episodes = expand(scenario)
     path = out_dir / RECORDS_FILE
+    if retry_infra_errors:
+        _set_aside_infra_errors(out_dir)
     done = {r.episode_key for r in read_records(path)}
     todo = [e for e in episodes if e.key not in done]
     (out_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario.raw, sort_keys=False))
@@ -69,6 +76,19 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         records = read_records(path).records
         report_path = write_report(out_dir, records, scenario.analyses, title=f"rsigym report: {scenario.name}")
     return RunSummary(out_dir, len(episodes), len(episodes) - len(todo), len(todo), infra_errors, report_path)
+
+
+def _set_aside_infra_errors(out_dir: Path) -> int:
+    """Move infra_error records to ``infra_errors.jsonl`` (kept, never deleted); returns how many."""
+    path = out_dir / RECORDS_FILE
+    records = read_records(path).records
+    failed = [r for r in records if r.termination == "infra_error"]
+    if failed:
+        with RecordWriter(out_dir / INFRA_ERRORS_FILE) as history:
+            for record in failed:
+                history.write(record)
+        rewrite_records(path, [r for r in records if r.termination != "infra_error"])
+    return len(failed)
 
 
 class _Progress:

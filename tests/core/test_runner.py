@@ -105,6 +105,26 @@ def test_run_scenario_writes_records_report_and_resumes(tmp_path):
     assert len(read_records(tmp_path / "out" / RECORDS_FILE)) == 24
 
 
+def test_retry_infra_errors_reruns_them_and_keeps_the_old_records(tmp_path):
+    from rsigym.jsonl import rewrite_records
+
+    scenario = load_scenario(write_scenario(tmp_path / "s.yaml", tasks=["probe-100"], seeds=[0]))
+    out = tmp_path / "out"
+    run_scenario(scenario, out, workers=0, progress=False, report=False)
+    records = read_records(out / RECORDS_FILE).records
+    records[1].termination, records[1].error, records[1].grades = "infra_error", "engine gone", []
+    rewrite_records(out / RECORDS_FILE, records)
+    plain = run_scenario(scenario, out, workers=0, progress=False, report=False)
+    assert plain.ran == 0  # a plain resume keeps the infra error as recorded
+    again = run_scenario(scenario, out, workers=0, progress=False, report=False, retry_infra_errors=True)
+    assert (again.skipped, again.ran) == (3, 1)
+    after = read_records(out / RECORDS_FILE).records
+    assert Counter(r.episode_key for r in after) == Counter(r.episode_key for r in records)
+    assert all(r.termination != "infra_error" for r in after)
+    kept = read_records(out / "infra_errors.jsonl").records
+    assert [(r.episode_key, r.error) for r in kept] == [(records[1].episode_key, "engine gone")]
+
+
 @pytest.mark.slow
 def test_sigkill_midway_then_rerun_records_every_episode_exactly_once(tmp_path):
     path = write_scenario(tmp_path / "s.yaml", tasks={"split": "test", "limit": 12})  # 12*2*2*2 = 96
