@@ -17,6 +17,10 @@ class Agent(Protocol):
     ``reset`` receives ``task_info``: ``env_id``, ``task_id``, ``condition``, ``action_space``,
     ``observation_space``, ``action_schema`` and the env's reset ``info``. ``last_usage`` is the
     usage of the latest ``act`` (tokens, cost, latency); the runner records it per step.
+
+    An agent may also define ``observe(reward, observation, info)``: the runner calls it after
+    every ``env.step`` with what the step returned. Optimisers (TPE, random search) learn from it;
+    an LLM agent reads its feedback from ``observation["text"]`` instead and need not define it.
     """
 
     spec: AgentSpec

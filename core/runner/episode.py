@@ -106,6 +106,15 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
         started = time.perf_counter()
         next_observation, reward, terminated, truncated, info = env.step(action)
         env_s = time.perf_counter() - started + (reset_s if t == 0 else 0.0)
+        observe_error = None
+        observe = getattr(agent, "observe", None)
+        if observe is not None:  # optional feedback hook: optimisers learn from reward or info
+            try:
+                observe(float(reward), next_observation, info)
+            except InfraError:
+                raise
+            except Exception as exc:
+                observe_error = _short_error(exc)
         agent_usage = getattr(agent, "last_usage", None) or Usage()
         usage = Usage(agent_usage.prompt_tokens, agent_usage.completion_tokens,
                       agent_usage.cost_usd, agent_usage.latency_s or latency_s, env_s)
@@ -114,6 +123,9 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
                                  float(reward), bool(terminated), bool(truncated),
                                  to_jsonable(info), usage))
         observation, t = next_observation, t + 1
+        if observe_error is not None:
+            record.termination, record.error = "agent_error", observe_error
+            break
         if terminated:
             record.termination = info.get("termination", "agent_stop")
             break

@@ -40,6 +40,29 @@ class BabblingAgent:
         return {"guess": "fifty"}
 
 
+class ObservingAgent:
+    """Guesses upward and records what ``observe`` hands it; fails on demand."""
+
+    seen: list = []
+
+    def __init__(self, spec):
+        self.spec, self.last_usage = spec, Usage()
+        self.fail_at = spec.params.get("fail_at")
+
+    def reset(self, task_info, seed):
+        self.guess = -1
+
+    def act(self, observation):
+        self.guess += 1
+        return {"guess": self.guess}
+
+    def observe(self, reward, observation, info):
+        ObservingAgent.seen.append((reward, int(observation["last_guess"]), info["budget"]["guesses_used"]))
+        if len(ObservingAgent.seen) == self.fail_at:
+            raise ValueError("observe bug")
+
+
+register_agent("test-observe")(ObservingAgent)
 register_agent("test-crash")(CrashingAgent)
 register_agent("test-babble")(BabblingAgent)
 
@@ -69,6 +92,19 @@ def test_agent_exception_is_an_agent_error_record():
     record = run_episode(episode(kind="test-crash"))
     assert record.termination == "agent_error" and "agent bug" in record.error
     assert record.grade("probe_answer").score == 0.0  # graded: the agent failed, not the infra
+
+
+def test_observe_hook_gets_every_step_result_and_its_errors_are_agent_errors():
+    ObservingAgent.seen = []
+    record = run_episode(episode(kind="test-observe"))
+    assert ObservingAgent.seen == [(s.reward, s.action["guess"], s.t + 1) for s in record.steps]
+    ObservingAgent.seen = []
+    spec = episode(kind="test-observe")
+    failing = EpisodeSpec(spec.key, spec.env, AgentSpec("o", "test-observe", params={"fail_at": 2}),
+                          0, 0, 20, spec.graders)
+    record = run_episode(failing)
+    assert record.termination == "agent_error" and "observe bug" in record.error
+    assert len(record.steps) == 2  # the step whose feedback failed is still recorded
 
 
 def test_invalid_actions_are_observations_until_the_limit():
