@@ -1,6 +1,16 @@
 """Agents: the Agent protocol, ``make_agent`` and the built-in agents."""
 
 from .base import Agent, available_agents, make_agent, register_agent
+from .llm import LLMAgent
+from .llm_provider import ProviderError, RetryPolicy
+from .offline import OfflineReply, OfflineRequest, offline_policies, register_offline_policy
+from .optuna_agents import OptunaParams, RandomSearchAgent, TPEAgent, TPEParams
+from .optuna_space import action_from_params, optuna_distributions
 from .scripted import ProbeBisectAgent, RandomAgent
 
-__all__ = ["Agent", "ProbeBisectAgent", "RandomAgent", "available_agents", "make_agent", "register_agent"]
+__all__ = [
+    "Agent", "LLMAgent", "OfflineReply", "OfflineRequest", "OptunaParams", "ProbeBisectAgent",
+    "ProviderError", "RandomAgent", "RandomSearchAgent", "RetryPolicy", "TPEAgent", "TPEParams",
+    "action_from_params", "available_agents", "make_agent", "offline_policies",
+    "optuna_distributions", "register_agent", "register_offline_policy",
+]

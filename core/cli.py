@@ -39,6 +39,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
     run.add_argument("--workers", type=int, help="parallel episodes (0: in this process)")
     run.add_argument("--model", help="LiteLLM model string for every llm agent of the scenario")
+    run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for every llm agent")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--retry-infra-errors", action="store_true",
                      help="run episodes recorded as infra_error again (old records kept aside)")
@@ -90,15 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     from .runner import run_scenario
     from .scenario import load_scenario
 
-    scenario = load_scenario(args.scenario)
-    if args.model:
-        llm = [a for a in scenario.agents if a.kind == "llm"]
-        if not llm:
-            raise UserError(f"--model: scenario {scenario.name!r} has no agent of kind llm")
-        raw = dict(scenario.raw, agents=[dict(a, model=args.model) if a["kind"] == "llm" else a
-                                         for a in scenario.raw["agents"]])
-        scenario = dataclasses.replace(scenario, raw=raw, agents=[
-            dataclasses.replace(a, model=args.model) if a.kind == "llm" else a for a in scenario.agents])
+    scenario = _override_llm_agents(load_scenario(args.scenario), args.model, args.api_base)
     backend = args.backend or scenario.runner.get("backend", "local")
     workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
     if workers < 0:
@@ -112,6 +105,30 @@ def _run(args: argparse.Namespace) -> int:
     if summary.report:
         print(f"report: {summary.report}")
     return 0
+
+
+def _override_llm_agents(scenario: Any, model: str | None, api_base: str | None) -> Any:
+    """Apply --model and --api-base to every llm agent, in the scenario and in its saved copy."""
+    if model is None and api_base is None:
+        return scenario
+    if not any(a.kind == "llm" for a in scenario.agents):
+        flag = "--model" if model is not None else "--api-base"
+        raise UserError(f"{flag}: scenario {scenario.name!r} has no agent of kind llm")
+
+    def override(entry: dict[str, Any]) -> dict[str, Any]:
+        if entry["kind"] != "llm":
+            return entry
+        entry = dict(entry, params=dict(entry.get("params") or {}))
+        if model is not None:
+            entry["model"] = model
+        if api_base is not None:
+            entry["params"]["api_base"] = api_base
+        return entry
+
+    from .scenario import parse_scenario
+
+    raw = dict(scenario.raw, agents=[override(a) for a in scenario.raw["agents"]])
+    return parse_scenario(raw, scenario.source)
 
 
 def _records_or_error(run_dir: Path) -> tuple[Path, list[Any]]:

@@ -135,6 +135,9 @@ class Usage:
     cost_usd: float = 0.0
     latency_s: float = 0.0
     env_s: float = 0.0
+    model_calls: int = 0        # LLM requests, retries included
+    provider_retries: int = 0   # requests retried after a provider error
+    invalid_replies: int = 0    # replies that failed validation and were fed back
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))

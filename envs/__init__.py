@@ -5,14 +5,16 @@ from __future__ import annotations
 import gymnasium as gym
 
 from .conditions import Condition, ConditionRegistry
-from .spaces import TEXT_CHARSET, JsonActions, text_space
+from .spaces import INVALID_ACTION_KEY, TEXT_CHARSET, JsonActions, invalid_action, text_space
 
-__all__ = ["Condition", "ConditionRegistry", "JsonActions", "TEXT_CHARSET", "text_space", "ENV_IDS"]
+__all__ = ["Condition", "ConditionRegistry", "JsonActions", "INVALID_ACTION_KEY", "TEXT_CHARSET",
+           "invalid_action", "text_space", "ENV_IDS"]
 
 # id -> entry point. Entry points are strings so that importing rsigym.envs stays cheap: a
 # family's heavy dependencies load only when its env is made.
 _ENTRY_POINTS = {
     "rsigym/Probe-v0": "rsigym.envs.probe.env:ProbeEnv",
+    "rsigym/BlackBox-v0": "rsigym.envs.blackbox.env:BlackBoxEnv",
 }
 ENV_IDS = tuple(_ENTRY_POINTS)
 

@@ -9,7 +9,16 @@ from gymnasium import spaces
 
 from rsigym.records import to_jsonable
 
-__all__ = ["TEXT_CHARSET", "text_space", "JsonActions"]
+__all__ = ["TEXT_CHARSET", "INVALID_ACTION_KEY", "text_space", "invalid_action", "JsonActions"]
+
+# An agent that could not produce a valid action says so explicitly with this key, so the env
+# records "no valid action" (with the agent's reason) rather than a confusing schema error.
+INVALID_ACTION_KEY = "rsigym_invalid_action"
+
+
+def invalid_action(reason: str, raw: str = "") -> dict[str, Any]:
+    """The explicit invalid action an agent returns when it has no valid one."""
+    return {INVALID_ACTION_KEY: {"error": reason, "raw": raw}}
 
 # Printable ASCII with whitespace, Latin-1, general punctuation, arrows and box drawing: what an
 # env's prompt text uses. Gymnasium's default Text charset is alphanumeric only.
@@ -45,6 +54,10 @@ class JsonActions:
             value = to_jsonable(action)
         except TypeError as exc:
             return None, f"invalid action: {exc}"
+        if isinstance(value, dict) and INVALID_ACTION_KEY in value:
+            reason = value[INVALID_ACTION_KEY]
+            reason = reason.get("error") if isinstance(reason, dict) else reason
+            return None, f"the agent produced no valid action: {reason}"
         errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         if errors:
             error = errors[0]

@@ -5,10 +5,11 @@ Third-party graders join through the entry-point group ``rsigym.graders``.
 
 from .base import (ENTRY_POINT_GROUP, NEEDS, Grader, available_graders, get_grader, grade_record,
                    register_grader)
+from .blackbox import BlackBoxBestValue
 from .probe import ProbeAnswerCheck, ProbeGuessEfficiency
 from .regrade import regrade
 
 __all__ = [
-    "ENTRY_POINT_GROUP", "NEEDS", "Grader", "ProbeAnswerCheck", "ProbeGuessEfficiency",
-    "available_graders", "get_grader", "grade_record", "register_grader", "regrade",
+    "BlackBoxBestValue", "ENTRY_POINT_GROUP", "NEEDS", "Grader", "ProbeAnswerCheck",
+    "ProbeGuessEfficiency", "available_graders", "get_grader", "grade_record", "register_grader", "regrade",
 ]

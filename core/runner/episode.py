@@ -7,6 +7,7 @@ env that fails gives ``infra_error`` (infrastructure failures are not agent fail
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 from typing import Any
@@ -87,11 +88,17 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
     started = time.perf_counter()
     observation, info = env.reset(seed=spec.seed, options={"task_id": spec.env.task_id})
     reset_s = time.perf_counter() - started
-    agent.reset({
-        "env_id": spec.env.id, "task_id": spec.env.task_id, "condition": spec.env.condition,
-        "action_space": env.action_space, "observation_space": env.observation_space,
-        "action_schema": getattr(env.unwrapped, "action_schema", None), "info": info,
-    }, spec.seed)
+    try:
+        agent.reset({
+            "env_id": spec.env.id, "task_id": spec.env.task_id, "condition": spec.env.condition,
+            "action_space": env.action_space, "observation_space": env.observation_space,
+            "action_schema": getattr(env.unwrapped, "action_schema", None), "info": info,
+        }, spec.seed)
+    except InfraError:
+        raise
+    except Exception as exc:  # e.g. an optimiser given an action space it cannot search
+        record.termination, record.error = "agent_error", _short_error(exc)
+        return
     t = 0
     while True:
         started = time.perf_counter()
@@ -116,8 +123,7 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
             except Exception as exc:
                 observe_error = _short_error(exc)
         agent_usage = getattr(agent, "last_usage", None) or Usage()
-        usage = Usage(agent_usage.prompt_tokens, agent_usage.completion_tokens,
-                      agent_usage.cost_usd, agent_usage.latency_s or latency_s, env_s)
+        usage = dataclasses.replace(agent_usage, latency_s=agent_usage.latency_s or latency_s, env_s=env_s)
         # Stored as JSON values at once, so live grading sees exactly what a regrade reads.
         record.steps.append(Step(t, to_jsonable(observation), _jsonable_action(action),
                                  float(reward), bool(terminated), bool(truncated),

@@ -63,6 +63,12 @@ class ObservingAgent:
 
 
 register_agent("test-observe")(ObservingAgent)
+class UnfitAgent(CrashingAgent):
+    def reset(self, task_info, seed):
+        raise TypeError("cannot search a Text action space")
+
+
+register_agent("test-unfit")(UnfitAgent)
 register_agent("test-crash")(CrashingAgent)
 register_agent("test-babble")(BabblingAgent)
 
@@ -86,6 +92,12 @@ def test_reversed_hints_defeat_bisection():
     record = run_episode(episode(condition={"name": "reverse_hints", "params": {}}))
     assert record.termination == "budget_exhausted"
     assert record.grade("probe_answer").score == 0.0
+
+
+def test_agent_that_cannot_take_the_task_is_an_agent_error():
+    record = run_episode(episode(kind="test-unfit"))
+    assert record.termination == "agent_error" and "cannot search" in record.error
+    assert record.steps == []
 
 
 def test_agent_exception_is_an_agent_error_record():

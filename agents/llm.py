@@ -1,0 +1,256 @@
+"""``LLMAgent``: any LiteLLM model acting in any rsigym env.
+
+Each turn it sends the observation's ``text`` (as the answer to its previous tool call, or as a
+user message), asks for one action through native tool calling or JSON output, validates it
+against the env's ``action_schema``, and feeds a validation error back for a bounded number of
+retries; after that it returns an explicit invalid action, which the env records as an error
+observation. Provider failures are retried with backoff (see ``llm_provider``); when retries run
+out the episode ends as ``infra_error``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import Any
+
+import jsonschema
+
+from rsigym.envs.spaces import invalid_action
+from rsigym.records import AgentSpec, Usage
+
+from .base import register_agent
+from .litellm_loader import load_litellm
+from .llm_messages import ACT_TOOL, act_tool, parse_reply, system_prompt
+from .llm_provider import ProviderError, RetryEvent, RetryPolicy, call_with_retries
+
+__all__ = ["LLMAgent"]
+
+TOOL_MODES = ("auto", "tools", "json")
+
+
+class LLMAgent:
+    """An agent backed by a LiteLLM model string (``openai/gpt-4o-mini``, ``rsigym/random``, ...).
+
+    Args:
+        model: LiteLLM model string.
+        temperature, seed, max_tokens: Sampling parameters. ``seed`` defaults to the episode seed.
+        api_base: Base URL of an OpenAI-compatible server (vLLM, Ollama, a proxy).
+        api_key: Key for the provider; never stored in records (scenarios use ``api_key_env``).
+        api_key_env: Name of an environment variable holding the key.
+        tool_mode: ``tools`` (native tool calling), ``json`` (schema in the prompt), or ``auto``
+            (tools where ``litellm.supports_function_calling(model)`` says so).
+        tool_choice: Passed with tools; ``required`` forces a call, None omits it.
+        max_invalid_retries: Validation errors fed back per turn before giving up on the turn.
+        max_retries, backoff_base_s, backoff_max_s: Provider-error retries (see RetryPolicy).
+        timeout_s: Per-request timeout.
+        system_preamble: Text put before the built-in system prompt (a persona, task notes).
+        litellm_kwargs: Any other arguments for ``litellm.completion``.
+        spec: The scenario entry this agent came from (built from the arguments when None).
+    """
+
+    def __init__(self, model: str, *, temperature: float | None = 0.0, seed: int | None = None,
+                 max_tokens: int | None = None, api_base: str | None = None,
+                 api_key: str | None = None, api_key_env: str | None = None,
+                 tool_mode: str = "auto", tool_choice: str | None = "required",
+                 max_invalid_retries: int = 2, max_retries: int = 4, backoff_base_s: float = 1.0,
+                 backoff_max_s: float = 30.0, timeout_s: float = 120.0,
+                 system_preamble: str | None = None, litellm_kwargs: dict[str, Any] | None = None,
+                 spec: AgentSpec | None = None) -> None:
+        if tool_mode not in TOOL_MODES:
+            raise TypeError(f"tool_mode must be one of {TOOL_MODES}, got {tool_mode!r}")
+        if max_invalid_retries < 0 or max_retries < 0:
+            raise TypeError("retry counts must be >= 0")
+        self.model = model
+        self.temperature, self.fixed_seed, self.max_tokens = temperature, seed, max_tokens
+        self.api_base, self.tool_mode, self.tool_choice = api_base, tool_mode, tool_choice
+        self.max_invalid_retries, self.timeout_s = max_invalid_retries, timeout_s
+        self.system_preamble = system_preamble
+        self.litellm_kwargs = dict(litellm_kwargs or {})
+        self._api_key, self._api_key_env = api_key, api_key_env
+        self.retry_policy = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
+        self.spec = spec or AgentSpec(id=model, kind="llm", model=model, params={})
+        self.last_usage = Usage()
+        self.retry_log: list[RetryEvent] = []  # provider retries of the current episode
+
+    @classmethod
+    def from_spec(cls, spec: AgentSpec) -> "LLMAgent":
+        if not spec.model:
+            raise TypeError("an llm agent needs a model (in the scenario, or --model)")
+        if "api_key" in spec.params:
+            raise TypeError("put the key in an environment variable and name it with api_key_env; "
+                            "a key in params would be written into every record")
+        return cls(spec.model, spec=spec, **spec.params)
+
+    # -- episode --------------------------------------------------------------------------
+    def reset(self, task_info: dict[str, Any], seed: int) -> None:
+        schema = task_info.get("action_schema")
+        if not schema:
+            raise TypeError(f"{task_info.get('env_id')} publishes no action_schema; an LLM agent needs one")
+        self._litellm = load_litellm()
+        self.schema = schema
+        self._validator = jsonschema.Draft202012Validator(schema)
+        self.mode = self._resolve_mode()
+        self.seed = self.fixed_seed if self.fixed_seed is not None else seed
+        self._rng = random.Random(seed)  # jitter only; never affects what the model is asked
+        preamble = self.system_preamble
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system_prompt(str(task_info.get("env_id")), schema, self.mode, preamble)}]
+        self._pending_tool_calls: tuple[str, ...] = ()
+        self.retry_log = []
+
+    def _resolve_mode(self) -> str:
+        if self.tool_mode != "auto":
+            return self.tool_mode
+        try:
+            return "tools" if self._litellm.supports_function_calling(model=self.model) else "json"
+        except Exception:  # unknown to LiteLLM's model map: assume a plain chat model
+            return "json"
+
+    def act(self, observation: dict[str, Any]) -> Any:
+        self._add_observation(str(observation.get("text", observation)))
+        usage = Usage()
+        for attempt in range(self.max_invalid_retries + 1):
+            message, call_usage = self._complete()
+            usage = usage + call_usage
+            parsed = parse_reply(message, self._validator)
+            self.messages.append(_assistant_dict(message))
+            self._pending_tool_calls = parsed.tool_call_ids
+            if parsed.error is None:
+                self.last_usage = usage
+                return parsed.action
+            usage.invalid_replies += 1
+            if attempt < self.max_invalid_retries:
+                self._add_feedback(f"Error: {parsed.error}. Try again with one valid action.")
+        self.last_usage = usage
+        return invalid_action(parsed.error or "no valid action", raw=_reply_text(message))
+
+    # -- conversation ---------------------------------------------------------------------
+    def _add_observation(self, text: str) -> None:
+        if self._pending_tool_calls:  # the observation is the result of the previous call
+            first, *rest = self._pending_tool_calls
+            self.messages.append({"role": "tool", "tool_call_id": first, "content": text})
+            self.messages += [{"role": "tool", "tool_call_id": i, "content": "ignored: one action per turn"}
+                              for i in rest]
+            self._pending_tool_calls = ()
+        else:
+            self.messages.append({"role": "user", "content": text})
+
+    def _add_feedback(self, text: str) -> None:
+        if self._pending_tool_calls:
+            self._add_observation(text)
+        else:
+            self.messages.append({"role": "user", "content": text})
+
+    def _request(self) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.model, "messages": self.messages, "timeout": self.timeout_s,
+            "seed": self.seed, "max_retries": 0,  # retries are ours, counted and recorded
+            "drop_params": True,  # a provider without e.g. seed support ignores it, not fails
+        }
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            request["max_tokens"] = self.max_tokens
+        if self.api_base:
+            request["api_base"] = self.api_base
+        key = self._credentials()
+        if key:
+            request["api_key"] = key
+        if self.mode == "tools":
+            request["tools"] = [act_tool(self.schema)]
+            if self.tool_choice == "required":
+                request["tool_choice"] = {"type": "function", "function": {"name": ACT_TOOL}}
+            elif self.tool_choice is not None:
+                request["tool_choice"] = self.tool_choice
+        request.update(self.litellm_kwargs)
+        return request
+
+    def _credentials(self) -> str | None:
+        """The key to send, or None to let LiteLLM find one; fails fast when none can be found.
+
+        A missing key is not worth retrying: it ends the episode at once with a message that
+        names the variable to set. A local server (``api_base``) without a key gets a
+        placeholder, as vLLM and Ollama accept any.
+        """
+        key = self._api_key or (_env_key(self._api_key_env) if self._api_key_env else None)
+        if key:
+            return key
+        if self._api_key_env:
+            raise ProviderError(f"{self.model}: the environment variable {self._api_key_env} "
+                                "named by api_key_env is not set")
+        try:
+            missing = self._litellm.validate_environment(model=self.model).get("missing_keys") or []
+        except Exception:  # a provider LiteLLM cannot check: let the call itself say
+            return None
+        if missing and self.api_base:
+            return "not-needed"
+        if missing:
+            raise ProviderError(f"{self.model}: no credentials; set {' or '.join(missing)} "
+                                "(or name a variable with api_key_env)")
+        return None
+
+    def _complete(self) -> tuple[Any, Usage]:
+        litellm, request = self._litellm, self._request()
+        started = time.perf_counter()
+        calls, slept_s = 0, 0.0
+
+        def call() -> Any:
+            nonlocal calls
+            calls += 1
+            return litellm.completion(**request)
+
+        def sleep(seconds: float) -> None:
+            nonlocal slept_s
+            slept_s += seconds
+            time.sleep(seconds)
+
+        response = call_with_retries(call, litellm, self.retry_policy, self._rng, sleep=sleep,
+                                     on_retry=self.retry_log.append)
+        latency_s = time.perf_counter() - started - slept_s  # model time, backoff waits excluded
+        reported = getattr(response, "usage", None)
+        cost = _cost_usd(litellm, response, self.model)
+        usage = Usage(prompt_tokens=int(getattr(reported, "prompt_tokens", 0) or 0),
+                      completion_tokens=int(getattr(reported, "completion_tokens", 0) or 0),
+                      cost_usd=cost, latency_s=max(latency_s, 0.0), model_calls=calls,
+                      provider_retries=calls - 1)
+        return response.choices[0].message, usage
+
+
+def _cost_usd(litellm: Any, response: Any, model: str) -> float:
+    """LiteLLM's price of the response; 0 where the model has no price."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if hidden.get("response_cost") is not None:  # already computed by LiteLLM for this call
+        return float(hidden["response_cost"])
+    try:
+        return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
+    except Exception:  # no price known for this model
+        return 0.0
+
+
+def _env_key(name: str) -> str | None:
+    import os
+
+    return os.environ.get(name)
+
+
+def _reply_text(message: Any) -> str:
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        return json.dumps([{"name": c.function.name, "arguments": c.function.arguments} for c in calls])[:2000]
+    return str(getattr(message, "content", "") or "")[:2000]
+
+
+def _assistant_dict(message: Any) -> dict[str, Any]:
+    """The assistant turn as a plain message dict, tool calls included, for the next request."""
+    out: dict[str, Any] = {"role": "assistant", "content": getattr(message, "content", None)}
+    calls = getattr(message, "tool_calls", None)
+    if calls:
+        out["tool_calls"] = [{"id": c.id, "type": "function",
+                              "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                             for c in calls]
+    return out
+
+
+register_agent("llm")(LLMAgent.from_spec)
