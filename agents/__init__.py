@@ -7,10 +7,11 @@ from .offline import OfflineReply, OfflineRequest, offline_policies, register_of
 from .optuna_agents import OptunaParams, RandomSearchAgent, TPEAgent, TPEParams
 from .optuna_space import action_from_params, optuna_distributions
 from .scripted import ProbeBisectAgent, RandomAgent
+from .tooluse_agents import ToolUsePlanAgent
 
 __all__ = [
     "Agent", "LLMAgent", "OfflineReply", "OfflineRequest", "OptunaParams", "ProbeBisectAgent",
-    "ProviderError", "RandomAgent", "RandomSearchAgent", "RetryPolicy", "TPEAgent", "TPEParams",
+    "ProviderError", "RandomAgent", "RandomSearchAgent", "ToolUsePlanAgent", "RetryPolicy", "TPEAgent", "TPEParams",
     "action_from_params", "available_agents", "make_agent", "offline_policies",
     "optuna_distributions", "register_agent", "register_offline_policy",
 ]

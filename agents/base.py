@@ -15,7 +15,8 @@ class Agent(Protocol):
     """Decides actions. One instance runs one episode at a time.
 
     ``reset`` receives ``task_info``: ``env_id``, ``task_id``, ``condition``, ``action_space``,
-    ``observation_space``, ``action_schema`` and the env's reset ``info``. ``last_usage`` is the
+    ``observation_space``, ``action_schema``, ``tools`` (the functions an env offers, as
+    OpenAI-style specs, or None), ``rep`` (the repetition index) and the env's reset ``info``. ``last_usage`` is the
     usage of the latest ``act`` (tokens, cost, latency); the runner records it per step.
 
     An agent may also define ``observe(reward, observation, info)``: the runner calls it after

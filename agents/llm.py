@@ -22,7 +22,7 @@ from rsigym.records import AgentSpec, Usage
 
 from .base import register_agent
 from .litellm_loader import load_litellm
-from .llm_messages import ACT_TOOL, act_tool, parse_reply, system_prompt
+from .llm_messages import ACT_TOOL, act_tool, parse_env_tool_reply, parse_reply, system_prompt
 from .llm_provider import ProviderError, RetryEvent, RetryPolicy, call_with_retries
 
 __all__ = ["LLMAgent"]
@@ -92,11 +92,17 @@ class LLMAgent:
         self.schema = schema
         self._validator = jsonschema.Draft202012Validator(schema)
         self.mode = self._resolve_mode()
+        # An env with its own tools (ToolUse-v0) gets them as native functions, and text replies
+        # become messages to its user; other envs get the single `act` function.
+        self.env_tools = list(task_info.get("tools") or []) if self.mode == "tools" else []
+        self._tool_validators = {t["function"]["name"]: jsonschema.Draft202012Validator(t["function"]["parameters"])
+                                 for t in self.env_tools}
         self.seed = self.fixed_seed if self.fixed_seed is not None else seed
         self._rng = random.Random(seed)  # jitter only; never affects what the model is asked
         preamble = self.system_preamble
         self.messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system_prompt(str(task_info.get("env_id")), schema, self.mode, preamble)}]
+            {"role": "system", "content": system_prompt(str(task_info.get("env_id")), schema, self.mode, preamble,
+                                                         env_tools=bool(self.env_tools))}]
         self._pending_tool_calls: tuple[str, ...] = ()
         self.retry_log = []
 
@@ -114,7 +120,8 @@ class LLMAgent:
         for attempt in range(self.max_invalid_retries + 1):
             message, call_usage = self._complete()
             usage = usage + call_usage
-            parsed = parse_reply(message, self._validator)
+            parsed = (parse_env_tool_reply(message, self._tool_validators) if self.env_tools
+                      else parse_reply(message, self._validator))
             self.messages.append(_assistant_dict(message))
             self._pending_tool_calls = parsed.tool_call_ids
             if parsed.error is None:
@@ -158,7 +165,9 @@ class LLMAgent:
         key = self._credentials()
         if key:
             request["api_key"] = key
-        if self.mode == "tools":
+        if self.env_tools:  # messages to the user are actions too: the model may answer in text
+            request["tools"] = self.env_tools
+        elif self.mode == "tools":
             request["tools"] = [act_tool(self.schema)]
             if self.tool_choice == "required":
                 request["tool_choice"] = {"type": "function", "function": {"name": ACT_TOOL}}

@@ -14,21 +14,27 @@ from typing import Any
 
 import jsonschema
 
-__all__ = ["ACT_TOOL", "Parsed", "system_prompt", "act_tool", "parse_reply", "extract_json"]
+__all__ = ["ACT_TOOL", "Parsed", "system_prompt", "act_tool", "parse_reply", "parse_env_tool_reply",
+           "extract_json"]
 
 ACT_TOOL = "act"
 
 _INTRO = ("You are an agent acting in the environment {env_id}. Each turn you receive an "
           "observation and choose exactly one action.")
 _TOOLS_RULE = f"Always answer by calling the function `{ACT_TOOL}` with your action as its arguments."
+_ENV_TOOLS_RULE = ("Use the functions you are given to act; to talk to the user, answer with plain "
+                   "text. One function call or one message per turn.")
 _JSON_RULE = ("Answer with one JSON object and nothing else (no prose, no code fences). It must "
               "match this JSON Schema:\n```json\n{schema}\n```")
 
 
-def system_prompt(env_id: str, schema: dict[str, Any], mode: str, preamble: str | None = None) -> str:
+def system_prompt(env_id: str, schema: dict[str, Any], mode: str, preamble: str | None = None,
+                  env_tools: bool = False) -> str:
     parts = [preamble] if preamble else []
     parts.append(_INTRO.format(env_id=env_id))
-    if mode == "tools":
+    if mode == "tools" and env_tools:
+        parts.append(_ENV_TOOLS_RULE)
+    elif mode == "tools":
         parts.append(_TOOLS_RULE)
     else:
         parts.append(_JSON_RULE.format(schema=json.dumps(schema, sort_keys=True)))
@@ -64,6 +70,33 @@ class Parsed:
     action: Any = None
     error: str | None = None
     tool_call_ids: tuple[str, ...] = ()
+
+
+def parse_env_tool_reply(message: Any, tools: dict[str, jsonschema.protocols.Validator]) -> Parsed:
+    """For envs that offer their own tools: a tool call becomes ``{"tool", "arguments"}`` (its
+    arguments checked against that tool's parameters), plain text becomes ``{"message"}``."""
+    tool_calls = list(getattr(message, "tool_calls", None) or [])
+    ids = tuple(str(call.id) for call in tool_calls)
+    if not tool_calls:
+        content = str(getattr(message, "content", None) or "").strip()
+        if not content:
+            return Parsed(error="the reply was empty; call a tool or write a message to the user")
+        return Parsed(action={"message": content})
+    call = tool_calls[0]
+    name = call.function.name
+    if name not in tools:
+        return Parsed(error=f"unknown tool {name!r}; the tools are: {', '.join(tools)}", tool_call_ids=ids)
+    raw = call.function.arguments or "{}"
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        return Parsed(error=f"the arguments of {name} are not valid JSON ({exc.msg}): {raw[:200]!r}",
+                      tool_call_ids=ids)
+    errors = sorted(tools[name].iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
+        return Parsed(error=f"invalid arguments for {name} at {where}: {errors[0].message}", tool_call_ids=ids)
+    return Parsed(action={"tool": name, "arguments": arguments}, tool_call_ids=ids)
 
 
 def parse_reply(message: Any, validator: jsonschema.protocols.Validator) -> Parsed:

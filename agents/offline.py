@@ -32,14 +32,19 @@ class OfflineRequest:
     schema: dict[str, Any] | None
     tool_name: str | None      # the tool to call when the agent offered tools, else None (JSON)
     rng: np.random.Generator   # seeded from the request's seed and the conversation so far
+    tools: tuple[dict[str, Any], ...] = ()  # every tool offered (OpenAI-style specs)
 
 
 @dataclass(frozen=True)
 class OfflineReply:
-    """An action (sent as a tool call or as JSON text, as the request asks) or raw text."""
+    """An action (sent as a tool call or as JSON text, as the request asks) or raw text.
+
+    ``tool`` names the function to call when several were offered (default: the first).
+    """
 
     action: Any = None
     text: str | None = None
+    tool: str | None = None
 
 
 Policy = Callable[[OfflineRequest], OfflineReply]
@@ -114,7 +119,9 @@ def install_offline_provider(litellm: Any) -> None:
                 params = optional_params or {}
                 schema, tool_name = _request_schema(messages, params.get("tools"))
                 reply = _POLICIES[name](OfflineRequest(messages, schema, tool_name,
-                                                       _rng(params.get("seed"), messages)))
+                                                       _rng(params.get("seed"), messages),
+                                                       tuple(params.get("tools") or ())))
+                tool_name = reply.tool or tool_name
                 if reply.text is None and tool_name is not None:
                     arguments = json.dumps(reply.action)
                     message = {"role": "assistant", "content": None, "tool_calls": [{

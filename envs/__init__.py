@@ -14,6 +14,7 @@ __all__ = ["Condition", "ConditionRegistry", "JsonActions", "INVALID_ACTION_KEY"
 # family's heavy dependencies load only when its env is made.
 _ENTRY_POINTS = {
     "rsigym/Probe-v0": "rsigym.envs.probe.env:ProbeEnv",
+    "rsigym/ToolUse-v0": "rsigym.envs.tooluse.env:ToolUseEnv",
     "rsigym/BlackBox-v0": "rsigym.envs.blackbox.env:BlackBoxEnv",
 }
 ENV_IDS = tuple(_ENTRY_POINTS)

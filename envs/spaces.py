@@ -61,6 +61,13 @@ class JsonActions:
         errors = sorted(self._validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         if errors:
             error = errors[0]
+            # For oneOf/anyOf, the deepest sub-error names what the agent most likely got wrong
+            # (a misspelt tool name rather than "not valid under any of the given schemas").
+            while error.validator in ("oneOf", "anyOf") and error.context:
+                deepest = max(error.context, key=lambda e: len(e.absolute_path))
+                if len(deepest.absolute_path) <= len(error.absolute_path):
+                    break
+                error = deepest
             where = "/".join(str(p) for p in error.absolute_path) or "action"
             return None, f"invalid action at {where}: {error.message}"
         return value, None

@@ -93,6 +93,7 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
             "env_id": spec.env.id, "task_id": spec.env.task_id, "condition": spec.env.condition,
             "action_space": env.action_space, "observation_space": env.observation_space,
             "action_schema": getattr(env.unwrapped, "action_schema", None), "info": info,
+            "tools": getattr(env.unwrapped, "tools", None), "rep": spec.rep,
         }, spec.seed)
     except InfraError:
         raise

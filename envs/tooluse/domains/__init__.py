@@ -1,0 +1,1 @@
+"""Customer-service domains of rsigym/ToolUse-v0."""

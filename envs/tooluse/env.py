@@ -1,0 +1,223 @@
+"""``rsigym/ToolUse-v0``: a customer-service agent with typed tools over an SQLite database."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..conditions import Condition
+from ..spaces import JsonActions, text_space
+from .catalog import get_domain, get_tasks, load_task
+from .conditions import TOOLUSE_CONDITIONS, identity_view
+from .domain import Task, open_episode_db, state_sha256
+from .outputs import communicated
+from .toolkit import call_tool
+from .users import STOP, UserSimulator, make_user
+
+__all__ = ["ToolUseEnv", "EVENTS"]
+
+EVENTS = ("start", "user", "tool", "error")
+TEXT_LIMIT = 100_000
+
+
+class ToolUseEnv(gym.Env[dict, dict]):
+    """Serve a simulated customer with a domain's tools, under the domain's policy.
+
+    ## Description
+    A task (``retail-012``) is a customer with a request. The agent reads the policy, calls
+    tools (READ and WRITE, over a private in-memory copy of the domain's database) and talks to
+    the user. Conditions change how the tools *look* (names, descriptions, output order), never
+    what they do, so a score change under a condition is either a behaviour change or a
+    measurement artifact (TRACE).
+
+    ## Observation
+    ``Dict(text, event, turn)``: ``text`` is what happened since the agent's last action (the
+    first one also holds the policy and the tool list), rendered for an LLM; ``event`` indexes
+    ``("start", "user", "tool", "error")``.
+
+    ## Action
+    JSON ``{"tool": NAME, "arguments": {...}}`` or ``{"message": TEXT}`` (``action_schema``;
+    ``tools`` lists the functions as displayed). The typed space ``Dict(kind, tool, arguments,
+    message)`` maps onto the same two forms (``arguments`` is JSON text). Invalid actions become
+    error observations; after ``max_invalid_actions`` of them the episode ends (``agent_error``).
+
+    ## Reward
+    At the end: 1.0 when the database equals the task's gold end state and every required fact
+    was told to the user (tau-bench's reward), else 0. Graders score the record in more ways.
+
+    ## Episode End
+    The user says ``###STOP###`` (``user_stop``) or the agent transfers to a human
+    (``agent_stop``); truncation by the ``TimeLimit`` wrapper (``max_steps``).
+
+    ## Arguments
+    ``domain`` (retail, airline), ``user`` ("scripted", ``{kind: llm, model: ...}`` or a
+    UserSimulator), ``condition`` (see ``TOOLUSE_CONDITIONS``), ``max_invalid_actions``.
+
+    ## Version History
+    v0: initial version.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, domain: str = "retail", user: str | dict[str, Any] | UserSimulator = "scripted",
+                 condition: Condition | dict[str, Any] | str | None = None,
+                 max_invalid_actions: int = 5, render_mode: str | None = None) -> None:
+        self.domain = get_domain(domain)
+        self.condition = Condition.parse(condition)
+        self.view = (TOOLUSE_CONDITIONS.build(self.condition)(self.domain) if self.condition
+                     else identity_view(self.domain))
+        self.user = make_user(user)
+        self.max_invalid_actions = max_invalid_actions
+        self.render_mode = render_mode
+        self._tool_order = [t.name for t in self.domain.tools]  # canonical, stable
+        shown = [self.view.names[name] for name in self._tool_order]
+        listed = [self.domain.tool(name) for name in (self.view.order or self._tool_order)]
+        self.tools = [t.spec(self.view.names[t.name], self.view.descriptions[t.name]) for t in listed]
+        self.action_schema = {"oneOf": [
+            {"type": "object", "description": "call a tool", "required": ["tool", "arguments"],
+             "additionalProperties": False,
+             "properties": {"tool": {"enum": shown}, "arguments": {"type": "object"}}},
+            {"type": "object", "description": "send a message to the user", "required": ["message"],
+             "additionalProperties": False, "properties": {"message": {"type": "string", "minLength": 1}}},
+        ]}
+        self._actions = JsonActions(self.action_schema)
+        self.observation_space = spaces.Dict({
+            "text": text_space(TEXT_LIMIT), "event": spaces.Discrete(len(EVENTS)),
+            "turn": spaces.Discrete(10_000),
+        })
+        self.action_space = spaces.Dict({
+            "kind": spaces.Discrete(2),  # 0: tool call, 1: message
+            "tool": spaces.Discrete(len(shown)), "arguments": text_space(2000), "message": text_space(2000),
+        })
+        self._task: Task | None = None
+
+    def list_tasks(self, split: str | None = None) -> list[str]:
+        return [t.task_id for t in get_tasks(self.domain.name, split)]
+
+    # -- gymnasium protocol -----------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        task_id = (options or {}).get("task_id")
+        if task_id is None:
+            ids = self.list_tasks("train")
+            task_id = ids[int(self.np_random.integers(len(ids)))]
+        task = load_task(task_id)
+        if task.domain != self.domain.name:
+            raise ValueError(f"task {task_id} belongs to {task.domain}, not {self.domain.name}")
+        self._task = task
+        self.db = open_episode_db(self.domain)
+        self._hash_cache: tuple[int, str] | None = None
+        self._turn, self._invalid = 0, 0
+        self._tool_calls: list[dict[str, Any]] = []
+        self._agent_messages: list[str] = []
+        self._user_messages = [self.user.reset(task, int(self.np_random.integers(2**31)))]
+        self._ended_by: str | None = None
+        return self._observation(self._opening(), "start"), self._info()
+
+    def step(self, action: Any):
+        if self._task is None:
+            raise RuntimeError("call reset() before step()")
+        self._turn += 1
+        value, error = self._actions.parse(self._from_typed(action))
+        if value is None or error is not None:  # a bad agent output is an observation
+            self._invalid += 1
+            over = self._invalid > self.max_invalid_actions
+            if over:
+                return self._end("agent_error", f"Error: {error}. Too many invalid actions: the "
+                                 "conversation has ended.", error=error)
+            return self._observation(f"Error: {error}", "error"), 0.0, False, False, self._info(error=error)
+        if "tool" in value:
+            return self._call_tool(value["tool"], value["arguments"])
+        message = value["message"]
+        self._agent_messages.append(message)
+        reply = self.user.reply(message)
+        self._user_messages.append(reply)
+        if STOP in reply:
+            return self._end("user_stop", f"User: {reply}")
+        return self._observation(f"User: {reply}", "user"), 0.0, False, False, self._info()
+
+    def _call_tool(self, shown: str, arguments: dict[str, Any]):
+        canonical = self.view.canonical(shown)
+        assert canonical is not None  # the schema's enum admits displayed names only
+        result, error = call_tool(self.domain.tool(canonical), self.db, arguments)
+        self._tool_calls.append({"tool": shown, "canonical": canonical, "arguments": arguments,
+                                 "ok": error is None})
+        if error is not None:
+            return (self._observation(f"Tool {shown} error: {error}", "error"), 0.0, False, False,
+                    self._info(error=error))
+        if self.view.transform_output is not None:
+            result = self.view.transform_output(result)
+        text = f"Tool {shown} result: {json.dumps(result, default=str)}"
+        if canonical.startswith("transfer_to_human"):
+            return self._end("agent_stop", text)
+        return self._observation(text, "tool"), 0.0, False, False, self._info()
+
+    def _end(self, termination: str, text: str, error: str | None = None):
+        reward = self.task_reward() if termination != "agent_error" else 0.0
+        self._ended_by = termination
+        event = "error" if error else "user" if termination == "user_stop" else "tool"
+        return (self._observation(text, event), reward, True, False,
+                self._info(error=error, termination=termination))
+
+    def task_reward(self) -> float:
+        """tau-bench's reward: gold end state reached and every required fact told."""
+        assert self._task is not None
+        same_db = self._db_sha256() == self._task.gold_db_sha256
+        return float(same_db and all(communicated(self._task.required_outputs, self._agent_messages)))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The end state graders read: database hash, tool calls, messages, displayed names."""
+        assert self._task is not None, "snapshot() before reset()"
+        return {
+            "task_id": self._task.task_id, "domain": self.domain.name,
+            "db_sha256": self._db_sha256(), "gold_db_sha256": self._task.gold_db_sha256,
+            "tool_calls": self._tool_calls, "agent_messages": self._agent_messages,
+            "user_messages": self._user_messages, "tool_names": dict(self.view.names),
+            "ended_by": self._ended_by,
+        }
+
+    def _db_sha256(self) -> str:
+        """The database hash, recomputed only after a change (reward and snapshot both ask)."""
+        changes = self.db.total_changes
+        if self._hash_cache is None or self._hash_cache[0] != changes:
+            self._hash_cache = (changes, state_sha256(self.domain, self.db))
+        return self._hash_cache[1]
+
+    # -- views ------------------------------------------------------------------------------
+    def _from_typed(self, action: Any) -> Any:
+        """Map an action of the typed space onto the JSON forms (bad JSON stays a bad action)."""
+        if not (isinstance(action, dict) and "kind" in action and "message" in action):
+            return action
+        if int(action["kind"]) == 1:
+            return {"message": str(action["message"])}
+        try:
+            arguments = json.loads(str(action["arguments"]) or "{}")
+        except json.JSONDecodeError:
+            arguments = str(action["arguments"])
+        return {"tool": self.view.names[self._tool_order[int(action["tool"])]], "arguments": arguments}
+
+    def _opening(self) -> str:
+        assert self._task is not None
+        tools = "\n".join(f"- {t['function']['name']}: {t['function']['description']} "
+                          f"Parameters: {json.dumps(t['function']['parameters'], sort_keys=True)}"
+                          for t in self.tools)
+        return (f"# Task {self._task.task_id} ({self.domain.name} customer service)\n\n"
+                f"## Policy\n\n{self.domain.policy.strip()}\n\n## Tools\n\n{tools}\n\n"
+                'Act with {"tool": NAME, "arguments": {...}} or reply to the user with {"message": TEXT}.\n\n'
+                f"User: {self._user_messages[0]}")
+
+    def _observation(self, text: str, event: str) -> dict[str, Any]:
+        return {"text": text[:TEXT_LIMIT], "event": np.int64(EVENTS.index(event)), "turn": np.int64(min(self._turn, 9_999))}
+
+    def _info(self, error: str | None = None, termination: str | None = None) -> dict[str, Any]:
+        info: dict[str, Any] = {"task_id": self._task.task_id if self._task else None, "turn": self._turn,
+                                "tool_calls": len(self._tool_calls), "invalid_actions": self._invalid}
+        if error is not None:
+            info["error"] = error
+        if termination is not None:
+            info["termination"] = termination
+        return info

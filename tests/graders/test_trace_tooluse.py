@@ -1,0 +1,85 @@
+"""TRACE on the controlled retail split, end to end: the issue's reproduction as tests."""
+
+import pytest
+
+from rsigym.envs.tooluse import get_domain, get_tasks
+from rsigym.graders.reruns import rerun_noise
+from rsigym.graders.trace import behaviour_diff, pair_records, paired_effect, regrade_effect, verdict
+from rsigym.jsonl import read_records
+from rsigym.runner import RECORDS_FILE, run_scenario
+from rsigym.scenario import parse_scenario
+
+GRADERS = ["db_state", "outputs", "action_match", "action_match_mapped", "reward"]
+
+
+def battery(tmp_path, agents, conditions, reps=1):
+    scenario = parse_scenario({
+        "name": "trace-test", "env": {"id": "rsigym/ToolUse-v0", "kwargs": {"domain": "retail"}},
+        "tasks": {"split": "controlled"}, "conditions": conditions, "agents": agents,
+        "seeds": [0], "reps": reps, "max_steps": 30, "graders": GRADERS})
+    run_scenario(scenario, tmp_path, workers=0, progress=False, report=False)
+    return read_records(tmp_path / RECORDS_FILE).records
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    agents = [{"kind": k} for k in ("role_binding", "name_bound", "description_reader")]
+    return battery(tmp_path_factory.mktemp("trace"), agents, ["identity", "rename_tools", "misleading_names"], reps=2)
+
+
+def rename_share() -> float:
+    renamed = set(get_domain("retail").default_renames)
+    tasks = get_tasks("retail", "controlled")
+    return sum(any(a["tool"] in renamed for a in t.gold_actions) for t in tasks) / len(tasks)
+
+
+def agent_pairs(records, agent, treatment):
+    return [p for p in pair_records(records, "identity", treatment) if p.agent_id == agent]
+
+
+def test_role_binding_under_rename_is_a_measurement_artifact(records, capsys):
+    pairs = agent_pairs(records, "role_binding", "rename_tools")
+    assert len(pairs) == 50  # 25 tasks x 2 reps
+    share = rename_share()
+    with capsys.disabled():
+        print(f"\nshare of controlled tasks whose gold actions use a renamed tool: {share:.3f}")
+    effect = paired_effect(pairs, "action_match")
+    assert effect.delta == pytest.approx(-share, abs=1e-12)  # exactly the affected share
+    assert paired_effect(pairs, "db_state").delta == 0.0
+    diffs = [behaviour_diff(p) for p in pairs]
+    assert not any(d.changed for d in diffs)
+    regraded = regrade_effect(pairs, "action_match", "action_match_mapped")
+    assert round(regraded.delta, 3) == 0.000 and regraded.original.delta == effect.delta
+    assert verdict(effect, diffs, regraded).label == "measurement artifact"
+
+
+def test_name_bound_under_rename_is_a_behaviour_change(records):
+    pairs = agent_pairs(records, "name_bound", "rename_tools")
+    db = paired_effect(pairs, "db_state")
+    assert db.delta < -0.1
+    diffs = [behaviour_diff(p) for p in pairs]
+    assert sum(d.changed for d in diffs) == round(rename_share() * len(pairs))
+    assert verdict(db, diffs).label == "behaviour change"
+
+
+def test_misleading_names_positive_control_is_detected(records):
+    pairs = agent_pairs(records, "description_reader", "misleading_names")
+    effect = paired_effect(pairs, "reward")
+    assert effect.delta <= -0.2
+    assert verdict(effect, [behaviour_diff(p) for p in pairs], positive_control=True).label == "detected"
+
+
+def test_identical_reruns_of_scripted_agents_never_flip(records):
+    noise = rerun_noise(records, "reward")
+    assert noise.configurations == 3 * 3 * 25 and noise.flip_rate == 0.0
+
+
+@pytest.mark.slow
+def test_seeded_error_rate_gives_the_implied_flip_rate(tmp_path):
+    p = 0.3
+    recs = battery(tmp_path / "noisy", [{"kind": "role_binding", "params": {"error_rate": p}}], ["identity"], reps=8)
+    calm = battery(tmp_path / "calm", [{"kind": "role_binding"}], ["identity"], reps=3)
+    assert rerun_noise(calm, "reward").flip_rate == 0.0
+    noise = rerun_noise(recs, "reward")
+    implied = 2 * p * (1 - p)  # two reruns disagree when exactly one of them slips
+    assert noise.flip_ci_low <= implied <= noise.flip_ci_high, (noise.flip_rate, noise.flip_ci_low, noise.flip_ci_high)
