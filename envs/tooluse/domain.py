@@ -108,24 +108,35 @@ def copy_db(db: sqlite3.Connection) -> sqlite3.Connection:
 def db_rows(db: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
     """Every table's rows in rowid order: the database's state as data."""
     tables = [r[0] for r in db.execute(
-        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        if r[0] != _CHANGES]
     return {t: db.execute(f'SELECT * FROM "{t}" ORDER BY rowid').fetchall() for t in tables}
 
 
-def open_episode_db(domain: "Domain") -> sqlite3.Connection:
-    """A private copy of the domain's database that records which rows change.
+_CHANGES = "_rsigym_changes"
 
-    Temporary triggers (in the ``temp`` schema, so not part of the state) log the table and
-    rowid of every insert, update and delete. ``state_sha256`` then hashes only what differs
-    from the template: an end-state hash in time proportional to the changes, not the database.
+
+def _install_change_log(db: sqlite3.Connection) -> None:
+    """Triggers that log the table and rowid of every insert, update and delete.
+
+    They live in the template's main schema, so every copy made by the backup API has them at
+    no cost (creating triggers per episode costs milliseconds of schema parsing). The log table
+    is left out of every state hash.
     """
-    db = copy_db(template_db(domain))
-    db.execute("CREATE TEMP TABLE _rsigym_changes (tbl TEXT, rid INTEGER)")
-    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'").fetchall():
+    tables = [r[0] for r in db.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+    db.execute(f"CREATE TABLE {_CHANGES} (tbl TEXT, rid INTEGER)")
+    for table in tables:
         for op, rows in (("INSERT", ["NEW"]), ("DELETE", ["OLD"]), ("UPDATE", ["OLD", "NEW"])):
-            log = " ".join(f"INSERT INTO _rsigym_changes VALUES ('{table}', {r}.rowid);" for r in rows)
-            db.execute(f'CREATE TEMP TRIGGER "_rsigym_{table}_{op}" AFTER {op} ON main."{table}" BEGIN {log} END')
-    return db
+            log = " ".join(f"INSERT INTO {_CHANGES} VALUES ('{table}', {r}.rowid);" for r in rows)
+            db.execute(f'CREATE TRIGGER "_rsigym_{table}_{op}" AFTER {op} ON "{table}" BEGIN {log} END')
+    db.commit()
+
+
+def open_episode_db(domain: "Domain") -> sqlite3.Connection:
+    """A private copy of the domain's database whose changed rows are logged (see
+    ``state_sha256``): an end-state hash in time proportional to the changes."""
+    return copy_db(template_db(domain))
 
 
 def state_sha256(domain: "Domain", db: sqlite3.Connection) -> str:
@@ -133,8 +144,8 @@ def state_sha256(domain: "Domain", db: sqlite3.Connection) -> str:
     that now differ from the template. Equal end states give equal hashes, whatever the path."""
     template = template_db(domain)
     diff = []
-    for table, rowid in db.execute("SELECT DISTINCT tbl, rid FROM temp._rsigym_changes ORDER BY tbl, rid").fetchall():
-        now = db.execute(f'SELECT * FROM main."{table}" WHERE rowid = ?', (rowid,)).fetchone()
+    for table, rowid in db.execute(f"SELECT DISTINCT tbl, rid FROM {_CHANGES} ORDER BY tbl, rid").fetchall():
+        now = db.execute(f'SELECT * FROM "{table}" WHERE rowid = ?', (rowid,)).fetchone()
         before = template.execute(f'SELECT * FROM "{table}" WHERE rowid = ?', (rowid,)).fetchone()
         if now != before:
             diff.append((table, rowid, now))
@@ -169,7 +180,9 @@ def replay(domain: Domain, db: sqlite3.Connection, actions: tuple[dict[str, Any]
 @lru_cache(maxsize=8)
 def template_db(domain: Domain) -> sqlite3.Connection:
     """The domain's database of ``DB_SEED``, built once per process; episodes use copies."""
-    return domain.build_db(DB_SEED)
+    db = domain.build_db(DB_SEED)
+    _install_change_log(db)
+    return db
 
 
 @lru_cache(maxsize=8)

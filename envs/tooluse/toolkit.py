@@ -134,7 +134,9 @@ def call_tool(tool_: Tool, db: sqlite3.Connection, arguments: Any) -> tuple[Any,
         validator = _VALIDATORS[id(tool_.parameters)] = jsonschema.Draft202012Validator(tool_.parameters)
     if not isinstance(arguments, dict):
         return None, f"arguments must be an object, got {type(arguments).__name__}"
-    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    # is_valid stops at the first failure; errors are collected (and sorted) only for a bad call.
+    errors = [] if validator.is_valid(arguments) else sorted(validator.iter_errors(arguments),
+                                                            key=lambda e: list(e.absolute_path))
     if errors:
         where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
         return None, f"invalid arguments at {where}: {errors[0].message}"

@@ -1,0 +1,227 @@
+"""Statistics for attribution analyses: paired effects, equivalence, rerun noise, rankings.
+
+scipy does the work wherever it has the test (bootstrap, binomial, t, normal, Spearman); the
+rest (flip rate, one-way ICC, NDCG, regret) is a few lines of numpy written out here, with the
+definition in each docstring. Every resampling takes a seed and uses a numpy ``Generator``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy import stats as _st
+
+__all__ = [
+    "TostResult", "paired_bootstrap_ci", "mcnemar_exact", "tost_paired", "flip_rate",
+    "icc_oneway", "single_run_difference_sd", "minimum_detectable_difference", "spearman",
+    "ndcg_at_k", "regret_at_k",
+]
+
+
+def paired_bootstrap_ci(deltas: Sequence[float], confidence: float = 0.95, resamples: int = 5000,
+                        seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean paired difference.
+
+    Resampling whole pairs keeps the pairing: ``deltas[i]`` is treatment minus baseline of pair i.
+    A single pair or a constant sample has no resampling spread, so its interval is exactly
+    ``(x, x)``; an empty sample gives ``(nan, nan)``.
+    """
+    data = np.asarray(deltas, dtype=float)
+    if data.size == 0:
+        return (math.nan, math.nan)
+    if data.size == 1 or np.all(data == data[0]):
+        return (float(data[0]), float(data[0]))
+    result = _st.bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=resamples,
+                           method="percentile", rng=np.random.default_rng(seed))
+    return (float(result.confidence_interval.low), float(result.confidence_interval.high))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact two-sided McNemar p-value: a binomial test of ``b`` out of ``b + c`` discordant pairs.
+
+    ``b`` counts pairs that pass under baseline and fail under treatment, ``c`` the reverse;
+    concordant pairs carry no information. With no discordant pair the p-value is 1.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
+    if b + c == 0:
+        return 1.0
+    return float(_st.binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+
+
+@dataclass(frozen=True)
+class TostResult:
+    """Two one-sided t-tests. ``p_value`` is the larger of the two one-sided p-values."""
+
+    p_value: float
+    equivalent: bool
+    ci90_low: float   # the (1 - 2 alpha) CI of the mean: 90% at alpha = 0.05
+    ci90_high: float
+
+
+def tost_paired(deltas: Sequence[float], margin: float = 0.10, alpha: float = 0.05) -> TostResult:
+    """Equivalence of a mean paired difference to 0 within ``(-margin, +margin)`` (TOST).
+
+    Tests H0: mean <= -margin and H0: mean >= +margin with one-sided one-sample t-tests on the
+    differences; equivalence is declared when both reject at ``alpha``, which is the same as the
+    (1 - 2 alpha) t interval lying inside the margin.
+
+    Degenerate samples: with fewer than two differences no variance can be estimated, so
+    equivalence is never declared (p = 1, CI = (-inf, inf); empty gives nan bounds). A constant
+    sample (zero variance) is equivalent iff ``|mean| < margin``, with p = 0 or 1 and CI
+    ``(mean, mean)``.
+    """
+    if margin <= 0:
+        raise ValueError(f"margin must be > 0, got {margin}")
+    data = np.asarray(deltas, dtype=float)
+    if data.size == 0:
+        return TostResult(1.0, False, math.nan, math.nan)
+    if data.size == 1:
+        return TostResult(1.0, False, -math.inf, math.inf)
+    mean = float(data.mean())
+    if np.all(data == data[0]):
+        equivalent = abs(mean) < margin
+        return TostResult(0.0 if equivalent else 1.0, equivalent, mean, mean)
+    above_lower = _st.ttest_1samp(data, popmean=-margin, alternative="greater")
+    below_upper = _st.ttest_1samp(data, popmean=margin, alternative="less")
+    p_value = float(max(above_lower.pvalue, below_upper.pvalue))
+    ci = _st.ttest_1samp(data, popmean=0.0).confidence_interval(confidence_level=1 - 2 * alpha)
+    return TostResult(p_value, p_value < alpha, float(ci.low), float(ci.high))
+
+
+def flip_rate(outcomes_by_task: Mapping[Any, Sequence[bool | float]], threshold: float = 0.5,
+              confidence: float = 0.95) -> tuple[float, float, float]:
+    """Share of rerun pairs whose pass/fail outcomes disagree, with a Wilson CI.
+
+    Definition: within each task, every unordered pair of its reruns is one comparison (k reruns
+    give k(k-1)/2 pairs; a task with p passes and f fails has p*f disagreeing pairs); the rate is
+    disagreeing pairs over all pairs, pooled over tasks. Outcomes are booleans or scores; a
+    score passes when ``>= threshold``.
+
+    The CI is the Wilson score interval (scipy) on the pooled pair counts. It treats pairs as
+    independent, which they are not when they share a rerun, so it is narrower than the truth
+    when flips concentrate in a few tasks; it is chosen over a bootstrap across tasks because
+    that collapses to (0, 0) whenever no task flips, claiming certainty from a handful of reruns.
+    Returns ``(nan, nan, nan)`` when no task has two reruns.
+    """
+    disagreeing = pairs = 0
+    for outcomes in outcomes_by_task.values():
+        passes = sum(1 for o in outcomes if float(o) >= threshold)
+        fails = len(outcomes) - passes
+        disagreeing += passes * fails
+        pairs += len(outcomes) * (len(outcomes) - 1) // 2
+    if pairs == 0:
+        return (math.nan, math.nan, math.nan)
+    ci = _st.binomtest(disagreeing, pairs).proportion_ci(confidence_level=confidence, method="wilson")
+    return (disagreeing / pairs, float(ci.low), float(ci.high))
+
+
+def _oneway_anova(matrix: Sequence[Sequence[float]]) -> tuple[float, float, float]:
+    """(MSB, MSW, k0) of a one-way layout: rows are groups (tasks), entries are reruns.
+
+    Rows may differ in length; ``k0 = (N - sum n_i^2 / N) / (a - 1)`` is the usual effective
+    group size, equal to k when every row has k entries. Empty rows are dropped.
+    """
+    rows = [np.asarray(r, dtype=float) for r in matrix if len(r) > 0]
+    a = len(rows)
+    sizes = np.array([len(r) for r in rows], dtype=float)
+    total = float(sizes.sum())
+    if a < 2 or total <= a:
+        raise ValueError(f"need >= 2 tasks and one task with >= 2 reruns, got row sizes {sizes.tolist()}")
+    grand = float(np.concatenate(rows).mean())
+    msb = float(sum(len(r) * (r.mean() - grand) ** 2 for r in rows)) / (a - 1)
+    msw = float(sum(((r - r.mean()) ** 2).sum() for r in rows)) / (total - a)
+    k0 = (total - float((sizes ** 2).sum()) / total) / (a - 1)
+    return msb, msw, k0
+
+
+def icc_oneway(matrix: Sequence[Sequence[float]]) -> float:
+    """ICC(1,1), one-way random effects: the share of score variance that is between tasks.
+
+    ``(MSB - MSW) / (MSB + (k - 1) MSW)`` for a tasks x reruns table (rows may be ragged; k is
+    then the effective group size k0). Near 1: reruns of a task agree, tasks differ; near 0 or
+    negative: rerun noise is as large as the task differences. Degenerate cases: nan with fewer
+    than two tasks or no task rerun; 1.0 when every score is identical (reruns agree perfectly,
+    the ratio itself being 0/0).
+    """
+    try:
+        msb, msw, k0 = _oneway_anova(matrix)
+    except ValueError:
+        return math.nan
+    denominator = msb + (k0 - 1) * msw
+    if denominator == 0:
+        return 1.0
+    return (msb - msw) / denominator
+
+
+def single_run_difference_sd(matrix: Sequence[Sequence[float]]) -> float:
+    """SD of the difference between two reruns of one task, pooled over tasks: ``sqrt(2 MSW)``.
+
+    Under ``score = task effect + rerun noise`` two reruns differ by the difference of two noise
+    draws, whose variance is twice the within-task variance MSW. nan when no task is rerun.
+    """
+    rows = [r for r in matrix if len(r) > 0]
+    within = [float(((np.asarray(r, float) - np.mean(r)) ** 2).sum()) for r in rows]
+    dof = sum(len(r) - 1 for r in rows)
+    if dof == 0:
+        return math.nan
+    return math.sqrt(2 * sum(within) / dof)
+
+
+def minimum_detectable_difference(sd_of_single_run_differences: float, n: int, alpha: float = 0.05,
+                                  power: float = 0.8) -> float:
+    """Smallest true mean difference between two single runs over ``n`` tasks that a two-sided
+    paired test at ``alpha`` detects with probability ``power``.
+
+    ``MDD = (z_{1 - alpha/2} + z_{power}) * sd_d / sqrt(n)``, normal quantiles from scipy, where
+    ``sd_d`` is the SD of one task's difference between two runs that differ only by noise
+    (see ``single_run_difference_sd``). At alpha 0.05 and power 0.8 the factor is 2.80.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    z = _st.norm.ppf(1 - alpha / 2) + _st.norm.ppf(power)
+    return float(z * sd_of_single_run_differences / math.sqrt(n))
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman rank correlation (scipy); nan when either side is constant or shorter than 2."""
+    if len(x) != len(y):
+        raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
+    if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2:
+        return math.nan
+    return float(_st.spearmanr(x, y).statistic)
+
+
+def ndcg_at_k(relevances_in_predicted_order: Sequence[float], k: int) -> float:
+    """NDCG@k with linear gains: ``sum_{i<=k} rel_i / log2(i + 1)`` over its ideal ordering.
+
+    ``relevances_in_predicted_order[i]`` is the true relevance (>= 0) of the item ranked i+1.
+    The ideal DCG sorts the same relevances; 0.0 when every relevance is 0.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    rel = np.asarray(relevances_in_predicted_order, dtype=float)
+    if np.any(rel < 0):
+        raise ValueError(f"relevances must be >= 0, got {rel.tolist()}")
+    discounts = 1.0 / np.log2(np.arange(2, min(k, rel.size) + 2))
+    dcg = float((rel[:k] * discounts).sum())
+    ideal = float((np.sort(rel)[::-1][:k] * discounts).sum())
+    return dcg / ideal if ideal > 0 else 0.0
+
+
+def regret_at_k(true_values: Sequence[float], predicted_order: Sequence[int], k: int) -> float:
+    """Simple regret of picking the top ``k`` predicted items: best true value minus best picked.
+
+    ``predicted_order`` lists indices into ``true_values``, predicted best first. 0 when the
+    truly best item is among the first k picks.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    values = np.asarray(true_values, dtype=float)
+    picks = list(predicted_order)[:k]
+    if not picks:
+        raise ValueError("predicted_order is empty")
+    return float(values.max() - values[picks].max())

@@ -1,0 +1,165 @@
+"""The ``trace`` report section: one paired attribution per agent x treatment condition."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from rsigym.records import Trajectory, canonical_json
+from rsigym.report import ReportSection, condition_label, register_analysis
+
+from .trace import (BASELINE_NAMES, BehaviourDiff, Effect, RegradeEffect, Verdict, behaviour_diff,
+                    matches_condition, pair_records, paired_effect, regrade_effect, verdict)
+
+__all__ = ["TraceRow", "plot_name", "trace_analysis", "treatment_names"]
+
+
+@dataclass(frozen=True)
+class TraceRow:
+    agent: str
+    treatment: str
+    positive_control: bool
+    effect: Effect
+    diffs: tuple[BehaviourDiff, ...]
+    regrade: RegradeEffect | None
+    verdict: Verdict
+
+    @property
+    def share_changed(self) -> float:
+        return sum(d.changed for d in self.diffs) / len(self.diffs) if self.diffs else math.nan
+
+
+def treatment_names(records: Sequence[Trajectory], baseline: str) -> list[str]:
+    """Every condition other than ``baseline``: by name, or by full label where one name
+    covers several parameter settings (so that pairing stays one-to-one)."""
+    labels: dict[str, set[str]] = {}
+    for record in records:
+        condition = record.env.condition
+        if matches_condition(condition, baseline):
+            continue
+        if condition is None or condition["name"] in BASELINE_NAMES:
+            labels.setdefault("identity", set()).add("identity")
+        else:
+            labels.setdefault(condition["name"], set()).add(condition_label(condition))
+    return sorted(name if len(found) == 1 else label
+                  for name, found in labels.items() for label in sorted(found))
+
+
+@register_analysis("trace")
+def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: str = "identity",
+                   treatments: Sequence[str] | None = None, grader: str = "reward",
+                   regrade_grader: str | None = None, margin: float = 0.10,
+                   positive_controls: Sequence[str] = (), confidence: float = 0.95) -> ReportSection:
+    """TRACE attribution of each treatment against ``baseline``, per agent, with a verdict each.
+
+    ``treatments`` defaults to every other condition in the records; ``positive_controls`` are
+    conditions known to change the outcome (judged ``detected`` / ``not detected``) and are
+    added to the treatments when missing. See ``rsigym.graders.trace.verdict`` for the rules.
+    """
+    wanted = list(treatments) if treatments is not None else treatment_names(records, baseline)
+    wanted += [c for c in positive_controls if c not in wanted]
+    rows: list[TraceRow] = []
+    notes = []
+    for treatment in wanted:
+        pairs = pair_records(records, baseline, treatment)
+        notes.append(f"- {treatment}: {len(pairs)} pairs, {pairs.infra_excluded} infra-error records "
+                     f"left out, {pairs.unpaired} records without a partner")
+        for agent in sorted({p.agent_id for p in pairs}):
+            mine = [p for p in pairs if p.agent_id == agent]
+            diffs = tuple(behaviour_diff(p) for p in mine)
+            effect = paired_effect(mine, grader, margin=margin, confidence=confidence)
+            regrade = (regrade_effect(mine, grader, regrade_grader, margin=margin, confidence=confidence)
+                       if regrade_grader else None)
+            control = treatment in positive_controls
+            rows.append(TraceRow(agent, treatment, control, effect, diffs, regrade,
+                                 verdict(effect, diffs, regrade, margin, positive_control=control)))
+
+    lines = [f"Paired runs of `{grader}`: each treatment against `{baseline}` on the same task, "
+             f"agent, seed and rep. Delta = treatment - baseline, {confidence:.0%} paired bootstrap "
+             f"CI; McNemar exact on pass/fail (score >= 0.5); TOST against margin {margin:.2f}; "
+             "behaviour changed = actions (tool names mapped back) or final database differ."
+             + (f" Regrade grader: `{regrade_grader}`." if regrade_grader else ""), "", *notes, ""]
+    if not rows:
+        return ReportSection("TRACE", "\n".join(lines + ["No pairs."]), "no pairs")
+    lines += ["| agent | treatment | n pairs | baseline | treatment mean | delta | 95% CI | McNemar p "
+              "| TOST p | behaviour changed | regrade delta | verdict |",
+              "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
+    for row in rows:
+        e = row.effect
+        regraded = f"{row.regrade.delta:+.3f}" if row.regrade and row.regrade.regraded.n else "-"
+        name = row.treatment + (" (positive control)" if row.positive_control else "")
+        lines.append(f"| {row.agent} | {name} | {e.n} | {e.mean_baseline:.3f} | {e.mean_treatment:.3f} "
+                     f"| {e.delta:+.3f} | [{e.ci_low:+.3f}, {e.ci_high:+.3f}] | {e.mcnemar_p:.3g} "
+                     f"| {e.tost.p_value:.3g} | {row.share_changed:.0%} | {regraded} "
+                     f"| **{row.verdict.label}** |")
+    lines += [""] + [f"- **{r.agent} / {r.treatment}: {r.verdict.label}.** {r.verdict.sentence}."
+                     for r in rows]
+    lines += _flip_tables(rows) + _per_task_table(rows)
+    summary = "; ".join(f"{r.agent}/{r.treatment}: {r.verdict.label}" for r in rows)
+    # several trace sections may share a report: only the default one gets the plain file name
+    params = [baseline, treatments, grader, regrade_grader, margin, list(positive_controls), confidence]
+    name = plot_name("trace_effects", params, ["identity", None, "reward", None, 0.10, [], 0.95])
+    return ReportSection("TRACE", "\n".join(lines), summary, [_plot_effects(out_dir / name, rows, margin)])
+
+
+def plot_name(stem: str, params: list[Any], defaults: list[Any]) -> str:
+    """``stem.png`` for default parameters, else ``stem_<6 hex of the parameters>.png``."""
+    if params == defaults:
+        return f"{stem}.png"
+    return f"{stem}_{hashlib.sha256(canonical_json(params).encode()).hexdigest()[:6]}.png"
+
+
+def _per_task_table(rows: list[TraceRow]) -> list[str]:
+    lines = ["", "<details><summary>Per-task deltas</summary>", "",
+             "| agent | treatment | task | n | baseline | treatment | delta |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for row in rows:
+        for t in row.effect.per_task:
+            lines.append(f"| {row.agent} | {row.treatment} | {t.task_id} | {t.n} | {t.mean_baseline:.3f} "
+                         f"| {t.mean_treatment:.3f} | {t.delta:+.3f} |")
+    return lines + ["", "</details>"]
+
+
+def _flip_tables(rows: list[TraceRow]) -> list[str]:
+    if all(r.regrade is None for r in rows):
+        return []
+    kinds = ["pass->pass", "pass->fail", "fail->pass", "fail->fail"]
+    lines = ["", "Regrade flips (original grade -> regrade, per record):", "",
+             "| agent | treatment | side | " + " | ".join(kinds) + " |", "|---|---|---|" + "---:|" * 4]
+    for row in rows:
+        if row.regrade is None:
+            continue
+        for side, counts in row.regrade.flips.items():
+            lines.append(f"| {row.agent} | {row.treatment} | {side} | "
+                         + " | ".join(str(counts[k]) for k in kinds) + " |")
+    return lines
+
+
+def _plot_effects(path: Path, rows: list[TraceRow], margin: float) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(rows) + 2), 3.4))
+    ax.axhspan(-margin, margin, color="#999999", alpha=0.2, label=f"±{margin:.2f} margin")
+    ax.axhline(0, color="black", linewidth=0.8)
+    for i, row in enumerate(rows):
+        e = row.effect
+        if e.n == 0:
+            continue
+        color = "#C44E52" if row.positive_control else "#4C72B0"
+        ax.errorbar([i], [e.delta], yerr=[[max(e.delta - e.ci_low, 0)], [max(e.ci_high - e.delta, 0)]],
+                    fmt="o", color=color, capsize=4)
+    ax.set_xticks(range(len(rows)), [f"{r.treatment}\n{r.agent}" for r in rows], fontsize=7)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    ax.set_ylabel("delta (treatment - baseline)")
+    ax.set_title("TRACE: paired delta with 95% CI (red: positive control)", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name

@@ -1,0 +1,289 @@
+"""TRACE on hand-built ToolUse-like records: pairing, behaviour diff, effects, verdicts, report."""
+
+import math
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import pytest
+
+from rsigym.graders import regrade
+from rsigym.graders.reruns import rerun_noise
+from rsigym.graders.trace import (BehaviourDiff, Effect, behaviour_diff, pair_records, paired_effect,
+                                  regrade_effect, verdict)
+from rsigym.graders.stats import tost_paired
+from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory, episode_key
+from rsigym.report import write_report
+from rsigym.scenario import NamedSpec
+
+MAPPING = {"get_order": "fetch_order", "cancel_order": "void_order"}
+RENAME = {"name": "rename_tools", "params": {"mapping": MAPPING}}
+GOLD = [{"tool": "get_order", "arguments": {"order_id": "#1"}},
+        {"tool": "cancel_order", "arguments": {"order_id": "#1", "reason": "no longer needed"}}]
+
+
+def make_record(task="retail_001", condition=None, *, actions=GOLD, db="db-gold", grades=None, seed=0,
+                rep=0, agent="scripted", termination="agent_stop", mapping=None) -> Trajectory:
+    """A ToolUse-like record; ``mapping`` renames the tools the agent calls and the env quotes."""
+    env = EnvRef("rsigym/ToolUse-v0", {"domain": "retail"}, task, condition)
+    spec = AgentSpec(agent, "scripted-tooluse")
+    shown = [{**a, "tool": (mapping or {}).get(a["tool"], a["tool"])} for a in actions]
+    steps = [Step(t, {"text": f"Tool {a['tool']} result: ok" if t else "Task. Tools: " +
+                      ", ".join((mapping or {}).get(n, n) for n in ("get_order", "cancel_order"))},
+                  a, 0.0, t == len(shown) - 1, False) for t, a in enumerate(shown)]
+    # the snapshot carries the displayed tool calls, so only db_sha256 is comparable across renames
+    final = FinalSnapshot.of({"db_sha256": db, "tool_calls": shown})
+    return Trajectory(episode_key(env, spec, seed, rep), env, spec, seed, rep, steps, final, termination,
+                      grades=[Grade(name, "1", score) for name, score in (grades or {}).items()])
+
+
+def rename_battery(n=12):
+    """Same behaviour under a rename; the name-bound grader drops, the mapped one does not."""
+    records = []
+    for i in range(n):
+        task = f"retail_{i:03d}"
+        records.append(make_record(task, None, grades={"action_match": 1.0, "action_match_mapped": 1.0}))
+        records.append(make_record(task, RENAME, mapping=MAPPING,
+                                   grades={"action_match": 0.0, "action_match_mapped": 1.0}))
+    return records
+
+
+def behaviour_battery(n=12):
+    """Under ``hide_cancel`` the agent stops after looking the order up: other actions, other db."""
+    records = []
+    for i in range(n):
+        task = f"retail_{i:03d}"
+        records.append(make_record(task, {"name": "identity"}, grades={"reward": 1.0}))
+        records.append(make_record(task, {"name": "hide_cancel", "params": {}}, actions=GOLD[:1],
+                                   db="db-start", grades={"reward": 0.0}))
+    return records
+
+
+def test_pairing_joins_conditions_and_counts_what_it_leaves_out():
+    records = rename_battery(3)
+    records.append(make_record("retail_009", None, termination="infra_error"))
+    records.append(make_record("retail_009", RENAME, mapping=MAPPING))  # its partner broke
+    records.append(make_record("retail_010", RENAME, mapping=MAPPING, seed=1))  # no baseline
+    pairs = pair_records(records, "identity", "rename_tools")
+    assert len(pairs) == 3 and pairs.infra_excluded == 1 and pairs.unpaired == 2
+    assert all(p.baseline.env.condition is None and p.treatment.env.condition == RENAME for p in pairs)
+    assert [p.task_id for p in pairs] == ["retail_000", "retail_001", "retail_002"]
+    # "none" and {"name": "identity"} are the same baseline; the full label also selects
+    explicit = [make_record("t", {"name": "identity", "params": {}}), make_record("t", RENAME)]
+    assert len(pair_records(explicit, "none", "rename_tools")) == 1
+    label = "rename_tools(mapping={'get_order': 'fetch_order', 'cancel_order': 'void_order'})"
+    assert len(pair_records(explicit, "identity", label)) == 1
+    # different agents, seeds and reps never pair
+    assert len(pair_records([make_record("t"), make_record("t", RENAME, agent="other")],
+                            "identity", "rename_tools")) == 0
+
+
+def test_ambiguous_condition_name_is_an_error():
+    records = [make_record("t"), make_record("t", RENAME),
+               make_record("t", {"name": "rename_tools", "params": {"mapping": {"get_order": "x"}}})]
+    with pytest.raises(ValueError, match="full label"):
+        pair_records(records, "identity", "rename_tools")
+
+
+def test_behaviour_diff_maps_renamed_tools_back():
+    pair = pair_records(rename_battery(1), "identity", "rename_tools")[0]
+    diff = behaviour_diff(pair)
+    assert diff == BehaviourDiff(False, False, False, False, "identical")
+    # without the mapping the renamed calls look like other actions (and other observations)
+    raw = behaviour_diff(pair, name_mapping={})
+    assert raw.actions_changed and raw.observations_changed and raw.changed
+    assert not raw.final_state_changed  # db_sha256 is compared, not the whole snapshot
+    assert "actions differ from step 0" in raw.detail
+
+
+def test_behaviour_diff_detects_other_actions_and_state():
+    pair = pair_records(behaviour_battery(1), "identity", "hide_cancel")[0]
+    diff = behaviour_diff(pair)
+    assert diff.actions_changed and diff.final_state_changed and diff.changed
+    assert "actions differ from step 1 (2 vs 1 steps)" in diff.detail and "db_sha256" in diff.detail
+
+
+def test_behaviour_diff_swap_mapping_and_prefix_names():
+    # a swap (a<->b) and a name that prefixes another must both map back exactly
+    swap = {"get_order": "cancel_order", "cancel_order": "get_order"}
+    base = make_record("t", None)
+    treat = make_record("t", {"name": "rename_tools", "params": {"mapping": swap}}, mapping=swap)
+    assert not behaviour_diff(pair_records([base, treat], "identity", "rename_tools")[0]).changed
+    prefix = {"get_order": "lookup", "cancel_order": "lookup_cancel"}
+    treat = make_record("t", {"name": "rename_tools", "params": {"mapping": prefix}}, mapping=prefix)
+    diff = behaviour_diff(pair_records([base, treat], "identity", "rename_tools")[0])
+    assert not diff.actions_changed and not diff.observations_changed
+    suffix = {"get_order": "order"}  # "order" ends "cancel_order", which must stay as it is
+    treat = make_record("t", {"name": "rename_tools", "params": {"mapping": suffix}}, mapping=suffix)
+    diff = behaviour_diff(pair_records([base, treat], "identity", "rename_tools")[0])
+    assert not diff.actions_changed and not diff.observations_changed
+
+
+def test_mapping_falls_back_to_the_snapshot_tool_names():
+    base = make_record("t", None)
+    treat = make_record("t", {"name": "rename_tools", "params": {}}, mapping=MAPPING)
+    treat.final = FinalSnapshot.of({"db_sha256": "db-gold", "tool_names": {
+        "get_order": "fetch_order", "cancel_order": "void_order", "list_orders": "list_orders"}})
+    assert not behaviour_diff(pair_records([base, treat], "identity", "rename_tools")[0]).changed
+
+
+def test_rename_is_a_measurement_artifact():
+    pairs = pair_records(rename_battery(), "identity", "rename_tools")
+    diffs = [behaviour_diff(p) for p in pairs]
+    effect = paired_effect(pairs, "action_match")
+    assert (effect.n, effect.mean_baseline, effect.mean_treatment, effect.delta) == (12, 1.0, 0.0, -1.0)
+    assert (effect.ci_low, effect.ci_high) == (-1.0, -1.0)
+    # 12 pairs pass -> fail, none the other way: p = 2 / 2^12
+    assert (effect.b, effect.c) == (12, 0) and effect.mcnemar_p == pytest.approx(2 / 4096)
+    assert not effect.tost.equivalent
+    assert [t.delta for t in effect.per_task] == [-1.0] * 12
+    assert verdict(effect, diffs).label == "measurement artifact"
+
+    regrade = regrade_effect(pairs, "action_match", "action_match_mapped")
+    assert regrade.delta == 0.0 and regrade.original.delta == -1.0
+    assert regrade.flips["baseline"]["pass->pass"] == 12 and regrade.flips["treatment"]["fail->pass"] == 12
+    result = verdict(effect, diffs, regrade)
+    assert result.label == "measurement artifact"
+    assert "delta -1.000 (95% CI -1.000 to -1.000" in result.sentence
+    assert "behaviour changed in 0% of pairs" in result.sentence and "regrade delta +0.000" in result.sentence
+
+
+def test_same_name_regrade_reads_live_then_regrade_grades():
+    @dataclass(frozen=True)
+    class MappedActions:  # a corrected ruler under the same grader name
+        name: ClassVar[str] = "action_match"
+        version: ClassVar[str] = "2"
+        needs: ClassVar[frozenset[str]] = frozenset({"trajectory"})
+
+        def grade(self, record):
+            params = (record.env.condition or {}).get("params") or {}
+            back = {v: k for k, v in params.get("mapping", {}).items()}
+            calls = [{**s.action, "tool": back.get(s.action["tool"], s.action["tool"])} for s in record.steps]
+            return Grade("action_match", "2", float(calls == GOLD))
+
+    records = regrade(rename_battery(4), MappedActions())
+    pairs = pair_records(records, "identity", "rename_tools")
+    result = regrade_effect(pairs, "action_match", "action_match")
+    assert result.original.delta == -1.0 and result.delta == 0.0
+
+
+def test_behaviour_change():
+    records = behaviour_battery()
+    records[3].grades[0].score = 1.0  # one treatment pair still scores: delta -11/12
+    pairs = pair_records(records, "identity", "hide_cancel")
+    diffs = [behaviour_diff(p) for p in pairs]
+    effect = paired_effect(pairs, "reward")
+    assert effect.delta == pytest.approx(-11 / 12) and (effect.b, effect.c) == (11, 0)
+    assert effect.ci_high < 0
+    result = verdict(effect, diffs)
+    assert result.label == "behaviour change" and "behaviour changed in 100% of pairs" in result.sentence
+
+
+def test_identical_behaviour_within_margin_is_no_effect():
+    records = []
+    for i in range(12):  # deltas +-0.02: mean 0, sd 0.0209 -> TOST p ~ 1e-9 at margin 0.10
+        records.append(make_record(f"t{i}", None, grades={"reward": 0.8}))
+        records.append(make_record(f"t{i}", {"name": "paraphrase_descriptions"},
+                                   grades={"reward": 0.8 + (0.02 if i % 2 else -0.02)}))
+    pairs = pair_records(records, "identity", "paraphrase_descriptions")
+    effect = paired_effect(pairs, "reward")
+    assert effect.delta == pytest.approx(0.0, abs=1e-12) and effect.tost.equivalent
+    assert effect.tost.p_value < 1e-6
+    assert verdict(effect, [behaviour_diff(p) for p in pairs]).label == "no effect"
+
+
+def test_small_noisy_sample_is_indistinguishable_from_noise():
+    records = []
+    for i, (x, y) in enumerate([(0.0, 1.0), (1.0, 0.0), (1.0, 1.0), (1.0, 0.0)]):
+        records.append(make_record(f"t{i}", None, grades={"reward": x}))
+        records.append(make_record(f"t{i}", {"name": "reorder_outputs"}, grades={"reward": y},
+                                   actions=GOLD if x == y else GOLD[:1], db="db-gold" if x == y else "db-x"))
+    pairs = pair_records(records, "identity", "reorder_outputs")
+    effect = paired_effect(pairs, "reward")
+    assert effect.delta == -0.25 and effect.ci_low < 0 < effect.ci_high and not effect.tost.equivalent
+    assert (effect.b, effect.c) == (2, 1) and effect.mcnemar_p == 1.0  # 2 * P(X <= 1 | 3) = 1
+    assert verdict(effect, [behaviour_diff(p) for p in pairs]).label == "indistinguishable from noise"
+
+
+def _effect(delta, low, high, mcnemar_p=1.0, deltas=(0.0, 1.0)):
+    return Effect("g", 10, 0.5, 0.5 + delta, delta, low, high, mcnemar_p, 0, 0, tost_paired(list(deltas)))
+
+
+def test_positive_control_rule():
+    pairs = pair_records(behaviour_battery(), "identity", "hide_cancel")
+    effect = paired_effect(pairs, "reward")
+    diffs = [behaviour_diff(p) for p in pairs]
+    assert verdict(effect, diffs, positive_control=True).label == "detected"  # CI (-1, -1)
+    # |delta| > margin with a CI that reaches inside the margin: McNemar decides
+    near = _effect(-0.3, -0.5, -0.05, mcnemar_p=0.02)
+    assert verdict(near, diffs, positive_control=True).label == "detected"
+    near = _effect(-0.3, -0.5, -0.05, mcnemar_p=0.2)
+    assert verdict(near, diffs, positive_control=True).label == "not detected"
+    assert verdict(_effect(0.0, -0.05, 0.05), diffs, positive_control=True).label == "not detected"
+
+
+def test_regrade_that_still_sees_the_delta_means_behaviour():
+    pairs = pair_records(rename_battery(), "identity", "rename_tools")
+    diffs = [behaviour_diff(p) for p in pairs]
+    effect = paired_effect(pairs, "action_match")
+    still = regrade_effect(pairs, "action_match", "action_match")  # no regrade grades: ignored
+    assert still.regraded.n == 0 and verdict(effect, diffs, still).label == "measurement artifact"
+    same_ruler = regrade_effect(pairs, "action_match", "action_match_mapped")
+    drops_too = replace(same_ruler, regraded=effect)  # a regrade that also drops by 1.0
+    assert verdict(effect, diffs, drops_too).label == "behaviour change"
+
+
+def rerun_records(table, condition=None, agent="scripted"):
+    return [make_record(task, condition, grades={"reward": score}, rep=rep, agent=agent)
+            for task, scores in table.items() for rep, score in enumerate(scores)]
+
+
+def test_rerun_noise_identical_and_constructed():
+    same = rerun_noise(rerun_records({"a": [1.0, 1.0, 1.0], "b": [0.0, 0.0], "c": [1.0, 1.0]}), "reward")
+    assert same.configurations == 3 and same.flip_rate == 0.0 and same.flip_ci_low == 0.0
+    assert same.flip_ci_high > 0 and same.icc == 1.0 and same.sd_single_run_difference == 0.0
+    assert same.mdd == 0.0
+    # the table of test_stats: 6 of 10 rerun pairs flip, ICC -9/56, sd sqrt(2 * 5/18),
+    # MDD = 2.801585 * sqrt(5/9) / sqrt(3) = 1.205609
+    noisy = rerun_noise(rerun_records({"a": [1.0, 1.0, 0.0], "b": [1.0, 1.0], "c": [0.0, 1.0, 1.0, 0.0]}),
+                        "reward")
+    assert noisy.flip_rate == pytest.approx(0.6) and noisy.icc == pytest.approx(-9 / 56)
+    assert noisy.sd_single_run_difference == pytest.approx(math.sqrt(5 / 9))
+    assert noisy.mdd == pytest.approx(1.205609, abs=1e-5)
+    assert noisy.per_task["a"][0] == pytest.approx(2 / 3) and noisy.per_task["b"][0] == 0.0
+    # a condition filter and infra errors leave records out
+    mixed = rerun_records({"a": [1.0, 0.0]}) + rerun_records({"a": [1.0, 1.0]}, RENAME)
+    assert rerun_noise(mixed, "reward", condition="none").flip_rate == 1.0
+    assert rerun_noise(mixed, "reward", condition="rename_tools").flip_rate == 0.0
+    assert rerun_noise(mixed, "reward").configurations == 2
+    mixed[1].termination = "infra_error"
+    assert rerun_noise(mixed, "reward", condition="none").configurations == 0
+
+
+def test_registered_analyses_write_markdown_and_plots(tmp_path):
+    # baseline (condition None) shared by two treatments: a rename and a positive control
+    records = rename_battery()
+    for record in records:
+        record.grades.append(Grade("reward", "1", 1.0))  # the rename leaves the task outcome alone
+    for record in behaviour_battery():
+        if record.env.condition["name"] == "hide_cancel":
+            record.grades.append(Grade("action_match", "1", 0.0))
+            records.append(record)
+    records += rerun_records({"retail_000": [1.0, 1.0], "retail_001": [1.0, 0.0]}, agent="llm")
+    path = write_report(tmp_path, records, [
+        NamedSpec("trace", {"grader": "action_match", "regrade_grader": "action_match_mapped",
+                            "treatments": ["rename_tools"], "positive_controls": ["hide_cancel"]}),
+        NamedSpec("trace", {"grader": "reward"}),
+        NamedSpec("reruns", {"grader": "reward"})])
+    text = path.read_text()
+    assert "| scripted | rename_tools | 12 | 1.000 | 0.000 | -1.000 | [-1.000, -1.000] |" in text
+    assert "**measurement artifact**" in text and "| +0.000 |" in text
+    assert "hide_cancel (positive control)" in text and "**detected**" in text
+    assert "Regrade flips" in text and "| scripted | rename_tools | treatment | 0 | 0 | 12 | 0 |" in text
+    # default treatments: every condition but the baseline; reward is the same under the rename
+    assert "**scripted / rename_tools: no effect.**" in text
+    assert "**scripted / hide_cancel: behaviour change.**" in text
+    assert "| llm | 2 | 0.500 |" in text  # reruns: 1 of 2 rerun pairs flips
+    # the default trace section gets the plain plot name, the other one a suffix: no overwrite
+    plots = sorted(p.name for p in tmp_path.glob("trace_*.png"))
+    assert len(plots) == 3 and "trace_effects.png" in plots and "trace_flip_rates.png" in plots
+    assert all((tmp_path / p).stat().st_size > 0 and f"![{p}]({p})" in text for p in plots)
