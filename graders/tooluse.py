@@ -90,7 +90,7 @@ class _ActionMatchBase:
         task = _task(state)
         domain = get_domain(task.domain)
         shown_to_canonical = {v: k for k, v in (state.get("tool_names") or {}).items()}
-        made = Counter()
+        made: Counter[str] = Counter()
         for call in state.get("tool_calls", []):
             if call.get("ok"):
                 name = shown_to_canonical.get(call["tool"], call["tool"]) if self.mapped else call["tool"]

@@ -31,7 +31,8 @@ def get_domain(name: str) -> Domain:
     entry = _DOMAINS[name]
     if isinstance(entry, str):
         entry = _DOMAINS[name] = importlib.import_module(entry).DOMAIN
-    return entry  # type: ignore[no-any-return]
+    assert isinstance(entry, Domain)
+    return entry
 
 
 def get_tasks(domain: str, split: str | None = None) -> list[Task]:

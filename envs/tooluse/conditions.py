@@ -35,7 +35,8 @@ class ToolView:
 
     def canonical(self, displayed: str) -> str | None:
         """The canonical tool behind a displayed name, or None for an unknown name."""
-        return self._canonical.get(displayed)  # type: ignore[attr-defined, no-any-return]
+        canonical: dict[str, str] = self._canonical  # type: ignore[attr-defined]
+        return canonical.get(displayed)
 
     @property
     def renamed(self) -> dict[str, str]:

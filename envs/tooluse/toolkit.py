@@ -147,3 +147,5 @@ def call_tool(tool_: Tool, db: sqlite3.Connection, arguments: Any) -> tuple[Any,
         return tool_.fn(db, **arguments), None
     except ToolError as exc:
         return None, str(exc)
+    except UnicodeEncodeError as exc:  # e.g. a lone surrogate from an agent, which SQLite refuses
+        return None, f"invalid arguments: text that cannot be encoded ({exc.reason} at position {exc.start})"

@@ -214,7 +214,10 @@ def test_ray_backend_matches_local(tmp_path):
     pytest.importorskip("ray")
     import ray
 
-    scenario = load_scenario(write_scenario(tmp_path / "s.yaml", tasks={"split": "test", "limit": 4}))
+    # Graders on the local sandbox too: this test compares backends, not sandbox providers, and a
+    # container slowed by other load would show up as a grader error on one side only.
+    graders = [{"name": "probe_answer", "params": {"sandbox": "local"}}, "probe_efficiency"]
+    scenario = load_scenario(write_scenario(tmp_path / "s.yaml", tasks={"split": "test", "limit": 4}, graders=graders))
     run_scenario(scenario, tmp_path / "local", backend="local", workers=2, progress=False)
     try:
         run_scenario(scenario, tmp_path / "ray", backend="ray", workers=2, progress=False)
