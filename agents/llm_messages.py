@@ -63,6 +63,19 @@ def extract_json(text: str) -> Any:
         return json.loads(text[start:end + 1])
 
 
+def _load_and_check(raw: Any, validator: jsonschema.protocols.Validator, label: str) -> tuple[Any, str | None]:
+    """Arguments of a tool call: parsed from JSON text and checked against the schema."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        return None, f"the arguments of {label} are not valid JSON ({exc.msg}): {str(raw)[:200]!r}"
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
+        return None, f"invalid arguments for {label} at {where}: {errors[0].message}"
+    return value, None
+
+
 @dataclass(frozen=True)
 class Parsed:
     """A reply's action, or the error to feed back; ``tool_call_ids`` need answers next turn."""
@@ -86,16 +99,9 @@ def parse_env_tool_reply(message: Any, tools: dict[str, jsonschema.protocols.Val
     name = call.function.name
     if name not in tools:
         return Parsed(error=f"unknown tool {name!r}; the tools are: {', '.join(tools)}", tool_call_ids=ids)
-    raw = call.function.arguments or "{}"
-    try:
-        arguments = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as exc:
-        return Parsed(error=f"the arguments of {name} are not valid JSON ({exc.msg}): {raw[:200]!r}",
-                      tool_call_ids=ids)
-    errors = sorted(tools[name].iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    if errors:
-        where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
-        return Parsed(error=f"invalid arguments for {name} at {where}: {errors[0].message}", tool_call_ids=ids)
+    arguments, error = _load_and_check(call.function.arguments or "{}", tools[name], name)
+    if error is not None:
+        return Parsed(error=error, tool_call_ids=ids)
     return Parsed(action={"tool": name, "arguments": arguments}, tool_call_ids=ids)
 
 
@@ -108,23 +114,19 @@ def parse_reply(message: Any, validator: jsonschema.protocols.Validator) -> Pars
         if call.function.name != ACT_TOOL:
             return Parsed(error=f"unknown tool {call.function.name!r}; call `{ACT_TOOL}` instead",
                           tool_call_ids=ids)
-        raw = call.function.arguments or "{}"
-        try:
-            value = json.loads(raw) if isinstance(raw, str) else raw
-        except json.JSONDecodeError as exc:
-            return Parsed(error=f"the arguments of `{ACT_TOOL}` are not valid JSON ({exc.msg}): {raw[:200]!r}",
-                          tool_call_ids=ids)
-    else:
-        content = str(getattr(message, "content", None) or "")
-        if not content.strip():
-            return Parsed(error="the reply was empty; answer with an action")
-        try:
-            value = extract_json(content)
-        except json.JSONDecodeError as exc:
-            return Parsed(error=f"the reply is not valid JSON ({exc.msg}): {content[:200]!r}")
+        value, error = _load_and_check(call.function.arguments or "{}", validator, f"`{ACT_TOOL}`")
+        if error is not None:
+            return Parsed(error=error, tool_call_ids=ids)
+        return Parsed(action=value, tool_call_ids=ids)
+    content = str(getattr(message, "content", None) or "")
+    if not content.strip():
+        return Parsed(error="the reply was empty; answer with an action")
+    try:
+        value = extract_json(content)
+    except json.JSONDecodeError as exc:
+        return Parsed(error=f"the reply is not valid JSON ({exc.msg}): {content[:200]!r}")
     errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     if errors:
         where = "/".join(str(p) for p in errors[0].absolute_path) or "action"
-        return Parsed(error=f"the action does not match the schema at {where}: {errors[0].message}",
-                      tool_call_ids=ids)
-    return Parsed(action=value, tool_call_ids=ids)
+        return Parsed(error=f"the action does not match the schema at {where}: {errors[0].message}")
+    return Parsed(action=value)

@@ -9,7 +9,19 @@ from gymnasium import spaces
 
 from rsigym.records import to_jsonable
 
-__all__ = ["TEXT_CHARSET", "INVALID_ACTION_KEY", "text_space", "invalid_action", "JsonActions"]
+__all__ = ["TEXT_CHARSET", "INVALID_ACTION_KEY", "text_space", "invalid_action", "JsonActions",
+           "split_task_ids"]
+
+
+def split_task_ids(family: str, prefix: str, splits: dict[str, range], split: str | None) -> list[str]:
+    """Task ids ``PREFIX-NNN`` of a split (``None``/``"all"``: every split, in order)."""
+    if split in (None, "all"):
+        indices = [i for r in splits.values() for i in r]
+    elif split in splits:
+        indices = list(splits[split])
+    else:
+        raise ValueError(f"unknown {family} split {split!r}; known: all, {', '.join(splits)}")
+    return [f"{prefix}-{i:03d}" for i in indices]
 
 # An agent that could not produce a valid action says so explicitly with this key, so the env
 # records "no valid action" (with the agent's reason) rather than a confusing schema error.

@@ -16,6 +16,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ..spaces import split_task_ids
+
+
 __all__ = [
     "BlackBoxTask", "LAYERS_RANGE", "LEARNING_RATE_RANGE", "MOMENTUM_RANGE", "OPTIMIZERS",
     "SPLITS", "make_task", "parse_task_id", "task_ids",
@@ -118,10 +121,4 @@ def make_task(task_id: str) -> BlackBoxTask:
 
 
 def task_ids(split: str | None = None) -> list[str]:
-    if split in (None, "all"):
-        indices = [i for r in SPLITS.values() for i in r]
-    elif split in SPLITS:
-        indices = list(SPLITS[split])
-    else:
-        raise ValueError(f"unknown blackbox split {split!r}; known: all, {', '.join(SPLITS)}")
-    return [f"bb-{i:03d}" for i in indices]
+    return split_task_ids("blackbox", "bb", SPLITS, split)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from ..spaces import split_task_ids
+
 __all__ = ["ProbeTask", "make_task", "task_ids", "ORACLE_TEMPLATE", "parse_task_id"]
 
 # The oracle is a program, not a lookup, so every answer check really executes untrusted-style
@@ -52,10 +54,4 @@ def make_task(task_id: str, low: int = 0, high: int = 100) -> ProbeTask:
 
 
 def task_ids(split: str | None = None) -> list[str]:
-    if split in (None, "all"):
-        indices = [i for r in SPLITS.values() for i in r]
-    elif split in SPLITS:
-        indices = list(SPLITS[split])
-    else:
-        raise ValueError(f"unknown probe split {split!r}; known: all, {', '.join(SPLITS)}")
-    return [f"probe-{i:03d}" for i in indices]
+    return split_task_ids("probe", "probe", SPLITS, split)
