@@ -139,26 +139,27 @@ def _flip_tables(rows: list[TraceRow]) -> list[str]:
 
 
 def _plot_effects(path: Path, rows: list[TraceRow], margin: float) -> str:
+    """A forest plot: one line per treatment x agent, so long labels stay readable."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(rows) + 2), 3.4))
-    ax.axhspan(-margin, margin, color="#999999", alpha=0.2, label=f"±{margin:.2f} margin")
-    ax.axhline(0, color="black", linewidth=0.8)
+    fig, ax = plt.subplots(figsize=(7.0, max(2.4, 0.32 * len(rows) + 1.2)))
+    ax.axvspan(-margin, margin, color="#999999", alpha=0.2, label=f"±{margin:.2f} margin")
+    ax.axvline(0, color="black", linewidth=0.8)
     for i, row in enumerate(rows):
         e = row.effect
         if e.n == 0:
             continue
         color = "#C44E52" if row.positive_control else "#4C72B0"
-        ax.errorbar([i], [e.delta], yerr=[[max(e.delta - e.ci_low, 0)], [max(e.ci_high - e.delta, 0)]],
-                    fmt="o", color=color, capsize=4)
-    ax.set_xticks(range(len(rows)), [f"{r.treatment}\n{r.agent}" for r in rows], fontsize=7)
-    ax.set_xlim(-0.6, len(rows) - 0.4)
-    ax.set_ylabel("delta (treatment - baseline)")
+        ax.errorbar([e.delta], [i], xerr=[[max(e.delta - e.ci_low, 0)], [max(e.ci_high - e.delta, 0)]],
+                    fmt="o", color=color, capsize=3)
+    ax.set_yticks(range(len(rows)), [f"{r.treatment} / {r.agent}" for r in rows], fontsize=7)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, in table order
+    ax.set_xlabel("delta (treatment - baseline)")
     ax.set_title("TRACE: paired delta with 95% CI (red: positive control)", fontsize=9)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
