@@ -14,7 +14,12 @@ if TYPE_CHECKING:
 
 __all__ = ["check_sandbox"]
 
-_NET_PROBE = "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('connected')\nexcept OSError as e:\n    print('blocked', e)"
+# Interfaces first: only with loopback alone is a connection attempted, to TEST-NET-1 (RFC 5737,
+# never routed), so a broken isolation can never send a packet anywhere real.
+_NET_PROBE = ("import os, socket\nnets = sorted(os.listdir('/sys/class/net'))\nif nets != ['lo']:\n"
+              "    print('interfaces', nets)\nelse:\n    try:\n"
+              "        socket.create_connection(('192.0.2.1', 9), timeout=2)\n        print('connected')\n"
+              "    except OSError as e:\n        print('blocked', e)")
 
 
 def _expect(result: ExecResult, wanted: str) -> tuple[bool, str]:

@@ -126,10 +126,14 @@ def test_write_files_and_read_file_round_trip(sandbox):
 
 
 def test_outbound_network_fails(sandbox):
-    probe = "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=3)\nprint('connected')"
+    # First, no interface but loopback: if that ever failed, the connection attempt below would
+    # not even be made. 192.0.2.1 is TEST-NET-1 (RFC 5737), never routed anywhere.
+    interfaces = sandbox.exec(["python3", "-c", "import os; print(' '.join(sorted(os.listdir('/sys/class/net'))))"])
+    assert interfaces.stdout.split() == ["lo"], interfaces
+    probe = "import socket\nsocket.create_connection(('192.0.2.1', 9), timeout=3)\nprint('connected')"
     result = sandbox.exec(["python3", "-c", probe], timeout=10)
     assert result.exit_code != 0 and "connected" not in result.stdout
-    assert "OSError" in result.stderr or "unreachable" in result.stderr
+    assert "Network is unreachable" in result.stderr
 
 
 def test_only_the_work_dir_and_tmp_are_writable(sandbox):
