@@ -73,7 +73,8 @@ def action_from_params(params: dict[str, Any], action_space: spaces.Space[Any],
             raise ValueError(f"trial params lack action key {key!r} (got {sorted(params)})")
         value = params[key]
         if isinstance(space, spaces.Discrete):
-            action[key] = int(value)
+            named = _named_choices(space, (properties.get(key) or {}).get("enum"))
+            action[key] = str(value) if named else int(value)
             continue
         assert isinstance(space, spaces.Box)  # _bounds admits only Discrete and Box
         low, high, _ = _bounds(key, space, properties.get(key) or {})
@@ -135,10 +136,19 @@ def _bounds(key: str, space: spaces.Space[Any], prop: dict[str, Any]) -> tuple[f
     return low, high, integral
 
 
+def _named_choices(space: spaces.Space[Any], enum: Any) -> bool:
+    """A ``Discrete(n)`` whose schema names its n values (``optimizer: enum [adam, sgd, ...]``):
+    Optuna samples the names, which is the JSON action the env accepts."""
+    return (isinstance(space, spaces.Discrete) and isinstance(enum, list) and len(enum) == int(space.n)
+            and all(isinstance(v, str) for v in enum))
+
+
 def _choices(key: str, space: spaces.Space[Any], enum: Any, low: float, high: float) -> tuple[Any, ...]:
-    """The schema's enum, checked to lie inside the space (and numeric: spaces hold numbers)."""
+    """The schema's enum, checked to lie inside the space (numbers, or one name per Discrete value)."""
     if not isinstance(enum, list) or not enum:
         raise ValueError(f"action key {key!r}: enum must be a non-empty list, got {enum!r}")
+    if _named_choices(space, enum):
+        return tuple(enum)
     integral = isinstance(space, spaces.Discrete) or np.issubdtype(space.dtype, np.integer)
     for value in enum:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -41,9 +41,16 @@ def register_analysis(name: str) -> Callable[[Analysis], Analysis]:
     return decorate
 
 
-def available_analyses() -> list[str]:
-    import rsigym.graders  # noqa: F401  (graders register record-only analyses)
+# Modules that register analyses on import: record-only ones (graders) and those that must query
+# an agent again (env families).
+ANALYSIS_MODULES = ("rsigym.graders", "rsigym.envs.hpo.analyses")
 
+
+def available_analyses() -> list[str]:
+    import importlib
+
+    for module in ANALYSIS_MODULES:
+        importlib.import_module(module)
     return sorted(_ANALYSES)
 
 

@@ -16,6 +16,7 @@ _ENTRY_POINTS = {
     "rsigym/Probe-v0": "rsigym.envs.probe.env:ProbeEnv",
     "rsigym/ToolUse-v0": "rsigym.envs.tooluse.env:ToolUseEnv",
     "rsigym/BlackBox-v0": "rsigym.envs.blackbox.env:BlackBoxEnv",
+    "rsigym/HyperparamSearch-v0": "rsigym.envs.hpo.env:HyperparamSearchEnv",
 }
 ENV_IDS = tuple(_ENTRY_POINTS)
 

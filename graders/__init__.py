@@ -7,6 +7,7 @@ Third-party graders join through the entry-point group ``rsigym.graders``.
 from .base import (ENTRY_POINT_GROUP, NEEDS, Grader, available_graders, get_grader, grade_record,
                    register_grader)
 from .blackbox import BlackBoxBestValue
+from .hpo import BestValidationError, FinalTestError
 from .probe import ProbeAnswerCheck, ProbeGuessEfficiency
 from .regrade import regrade
 from .reruns import RerunNoise, rerun_noise, reruns_analysis
@@ -20,7 +21,7 @@ from .tooluse import ActionMatch, ActionMatchMapped, DbStateMatch, LLMJudge, Out
 
 __all__ = [
     "ActionMatch", "ActionMatchMapped", "BlackBoxBestValue", "DbStateMatch", "LLMJudge", "OutputsTold",
-    "TaskReward", "ENTRY_POINT_GROUP", "NEEDS", "Grader", "ProbeAnswerCheck",
+    "TaskReward", "BestValidationError", "FinalTestError", "ENTRY_POINT_GROUP", "NEEDS", "Grader", "ProbeAnswerCheck",
     "ProbeGuessEfficiency", "available_graders", "get_grader", "grade_record", "register_grader", "regrade",
     # TRACE and statistics
     "BehaviourDiff", "Effect", "Pair", "Pairs", "RegradeEffect", "RerunNoise", "TaskDelta", "TostResult",

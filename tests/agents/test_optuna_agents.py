@@ -215,3 +215,14 @@ def test_scenario_with_optuna_agents_expands_and_runs(tmp_path):
     assert all(r.termination == "budget_exhausted" and len(r.steps) == 8 for r in records)
     assert all(0.0 < r.grade("blackbox_best").score <= 1.0 for r in records)
     assert "tpe-fast" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_named_discrete_choices_map_to_their_names():
+    from rsigym.envs.hpo.space import ACTION_SCHEMA, LOSSES, OPTIMIZERS, action_space
+
+    distributions = optuna_distributions(action_space(), ACTION_SCHEMA)
+    assert distributions["optimizer"].choices == OPTIMIZERS and distributions["loss"].choices == LOSSES
+    assert distributions["learning_rate"].log
+    action = action_from_params({"learning_rate": 1e-3, "optimizer": "adamw", "loss": "huber"},
+                                action_space(), ACTION_SCHEMA)
+    assert action["optimizer"] == "adamw" and action["loss"] == "huber"

@@ -1,0 +1,52 @@
+"""Graders of ``rsigym/HyperparamSearch-v0`` (scores are errors: lower is better)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rsigym.records import Grade, Trajectory
+
+from .base import register_grader
+
+__all__ = ["FinalTestError", "BestValidationError"]
+
+
+def _state(record: Trajectory) -> dict:
+    state = record.final.state if record.final else None
+    if not isinstance(state, dict) or "trials" not in state:
+        raise ValueError("the record has no hyperparameter-search snapshot")
+    return state
+
+
+@register_grader("hpo_test_nrmse")
+@dataclass(frozen=True)
+class FinalTestError:
+    """Test nRMSE of the best-validation configuration, read once at the end (lower is better)."""
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    needs: ClassVar[frozenset[str]] = frozenset({"final_state"})
+
+    def grade(self, record: Trajectory) -> Grade:
+        state = _state(record)
+        if state.get("test_nrmse") is None:
+            raise ValueError("the episode ended before its budget: no test evaluation")
+        return Grade(self.name, self.version, float(state["test_nrmse"]), {"best": state.get("best")})
+
+
+@register_grader("hpo_best_val_nrmse")
+@dataclass(frozen=True)
+class BestValidationError:
+    """The lowest validation nRMSE among the episode's trials (lower is better)."""
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    needs: ClassVar[frozenset[str]] = frozenset({"final_state"})
+
+    def grade(self, record: Trajectory) -> Grade:
+        state = _state(record)
+        values = [t["val_nrmse"] for t in state["trials"]]
+        if not values:
+            raise ValueError("no trial was run")
+        return Grade(self.name, self.version, float(min(values)), {"trials": len(values)})
