@@ -12,7 +12,7 @@ from typing import Sequence
 
 from .space import LOSSES, LR_RANGE, OPTIMIZERS, Config
 
-__all__ = ["task_text", "history_text", "observation_text", "parse_history", "parse_equation"]
+__all__ = ["task_text", "history_text", "observation_text", "parse_history"]
 
 
 def task_text(description: str, budget: int) -> str:
@@ -53,15 +53,3 @@ _TRIAL = re.compile(r"Trial \d+: learning_rate=([0-9.eE+-]+), optimizer=(\w+), l
 def parse_history(text: str) -> list[tuple[Config, float]]:
     """The (config, validation nRMSE) pairs of a rendered history, in either notation."""
     return [(Config(float(lr), opt, loss), float(score)) for lr, opt, loss, score in _TRIAL.findall(text)]
-
-
-_EQUATION = re.compile(r"(advection|Burgers)[^.]*?(?:beta|nu)\s*=\s*([0-9.eE+-]+)", re.IGNORECASE)
-
-
-def parse_equation(text: str) -> tuple[str, float] | None:
-    """("advection" | "burgers", coefficient) of the target equation named in the text, if any."""
-    match = re.search(r"Target:([^\n]*)", text) or None
-    found = _EQUATION.search(match.group(1) if match else text)
-    return (found.group(1).lower(), float(found.group(2))) if found else None
-
-
