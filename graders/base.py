@@ -12,7 +12,7 @@ from rsigym.records import Grade, Trajectory
 
 __all__ = [
     "Grader", "NEEDS", "ENTRY_POINT_GROUP", "register_grader", "get_grader", "available_graders",
-    "grade_record",
+    "grade_record", "snapshot_state",
 ]
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,14 @@ def get_grader(name: str, **params: Any) -> Grader:
         return graders[name](**params)
     except TypeError as exc:
         raise UserError(f"grader {name!r} rejects params {params}: {exc}") from exc
+
+
+def snapshot_state(record: Trajectory, key: str, family: str) -> dict[str, Any]:
+    """The record's end-state snapshot, checked to be one of ``family`` (it holds ``key``)."""
+    state = record.final.state if record.final else None
+    if not isinstance(state, dict) or key not in state:
+        raise ValueError(f"the record has no {family} snapshot")
+    return state
 
 
 def grader_params(grader: Grader) -> dict[str, Any]:

@@ -7,16 +7,13 @@ from typing import ClassVar
 
 from rsigym.records import Grade, Trajectory
 
-from .base import register_grader
+from .base import register_grader, snapshot_state
 
 __all__ = ["FinalTestError", "BestValidationError"]
 
 
 def _state(record: Trajectory) -> dict:
-    state = record.final.state if record.final else None
-    if not isinstance(state, dict) or "trials" not in state:
-        raise ValueError("the record has no hyperparameter-search snapshot")
-    return state
+    return snapshot_state(record, "trials", "hyperparameter-search")
 
 
 @register_grader("hpo_test_nrmse")

@@ -15,16 +15,13 @@ from typing import Any, ClassVar
 
 from rsigym.records import Grade, Trajectory, canonical_json
 
-from .base import get_grader, register_grader
+from .base import get_grader, register_grader, snapshot_state
 
 __all__ = ["DbStateMatch", "OutputsTold", "ActionMatch", "ActionMatchMapped", "LLMJudge", "TaskReward"]
 
 
 def _state(record: Trajectory) -> dict[str, Any]:
-    state = record.final.state if record.final else None
-    if not isinstance(state, dict) or "task_id" not in state:
-        raise ValueError("the record has no tool-use snapshot")
-    return state
+    return snapshot_state(record, "task_id", "tool-use")
 
 
 def _task(state: dict[str, Any]) -> Any:
