@@ -86,7 +86,7 @@ PRESETS: dict[str, Preset] = {
     "paper": Preset("paper", solve_cells=1024, store_cells=256, n_times=41, n_train=750, n_val=350,
                     n_test=1000, width=64, modes=16, layers=4, epochs=20, batch_size=32, pretrain_epochs=100),
     "default": Preset("default", solve_cells=256, store_cells=64, n_times=41, n_train=750, n_val=350,
-                      n_test=1000, width=32, modes=12, layers=3, epochs=5, batch_size=64, pretrain_epochs=30),
+                      n_test=1000, width=32, modes=12, layers=3, epochs=2, batch_size=64, pretrain_epochs=30),
     "tiny": Preset("tiny", solve_cells=64, store_cells=32, n_times=21, n_train=48, n_val=16, n_test=16,
                    width=8, modes=4, layers=2, epochs=2, batch_size=16, pretrain_epochs=5),
 }

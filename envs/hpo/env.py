@@ -21,7 +21,9 @@ NRMSE_CAP = 10.0  # shown for a diverged trial; keeps every observation finite
 class TrialRunnerLike(Protocol):
     """What the env needs from a trial runner (``training.TrialRunner``, or a test double)."""
 
-    def run(self, condition: str, seed: int, config: Config) -> Any: ...  # .val_nrmse, .test_nrmse, .checkpoint_sha256
+    def run(self, condition: str, seed: int, config: Config) -> Any: ...  # .val_nrmse, .checkpoint_sha256
+
+    def test(self, condition: str, seed: int, config: Config) -> float: ...  # test nRMSE of that trial
 
 
 def task_description(condition: str, *, target: Any = None) -> str:
@@ -109,7 +111,8 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
             raise ValueError(f"unknown adaptation condition {task!r}; known: {', '.join(names)}")
         self._task, self._seed = task, int(seed or 0)
         self.description = task_description(task)
-        self._history: list[tuple[Config, float, float, str]] = []  # config, val, test, checkpoint
+        self._history: list[tuple[Config, float, str]] = []  # config, val, checkpoint
+        self._test: float | None = None
         self._invalid = 0
         return self._observation(), self._info()
 
@@ -125,14 +128,14 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
         config = Config(float(value["learning_rate"]), value["optimizer"], value["loss"])
         result = self.trials.run(self._task, self._seed, config)
         val = _finite(result.val_nrmse)
-        self._history.append((config, val, _finite(result.test_nrmse), result.checkpoint_sha256))
+        self._history.append((config, val, result.checkpoint_sha256))
         done = len(self._history) >= self.budget
         info = self._info(termination="budget_exhausted" if done else None)
         if done:  # the test set is read once, for the best-validation configuration only
-            info["test_nrmse"] = self._best()[2]
+            self._test = info["test_nrmse"] = _finite(self.trials.test(self._task, self._seed, self._best()[0]))
         return self._observation(), -val, done, False, info
 
-    def _best(self) -> tuple[Config, float, float, str]:
+    def _best(self) -> tuple[Config, float, str]:
         return min(self._history, key=lambda h: h[1])
 
     def snapshot(self) -> dict[str, Any]:
@@ -141,16 +144,17 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
         return {
             "task_id": self._task, "seed": self._seed, "preset": self.preset, "budget": self.budget,
             "description": self.description,
-            "trials": [{**c.to_dict(), "val_nrmse": v} for c, v, _, _ in self._history],
+            "trials": [{**c.to_dict(), "val_nrmse": v} for c, v, _ in self._history],
             "best": ({**self._best()[0].to_dict(), "val_nrmse": self._best()[1]} if self._history else None),
-            "test_nrmse": self._best()[2] if done else None,
-            "checkpoint_sha256": self._history[0][3] if self._history else None,
+            "test_nrmse": self._test if done else None,
+            "checkpoint_sha256": self._history[0][2] if self._history else None,
             # the runner's counters so far in this process: replays and reruns show up as hits
-            "trial_cache": {name: int(getattr(self.trials, name, 0)) for name in ("hits", "misses", "train_calls")},
+            "trial_cache": {name: int(getattr(self.trials, name, 0))
+                            for name in ("hits", "misses", "train_calls", "test_calls")},
         }
 
     def _observation(self, error: str | None = None) -> dict[str, Any]:
-        trials = [(c, v) for c, v, _, _ in self._history]
+        trials = [(c, v) for c, v, _ in self._history]
         best = min((v for _, v in trials), default=NRMSE_CAP)
         return {"text": observation_text(self.description, self.budget, trials, error=error)[:20_000],
                 "best_val_nrmse": np.array(best, dtype=np.float64), "trials_left": np.int64(self.budget - len(trials))}

@@ -3,7 +3,8 @@
 A trial copies the model pretrained on the condition's source equation, fine-tunes it on the
 target's training split with the proposed learning rate, optimizer and loss (one-step teacher
 forcing on sliding windows of ``input_steps`` states), and scores a full autoregressive rollout
-from the first ``input_steps`` states by nRMSE on the validation and test splits.
+from the first ``input_steps`` states by nRMSE on the validation split. The test split is read
+only when asked (``TrialRunner.test``): an episode asks once, for its best-validation config.
 
 Everything is cached by a hash of its inputs, on disk (``$RSIGYM_CACHE/hpo/{models,trials}``) and
 in-process: a replay or a baseline that asks for a trial again reads it and never trains.
@@ -19,7 +20,8 @@ import io
 import json
 import math
 import numbers
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal
 
 import numpy as np
@@ -39,7 +41,7 @@ __all__ = ["MODEL_VERSION", "TRIAL_VERSION", "NRMSE_CAP", "nrmse", "TrialConfig"
            "source_model", "evaluate", "fine_tune", "TrialRunner"]
 
 MODEL_VERSION = "1"   # bump when the FNO or its pretraining changes: old checkpoints become misses
-TRIAL_VERSION = "2"   # bump when fine-tuning or evaluation changes: old trial results become misses
+TRIAL_VERSION = "3"   # bump when fine-tuning or evaluation changes: old trial results become misses
 PRETRAIN_LEARNING_RATE = 1e-3
 HUBER_DELTA = 1e-3    # inside the one-step RMS errors of fine-tuned models (3e-4 .. 7e-3 at `default`),
                       # so Huber is neither MSE nor L1 in disguise
@@ -116,19 +118,20 @@ class TrialResult:
 
     Attributes:
         val_nrmse: validation nRMSE of the rollout, capped at ``NRMSE_CAP`` (also when diverged).
-        test_nrmse: the same on the test split (the env reveals it only at the episode's end).
         train_loss_final: mean training loss of the last epoch (NaN when training diverged).
         checkpoint_sha256: the source checkpoint that was fine-tuned.
         cached: whether the result was read from a cache instead of trained.
         diverged: whether a non-finite loss ended training early.
+        state: the fine-tuned parameters (None when diverged or read from the cache); not part
+            of equality.
     """
 
     val_nrmse: float
-    test_nrmse: float
     train_loss_final: float
     checkpoint_sha256: str
     cached: bool = False
     diverged: bool = False
+    state: dict[str, torch.Tensor] | None = field(default=None, compare=False, repr=False)
 
 
 @contextlib.contextmanager
@@ -255,14 +258,15 @@ def _pretrain(source: PDE, preset: Preset, seed: int) -> bytes:
     return buffer.getvalue()
 
 
-def evaluate(state: dict[str, torch.Tensor], pde: PDE, preset: str | Preset, seed: int) -> tuple[float, float]:
-    """(validation, test) rollout nRMSE of the parameters ``state`` on ``pde``'s dataset ``seed``."""
+def evaluate(state: dict[str, torch.Tensor], pde: PDE, preset: str | Preset, seed: int,
+             splits: tuple[str, ...] = ("val", "test")) -> tuple[float, ...]:
+    """Rollout nRMSE of the parameters ``state`` on ``pde``'s dataset ``seed``, one per split named."""
     preset = get_preset(preset)
-    splits = dataset(pde, preset, int(seed))
+    data = dataset(pde, preset, int(seed))
     with _one_thread():
         model = _model(preset)
         model.load_state_dict(state)
-        return _score(model, splits.val), _score(model, splits.test)
+        return tuple(_score(model, getattr(data, split)) for split in splits)
 
 
 def _condition(condition: str | AdaptationCondition) -> AdaptationCondition:
@@ -274,7 +278,9 @@ def _condition(condition: str | AdaptationCondition) -> AdaptationCondition:
 
 
 def fine_tune(condition: str | AdaptationCondition, seed: int, config: Any, preset: str | Preset) -> TrialResult:
-    """Run one trial, uncached (``TrialRunner.run`` is the cached entry point).
+    """Run one trial, uncached (``TrialRunner.run`` is the cached entry point): train, score validation.
+
+    The test split is not touched; ``evaluate(result.state, ..., splits=("test",))`` scores it.
 
     Args:
         condition: the adaptation (or its name).
@@ -293,43 +299,87 @@ def fine_tune(condition: str | AdaptationCondition, seed: int, config: Any, pres
         train_loss, diverged = _fit(model, splits.train, preset.epochs, preset.batch_size, optimizer,
                                     config.loss, shuffle)
         if diverged:
-            return TrialResult(NRMSE_CAP, NRMSE_CAP, float("nan"), sha, diverged=True)
-        return TrialResult(_score(model, splits.val), _score(model, splits.test), train_loss, sha)
+            return TrialResult(NRMSE_CAP, float("nan"), sha, diverged=True)
+        return TrialResult(_score(model, splits.val), train_loss, sha, state=model.state_dict())
 
 
 class TrialRunner:
     """Cached fine-tuning trials at one preset.
 
-    Counters: ``hits`` and ``misses`` of the caches (trials and zero-shot scores), ``train_calls``
-    fine-tunings actually run, so a replay can prove it trained nothing.
+    Counters: ``hits`` and ``misses`` of the caches (trials, test scores and zero-shot scores),
+    ``train_calls`` fine-tunings actually run, so a replay can prove it trained nothing, and
+    ``test_calls`` test-set scorings actually run.
+
+    The fine-tuned parameters of the last ``keep_states`` trials stay in memory, so the test
+    score of an episode's best configuration needs no retraining; after a restart it retrains
+    that one configuration (training is deterministic).
 
     Args:
         preset: a preset name (``tiny``, ``default``, ``paper``) or a ``Preset``.
     """
 
-    def __init__(self, preset: str | Preset = "default") -> None:
+    def __init__(self, preset: str | Preset = "default", keep_states: int = 32) -> None:
         self.preset = get_preset(preset)
-        self.hits = self.misses = self.train_calls = 0
+        self.hits = self.misses = self.train_calls = self.test_calls = 0
+        self.keep_states = int(keep_states)
         self._memory: dict[str, dict[str, Any]] = {}
+        self._states: OrderedDict[str, dict[str, torch.Tensor]] = OrderedDict()
 
-    def run(self, condition_name: str, seed: int, config: Any) -> TrialResult:
-        """Fine-tune for ``condition_name`` with ``config`` on dataset seed ``seed`` (cached)."""
+    def _trial_key(self, condition_name: str, seed: int, config: Any) -> tuple[AdaptationCondition, TrialConfig, str]:
         adaptation, config = _condition(condition_name), TrialConfig.coerce(config)
         _, sha = source_model(adaptation.source, self.preset)
         key = cache_key("hpo-trial", adaptation.name, int(seed), config.key(), dataclasses.asdict(self.preset),
                         sha, TRIAL_VERSION, DATA_VERSION)
+        return adaptation, config, key
+
+    def run(self, condition_name: str, seed: int, config: Any) -> TrialResult:
+        """Fine-tune for ``condition_name`` with ``config`` on dataset seed ``seed`` (cached)."""
+        adaptation, config, key = self._trial_key(condition_name, seed, config)
         entry = self._lookup(key)
         if entry is None:
-            self.train_calls += 1
-            result = fine_tune(adaptation, seed, config, self.preset)
-            entry = {"val_nrmse": result.val_nrmse, "test_nrmse": result.test_nrmse, "diverged": result.diverged,
-                     "train_loss_final": None if result.diverged else result.train_loss_final,
-                     "checkpoint_sha256": sha}
-            self._store(key, entry)
-            return result
+            return self._train_and_store(key, adaptation, seed, config)
         loss = entry["train_loss_final"]
-        return TrialResult(entry["val_nrmse"], entry["test_nrmse"], float("nan") if loss is None else loss,
+        return TrialResult(entry["val_nrmse"], float("nan") if loss is None else loss,
                            entry["checkpoint_sha256"], cached=True, diverged=entry["diverged"])
+
+    def test(self, condition_name: str, seed: int, config: Any) -> float:
+        """Test nRMSE of the trial ``run`` would return (cached; a diverged trial scores the cap)."""
+        adaptation, config, key = self._trial_key(condition_name, seed, config)
+        entry = self._lookup(key)
+        if entry is None:
+            self._train_and_store(key, adaptation, seed, config)
+            entry = self._memory[key]
+        if entry.get("test_nrmse") is None:
+            if entry["diverged"]:
+                value = NRMSE_CAP
+            else:
+                state = self._states.get(key)
+                if state is None:  # trained in another process: train again (deterministic)
+                    state = self._train(key, adaptation, seed, config).state
+                assert state is not None
+                self.test_calls += 1
+                (value,) = evaluate(state, adaptation.target, self.preset, seed, splits=("test",))
+            entry = {**entry, "test_nrmse": value}
+            self._store(key, entry)
+        return float(entry["test_nrmse"])
+
+    def _train_and_store(self, key: str, adaptation: AdaptationCondition, seed: int,
+                         config: TrialConfig) -> TrialResult:
+        result = self._train(key, adaptation, seed, config)
+        self._store(key, {"val_nrmse": result.val_nrmse, "diverged": result.diverged,
+                          "train_loss_final": None if result.diverged else result.train_loss_final,
+                          "checkpoint_sha256": result.checkpoint_sha256})
+        return result
+
+    def _train(self, key: str, adaptation: AdaptationCondition, seed: int, config: TrialConfig) -> TrialResult:
+        self.train_calls += 1
+        result = fine_tune(adaptation, seed, config, self.preset)
+        if result.state is not None and self.keep_states > 0:
+            self._states[key] = result.state
+            self._states.move_to_end(key)
+            while len(self._states) > self.keep_states:
+                self._states.popitem(last=False)
+        return result
 
     def zero_shot(self, condition_name: str, seed: int) -> tuple[float, float]:
         """(validation, test) nRMSE of the source model on the target, without fine-tuning (cached)."""

@@ -27,7 +27,6 @@ from rsigym.scenario import EpisodeSpec
 @dataclass(frozen=True)
 class Result:
     val_nrmse: float
-    test_nrmse: float
     checkpoint_sha256: str = "f" * 64
 
 
@@ -35,14 +34,21 @@ class AnalyticTrials:
     """Error = a bowl in log10(lr) around 1e-3 plus optimizer and loss offsets; counts calls."""
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.calls = self.tests = 0
 
     def run(self, condition: str, seed: int, config: Config) -> Result:
         self.calls += 1
+        return Result(self.error(config) + 0.001 * seed)
+
+    @staticmethod
+    def error(config: Config) -> float:
         bowl = 0.02 + 0.05 * (math.log10(config.learning_rate) + 3.0) ** 2
         offset = {"adam": 0.0, "adamw": 0.002, "sgd_momentum": 0.03, "rmsprop": 0.01}[config.optimizer]
-        offset += {"mse": 0.0, "relative_l2": 0.001, "l1": 0.004, "huber": 0.002}[config.loss]
-        return Result(bowl + offset + 0.001 * seed, 1.1 * (bowl + offset))
+        return bowl + offset + {"mse": 0.0, "relative_l2": 0.001, "l1": 0.004, "huber": 0.002}[config.loss]
+
+    def test(self, condition: str, seed: int, config: Config) -> float:
+        self.tests += 1
+        return 1.1 * self.error(config)
 
 
 def make(**kwargs):
@@ -63,6 +69,7 @@ def test_episode_reports_test_error_of_best_validation_config_once():
     for i, config in enumerate(configs):
         obs, reward, terminated, _, info = env.step(config)
         assert ("test_nrmse" in info) == terminated == (i == 2)
+        assert env.trials.tests == (1 if terminated else 0)       # the test set is read once, at the end
     assert info["termination"] == "budget_exhausted"
     assert info["test_nrmse"] == pytest.approx(1.1 * 0.02)  # the 1e-3 config, the best on validation
     assert env.snapshot()["best"]["learning_rate"] == 1e-3

@@ -150,7 +150,7 @@ def test_source_model_is_trained_once_and_identified_by_its_bytes(monkeypatch):
 def test_fine_tuning_is_deterministic_and_depends_on_the_config():
     first = training.fine_tune(CONDITION, 0, ADAM, "tiny")
     assert first == training.fine_tune(CONDITION, 0, ADAM, "tiny")
-    assert math.isfinite(first.val_nrmse) and math.isfinite(first.test_nrmse) and first.train_loss_final > 0
+    assert math.isfinite(first.val_nrmse) and first.train_loss_final > 0 and first.state is not None
     others = [training.fine_tune(CONDITION, 0, c, "tiny").val_nrmse
               for c in (TrialConfig(1e-3, "adam", "mse"), TrialConfig(1e-2, "adam", "l1"),
                         TrialConfig(1e-2, "rmsprop", "mse"))]
@@ -163,13 +163,34 @@ def test_trial_runner_caches_in_process_and_on_disk():
     assert not first.cached and (runner.train_calls, runner.misses, runner.hits) == (1, 1, 0)
     second = runner.run(CONDITION, 0, TrialConfig(3e-3, "adamw", "huber"))
     assert second.cached and (runner.train_calls, runner.hits) == (1, 1)
-    assert (second.val_nrmse, second.test_nrmse, second.train_loss_final, second.checkpoint_sha256) == \
-        (first.val_nrmse, first.test_nrmse, first.train_loss_final, first.checkpoint_sha256)
+    assert (second.val_nrmse, second.train_loss_final, second.checkpoint_sha256) == \
+        (first.val_nrmse, first.train_loss_final, first.checkpoint_sha256)
     fresh = TrialRunner("tiny")                                      # a new process would read the disk
     assert fresh.run(CONDITION, 0, Config(3e-3, "adamw", "huber")).val_nrmse == first.val_nrmse
     assert (fresh.train_calls, fresh.hits) == (0, 1)
     other_seed = runner.run(CONDITION, 1, TrialConfig(3e-3, "adamw", "huber"))
     assert not other_seed.cached and other_seed.val_nrmse != first.val_nrmse and runner.train_calls == 2
+
+
+def test_test_split_is_scored_only_on_request_and_once():
+    runner = TrialRunner("tiny")
+    config = TrialConfig(2e-3, "adam", "relative_l2")
+    result = runner.run(CONDITION, 0, config)
+    assert runner.test_calls == 0 and runner.train_calls == 1          # training scores validation only
+    test = runner.test(CONDITION, 0, config)
+    assert (runner.test_calls, runner.train_calls) == (1, 1)           # the kept weights, no retraining
+    (expected,) = training.evaluate(result.state, CONDITIONS[CONDITION].target, "tiny", 0, splits=("test",))
+    assert test == expected and 0 < test < NRMSE_CAP and test != result.val_nrmse
+    assert runner.test(CONDITION, 0, config) == test and runner.test_calls == 1   # cached
+    fresh = TrialRunner("tiny")                                      # another process: read from disk
+    assert fresh.test(CONDITION, 0, config) == test and (fresh.train_calls, fresh.test_calls) == (0, 0)
+    forgetful = TrialRunner("tiny", keep_states=0)                    # weights gone: retrain once, same score
+    other = TrialConfig(2e-3, "adam", "l1")
+    forgetful.run(CONDITION, 0, other)
+    assert forgetful.test(CONDITION, 0, other) == pytest.approx(
+        training.evaluate(training.fine_tune(CONDITION, 0, other, "tiny").state, CONDITIONS[CONDITION].target,
+                          "tiny", 0, splits=("test",))[0])
+    assert (forgetful.train_calls, forgetful.test_calls) == (2, 1)
 
 
 def test_runner_rejects_bad_configs_and_unknown_conditions():
@@ -183,7 +204,8 @@ def test_runner_rejects_bad_configs_and_unknown_conditions():
 
 def test_huge_learning_rate_gives_the_finite_cap():
     result = TrialRunner("tiny").run(CONDITION, 0, TrialConfig(1e3, "sgd_momentum", "mse"))
-    assert result.val_nrmse == result.test_nrmse == NRMSE_CAP and result.diverged
+    assert result.val_nrmse == NRMSE_CAP and result.diverged and result.state is None
+    assert TrialRunner("tiny").test(CONDITION, 0, TrialConfig(1e3, "sgd_momentum", "mse")) == NRMSE_CAP
     cached = TrialRunner("tiny").run(CONDITION, 0, TrialConfig(1e3, "sgd_momentum", "mse"))
     assert cached.cached and cached.diverged and math.isnan(cached.train_loss_final)
 
