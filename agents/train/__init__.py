@@ -1,0 +1,1 @@
+"""Post-training algorithms."""
