@@ -16,6 +16,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +24,8 @@ import torch.nn.functional as F
 from .arithmetic import AdditionTask
 from .model import GPT, GPTConfig
 from .rollouts import greedy_accuracy
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -130,9 +133,10 @@ def parse_args(argv: list[str] | None = None) -> Args:
     return parse_dataclass(Args, argv)
 
 
-def parse_dataclass(cls: type, argv: list[str] | None = None):  # type: ignore[no-untyped-def]
+def parse_dataclass(cls: type[T], argv: list[str] | None = None) -> T:
+    """A ``--flag`` per field of the dataclass ``cls``, parsed from ``argv``."""
     parser = argparse.ArgumentParser()
-    for field in dataclasses.fields(cls):
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
         default = field.default
         flag = "--" + field.name.replace("_", "-")
         if isinstance(default, bool):
