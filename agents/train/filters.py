@@ -103,6 +103,8 @@ class GRPODropout:
     Candidates are ranked by how much they lower the entropy (most first). ``min_positive_kept``
     positive-advantage rollouts always stay, so a prompt solved only once still teaches (our
     choice: without it, re-centring an all-negative remainder would reward wrong answers).
+    Re-centring happens only in a group where something was dropped, so a group left whole gets
+    exactly the vanilla GRPO advantages.
     """
 
     def __init__(self, drop_share: float = 0.125, recentre: bool = True, min_positive_kept: int = 1):
