@@ -6,7 +6,9 @@ sampled tokens enter the loss. Printed per variant: the student's final greedy a
 held-out set (median and range over seeds, and each seed), its end-of-training reverse KL to the
 teacher on its own samples, and its policy entropy. Curves go to ``out_dir``.
 
-Run: ``python benchmarks/dial_opd.py [--steps 400] [--seeds 0 1 2] [--beta 1.0]``.
+DIAL runs once per strength in ``betas``.
+
+Run: ``python benchmarks/dial_opd.py [--steps 400] [--seeds 0 1 2] [--betas 0.5 1.0]``.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ class Args:
     """token selectors compared"""
     keep_ratio: float = 0.4
     """share of each response's tokens kept by the selectors other than ``all``"""
-    beta: float = 1.0
-    """DIAL strength"""
+    betas: tuple[float, ...] = (0.5, 1.0)
+    """DIAL strengths, one row each (at 1 the score is |p_t - p_s|; at 0 it would be top-|signal|)"""
     steps: int = 400
     """student updates per run"""
     prompts_per_step: int = 64
@@ -73,10 +75,12 @@ def main(args: Args | None = None) -> dict:
     args = args or Args()
     out = Path(args.out_dir)
     runs: dict[str, list[dict]] = {}
-    for variant in args.variants:
+    rows = [(v, b) for v in args.variants for b in (args.betas if v == "dial" else (1.0,))]
+    for variant, beta in rows:
+        label = f"dial beta={beta:g}" if variant == "dial" else variant
         for seed in args.seeds:
-            runs.setdefault(variant, []).append(opd.main(opd.Args(
-                selector=variant, keep_ratio=args.keep_ratio, beta=args.beta, steps=args.steps,
+            runs.setdefault(label, []).append(opd.main(opd.Args(
+                selector=variant, keep_ratio=args.keep_ratio, beta=beta, steps=args.steps,
                 prompts_per_step=args.prompts_per_step, learning_rate=args.learning_rate, seed=seed,
                 eval_every=args.eval_every, eval_size=args.eval_size, student_sft_steps=args.student_sft_steps,
                 teacher_sft_steps=args.teacher_sft_steps, cache_dir=str(out / "cache"), log_dir=str(out),
@@ -84,8 +88,8 @@ def main(args: Args | None = None) -> dict:
     first = next(iter(runs.values()))[0]
     initial, teacher = first["initial_accuracy"], first["teacher_accuracy"]
 
-    console = Console(width=160)
-    table = Table(title=f"On-policy distillation token selectors: keep {args.keep_ratio:g}, beta {args.beta:g}, "
+    console = Console(width=200)  # one line per row when piped to a file
+    table = Table(title=f"On-policy distillation token selectors: keep {args.keep_ratio:g}, "
                         f"{len(args.seeds)} seeds x {args.steps} steps x {args.prompts_per_step} prompts "
                         f"(student starts at {initial:.3f}, teacher {teacher:.3f})")
     for column in ("variant", "student accuracy median [min, max]", "per seed", "mean", "reverse KL last 10%",
@@ -117,14 +121,15 @@ def _parse() -> Args:
     defaults = Args()
     parser.add_argument("--seeds", type=int, nargs="+", default=list(defaults.seeds))
     parser.add_argument("--variants", nargs="+", default=list(defaults.variants))
+    parser.add_argument("--betas", type=float, nargs="+", default=list(defaults.betas))
     for name in ("steps", "prompts_per_step", "student_sft_steps", "teacher_sft_steps", "eval_size", "eval_every",
                  "threads"):
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
-    for name in ("keep_ratio", "beta", "learning_rate"):
+    for name in ("keep_ratio", "learning_rate"):
         parser.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
     parser.add_argument("--out-dir", default=defaults.out_dir)
     ns = vars(parser.parse_args())
-    ns["seeds"], ns["variants"] = tuple(ns["seeds"]), tuple(ns["variants"])
+    ns["seeds"], ns["variants"], ns["betas"] = tuple(ns["seeds"]), tuple(ns["variants"]), tuple(ns["betas"])
     return Args(**ns)
 
 

@@ -85,7 +85,7 @@ def main(args: Args | None = None) -> dict:
             initial = result["initial_accuracy"]
             runs.setdefault(variant, []).append(result)
 
-    console = Console(width=160)
+    console = Console(width=200)  # one line per row when piped to a file
     table = Table(title=f"GRPO rollout filters: {len(args.seeds)} seeds x {args.steps} steps x "
                         f"{args.prompts_per_step} prompts x G={args.group_size} (warm start greedy accuracy "
                         f"{initial:.3f})")

@@ -103,7 +103,7 @@ def main(args: Args) -> dict:
     selector = make_selector(args.selector, args.keep_ratio, args.beta, torch.Generator().manual_seed(args.seed + 1))
     optimizer = torch.optim.Adam(student.parameters(), lr=args.learning_rate)
     eval_operands = task.eval_operands(args.eval_size)
-    name = f"opd_{args.selector}_s{args.seed}"
+    name = f"opd_{args.selector}{f'_b{args.beta:g}' if args.selector == 'dial' else ''}_s{args.seed}"
     log = JsonlLog(Path(args.log_dir) / f"{name}.jsonl" if args.log_dir else None)
     P, R = task.prompt_length, task.response_length
     history: list[dict] = []
@@ -142,7 +142,7 @@ def main(args: Args) -> dict:
     if args.log_dir and history:
         plot = str(plot_curves({name: history}, ["accuracy", "eval_accuracy", "entropy", "reverse_kl"],
                                Path(args.log_dir) / f"{name}.png", title=name))
-    return {"selector": args.selector, "seed": args.seed, "initial_accuracy": initial_accuracy,
+    return {"selector": args.selector, "beta": args.beta, "seed": args.seed, "log_name": name, "initial_accuracy": initial_accuracy,
             "final_accuracy": final_accuracy, "teacher_accuracy": teacher_metrics["accuracy"],
             "student_warm_start": student_metrics, "history": history,
             "seconds": time.perf_counter() - started, "plot": plot}

@@ -37,11 +37,10 @@ def test_grpo_smoke(tmp_path, name):
 def test_opd_smoke(tmp_path, name):
     out = opd.main(opd.Args(selector=name, steps=2, prompts_per_step=4, student_sft_steps=5, teacher_sft_steps=5,
                             eval_every=1, eval_size=10, log_dir=str(tmp_path)))
-    lines = [json.loads(line) for line in (tmp_path / f"opd_{name}_s0.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (tmp_path / f"{out['log_name']}.jsonl").read_text().splitlines()]
     assert len(lines) == 2
-    expected_share = 1.0 if name == "all" else 0.4  # ceil(0.4 * 4 tokens) = 2 of 4 is 0.5
-    assert lines[0]["selected_share"] == pytest.approx(expected_share if name == "all" else 0.5)
-    assert (tmp_path / f"opd_{name}_s0.png").stat().st_size > 0
+    assert lines[0]["selected_share"] == pytest.approx(1.0 if name == "all" else 0.5)  # ceil(0.4 * 4) = 2 of 4
+    assert (tmp_path / f"{out['log_name']}.png").stat().st_size > 0
     assert 0.0 <= out["final_accuracy"] <= 1.0
 
 
@@ -60,5 +59,5 @@ def test_dial_opd_benchmark_smoke(tmp_path, capsys):
 
     results = dial_opd.main(dial_opd.Args(seeds=(0,), steps=2, prompts_per_step=4, student_sft_steps=5,
                                           teacher_sft_steps=5, eval_size=10, out_dir=str(tmp_path)))
-    assert set(results["variants"]) == {"all", "top_signal", "dial", "random"}
+    assert set(results["variants"]) == {"all", "top_signal", "dial beta=0.5", "dial beta=1", "random"}
     assert "student accuracy" in capsys.readouterr().out
