@@ -1,0 +1,150 @@
+"""Supervised warm start: teacher-forced next-token training on correct worked answers.
+
+Produces the GRPO starting policy (a small model stopped early: non-trivial but imperfect) and
+the distillation teacher (a larger model trained longer). Checkpoints are cached by a hash of
+``Args`` so the benchmarks train each warm start once.
+
+Run: ``python -m rsigym.agents.train.sft --steps 600``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import torch
+import torch.nn.functional as F
+
+from .arithmetic import AdditionTask
+from .model import GPT, GPTConfig
+from .rollouts import greedy_accuracy
+
+T = TypeVar("T")
+
+
+@dataclass
+class Args:
+    digits: int = 3
+    """digits per addition operand"""
+    n_layer: int = 2
+    """transformer blocks"""
+    n_head: int = 4
+    """attention heads"""
+    n_embd: int = 64
+    """model width"""
+    steps: int = 600
+    """optimizer steps"""
+    batch_size: int = 128
+    """problems per step"""
+    learning_rate: float = 3e-3
+    """AdamW peak learning rate (cosine decay to 10%)"""
+    seed: int = 0
+    """seed of the initial weights and of the training problems"""
+    stop_at_accuracy: float = 0.0
+    """stop early once greedy accuracy on a validation set reaches this (0: train all steps); how the
+    GRPO starting policy is made imperfect on purpose"""
+    eval_every: int = 10
+    """steps between validation checks when ``stop_at_accuracy`` is set"""
+    eval_size: int = 1000
+    """held-out problems scored greedily at the end"""
+    cache_dir: str = ""
+    """folder of cached checkpoints; empty: no cache"""
+    threads: int = 1
+    """torch intra-op threads"""
+
+
+def _key(args: Args) -> str:
+    fields = {k: v for k, v in dataclasses.asdict(args).items() if k not in ("cache_dir", "threads")}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def build_model(args: Args, task: AdditionTask) -> GPT:
+    config = GPTConfig(vocab_size=task.tokenizer.vocab_size, block_size=task.prompt_length + task.response_length,
+                       n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd)
+    return GPT(config)
+
+
+def train(args: Args) -> tuple[GPT, dict]:
+    """Train from scratch; returns the model and ``{"accuracy", "loss", "seconds"}``."""
+    torch.set_num_threads(args.threads)
+    task = AdditionTask(args.digits)
+    torch.manual_seed(args.seed)  # weight initialisation draws from the global generator
+    model = build_model(args, task)
+    generator = torch.Generator().manual_seed(args.seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=0.01, betas=(0.9, 0.98))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: 0.1 + 0.45 * (1 + torch.cos(torch.tensor(torch.pi * step / args.steps)).item()))
+    started, loss_value = time.perf_counter(), float("nan")
+    P = task.prompt_length
+    validation = task.eval_operands(200, seed=54321)
+    steps_done = 0
+    for step in range(args.steps):
+        operands = task.sample_operands(args.batch_size, generator)
+        sequences = torch.cat([task.prompts(operands), task.answers(operands)], dim=1)  # (B, P + R)
+        logits = model(sequences[:, :-1])[:, P - 1:, :]  # (B, R, V): only the response is supervised
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), sequences[:, P:].reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        loss_value = loss.item()
+        steps_done = step + 1
+        if (args.stop_at_accuracy > 0 and steps_done % args.eval_every == 0
+                and greedy_accuracy(model, task, validation) >= args.stop_at_accuracy):
+            break
+    accuracy = greedy_accuracy(model, task, task.eval_operands(args.eval_size))
+    return model, {"accuracy": accuracy, "loss": loss_value, "steps": steps_done,
+                   "seconds": time.perf_counter() - started}
+
+
+def warm_start(args: Args) -> tuple[GPT, dict]:
+    """``train(args)``, through the checkpoint cache when ``args.cache_dir`` is set."""
+    path = Path(args.cache_dir) / f"sft-{_key(args)}.pt" if args.cache_dir else None
+    if path is not None and path.exists():
+        saved = torch.load(path, weights_only=False)
+        model = GPT(GPTConfig(**saved["config"]))
+        model.load_state_dict(saved["state"])
+        return model, saved["metrics"]
+    model, metrics = train(args)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save({"config": model.config.to_dict(), "state": model.state_dict(), "metrics": metrics}, tmp)
+        tmp.replace(path)
+    return model, metrics
+
+
+def main(args: Args) -> dict:
+    model, metrics = warm_start(args)
+    print(f"sft: {model.num_parameters()} parameters, greedy accuracy {metrics['accuracy']:.3f}, "
+          f"final loss {metrics['loss']:.3f}, {metrics['steps']} steps, {metrics['seconds']:.1f} s")
+    return metrics
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    """Every ``Args`` field as a ``--flag`` (shared by the training scripts)."""
+    return parse_dataclass(Args, argv)
+
+
+def parse_dataclass(cls: type[T], argv: list[str] | None = None) -> T:
+    """A ``--flag`` per field of the dataclass ``cls``, parsed from ``argv``."""
+    parser = argparse.ArgumentParser()
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        default = field.default
+        flag = "--" + field.name.replace("_", "-")
+        if isinstance(default, bool):
+            parser.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=default)
+        else:
+            parser.add_argument(flag, type=type(default), default=default)
+    return cls(**vars(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main(parse_args())
