@@ -1,0 +1,62 @@
+"""Running one candidate evaluation in a sandbox and turning what happened into an EvalResult.
+
+A candidate that loops, forks, allocates without bound, floods its output, reaches for the
+network or the host's files, fails to import or does not parse is **scored as failed with a
+reason**; the run goes on. Only the sandbox itself failing (a dead container) raises, as
+``SandboxError``, which the runner records as an infra error, never as the candidate's fault.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rsigym.sandbox import Sandbox
+
+from .harness import CANDIDATE_FILE, parse_result
+from .tasks import EvalResult, EvolutionTask
+
+__all__ = ["SandboxEvaluator"]
+
+
+class SandboxEvaluator:
+    """Evaluates candidates of one task in one sandbox (which it does not close).
+
+    Args:
+        task: The task.
+        sandbox: An open sandbox; the task's files are written into it on ``prepare``.
+        timeout_s: Overrides the task's per-kind timeout when given.
+    """
+
+    def __init__(self, task: EvolutionTask, sandbox: Sandbox, timeout_s: float | None = None) -> None:
+        self.task, self.sandbox, self.timeout_override = task, sandbox, timeout_s
+        self.prepared = False
+
+    def prepare(self) -> None:
+        self.sandbox.write_files(self.task.sandbox_files())
+        self.prepared = True
+
+    def evaluate(self, code: str, kind: str) -> EvalResult:
+        cost = self.task.cost(kind)
+        try:
+            ast.parse(code)
+        except SyntaxError as exc:  # no need to start a sandbox process for this
+            return EvalResult(kind, None, f"syntax error: {exc.msg} (line {exc.lineno})", cost)
+        if not self.prepared:
+            self.prepare()
+        self.sandbox.write_files({CANDIDATE_FILE: code})
+        timeout = self.timeout_override or self.task.timeout_s(kind)
+        run = self.sandbox.exec(self.task.command(kind), timeout=timeout)
+        if run.timed_out:
+            return EvalResult(kind, None, f"timed out after {timeout:g} s", cost)
+        if run.oom_killed:
+            return EvalResult(kind, None, "killed for exceeding the memory limit", cost)
+        if run.output_truncated:
+            return EvalResult(kind, None, "the candidate's output exceeded the sandbox's output cap", cost)
+        payload = parse_result(run.stdout)
+        if payload is None:
+            tail = " ".join(run.stderr.strip().splitlines()[-2:])[-300:]
+            return EvalResult(kind, None, f"no result (exit status {run.exit_code}){': ' + tail if tail else ''}", cost)
+        if "error" in payload:
+            return EvalResult(kind, None, str(payload["error"])[:500], cost)
+        result = self.task.score(kind, payload)
+        return result
