@@ -52,7 +52,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
 
     ## Action
     ``Dict(decision=Discrete(3))`` (0 discard, 1 partial, 2 full), or JSON
-    ``{"decision": "discard" | "partial" | "full"}`` (``action_schema``). ``partial`` on a task
+    ``{"decision": "discard" | "partial" | "full", "rationale": optional text}`` (``action_schema``). ``partial`` on a task
     without partial evaluation, or an unparseable action, is an error observation that costs no
     budget, up to ``max_invalid_actions``.
 
@@ -113,7 +113,9 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
         self.action_schema: dict[str, Any] = {
             "type": "object",
             "properties": {"decision": {"enum": [*DECISIONS, 0, 1, 2],
-                                        "description": "discard (0), partial (1) or full (2) evaluation"}},
+                                        "description": "discard (0), partial (1) or full (2) evaluation"},
+                           "rationale": {"type": "string", "maxLength": 2000,
+                                         "description": "optional: why (kept in the record)"}},
             "required": ["decision"], "additionalProperties": False,
         }
         self._actions = JsonActions(self.action_schema)
@@ -350,6 +352,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
         assert self._task is not None
         info: dict[str, Any] = {
             "task_id": self._task.name, "best_score": self._best_score(), "seed_score": self.seed_score,
+            "partial_cost": self._task.partial_cost if self._task.has_partial else None,
             "budget": {"full_equivalents_spent": round(self._spent, 9),
                        "full_equivalents_left": round(max(self.budget - self._spent, 0.0), 9),
                        "full_evaluations": self._counts["full"] + self._counts["rest"],

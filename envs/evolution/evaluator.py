@@ -46,6 +46,10 @@ class SandboxEvaluator:
         self.sandbox.write_files({CANDIDATE_FILE: code})
         timeout = self.timeout_override or self.task.timeout_s(kind)
         run = self.sandbox.exec(self.task.command(kind), timeout=timeout)
+        if "sandbox was restarted" in run.stderr:
+            # A runaway program (a fork bomb) forced a container restart, which empties the
+            # work dir: write the task's files again before the next evaluation.
+            self.prepared = False
         if run.timed_out:
             return EvalResult(kind, None, f"timed out after {timeout:g} s", cost)
         if run.oom_killed:

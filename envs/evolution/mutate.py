@@ -44,10 +44,12 @@ def _sites(tree: ast.AST) -> list[tuple[str, Any]]:
 def _new_constant(value: int | float, rng: np.random.Generator) -> int | float:
     if isinstance(value, int):
         return value + int(rng.choice([-2, -1, 1, 2]))
+    if value == 0:  # a switched-off term: switch it on, either sign
+        return float(f"{float(rng.normal(0.0, 0.5)):.4g}")
     if rng.random() < 0.6:  # relative step, most of the time small
         new = value * math.exp(float(rng.normal(0.0, 0.2)))
     else:
-        new = value + float(rng.normal(0.0, 0.05 * max(abs(value), 0.1)))
+        new = value + float(rng.normal(0.0, 0.1 * max(abs(value), 0.5)))
     return float(f"{new:.4g}")
 
 
@@ -115,7 +117,7 @@ class MutateSource:
 
     name = "mutate"
 
-    def __init__(self, crossover_p: float = 0.25, library_p: float = 0.3, max_mutations: int = 3) -> None:
+    def __init__(self, crossover_p: float = 0.35, library_p: float = 0.5, max_mutations: int = 3) -> None:
         if not (0 <= crossover_p <= 1 and 0 <= library_p <= 1) or max_mutations < 1:
             raise ValueError(f"bad mutate params: crossover_p={crossover_p}, library_p={library_p}, "
                              f"max_mutations={max_mutations}")

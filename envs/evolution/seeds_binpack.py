@@ -14,8 +14,10 @@ import numpy as np
 
 
 def score_fit(item, bins):
-    """Earlier (lower-index) bins first: first fit."""
-    return -np.arange(len(bins), dtype=float)
+    """Earlier (lower-index) bins first: first fit. The room left is ignored (weight 0)."""
+    order = -np.arange(len(bins), dtype=float)
+    left = bins - item
+    return 1.0 * order + 0.0 * left
 
 
 def priority(item, bins):
