@@ -12,7 +12,7 @@ import ast
 
 from rsigym.sandbox import Sandbox
 
-from .harness import CANDIDATE_FILE, parse_result
+from .harness import parse_result
 from .tasks import EvalResult, EvolutionTask
 
 __all__ = ["SandboxEvaluator"]
@@ -43,9 +43,8 @@ class SandboxEvaluator:
             return EvalResult(kind, None, f"syntax error: {exc.msg} (line {exc.lineno})", cost)
         if not self.prepared:
             self.prepare()
-        self.sandbox.write_files({CANDIDATE_FILE: code})
         timeout = self.timeout_override or self.task.timeout_s(kind)
-        run = self.sandbox.exec(self.task.command(kind), timeout=timeout)
+        run = self.sandbox.exec(self.task.command(kind), stdin=code, timeout=timeout)
         if "sandbox was restarted" in run.stderr:
             # A runaway program (a fork bomb) forced a container restart, which empties the
             # work dir: write the task's files again before the next evaluation.

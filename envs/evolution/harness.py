@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["PRELUDE", "RESULT_MARK", "CANDIDATE_FILE", "parse_result"]
+__all__ = ["PRELUDE", "RESULT_MARK", "parse_result"]
 
 RESULT_MARK = "@@rsigym-evolution-result@@"
-CANDIDATE_FILE = "candidate.py"
 
 PRELUDE = r'''
 import json, os, sys, traceback
@@ -35,8 +34,7 @@ def fail(prefix, exc):
     os._exit(0)
 
 try:
-    with open("candidate.py") as fh:
-        _code = compile(fh.read(), "candidate.py", "exec")
+    _code = compile(sys.stdin.read(), "candidate.py", "exec")
 except SyntaxError as exc:
     emit({"error": f"syntax error: {exc.msg} (line {exc.lineno})"})
     os._exit(0)
