@@ -117,7 +117,7 @@ _SIBLINGS = re.compile(r"Siblings \(other children of the same parent\): (.*)\."
 
 
 def _num(text: str | None) -> float | None:
-    return None if text in (None, "none") else float(text)  # type: ignore[arg-type]
+    return None if text is None or text == "none" else float(text)
 
 
 def parse_features(text: str) -> Features:

@@ -123,8 +123,9 @@ class BinPackingTask:
 
     def sandbox_files(self) -> dict[str, bytes | str]:
         buffer = io.BytesIO()
-        np.savez(buffer, capacity=np.array(float(self.capacity)),
-                 **{f"items_{i}": x for i, x in enumerate(self._items)})
+        arrays: dict[str, Any] = {f"items_{i}": x for i, x in enumerate(self._items)}
+        arrays["capacity"] = np.array(float(self.capacity))
+        np.savez(buffer, **arrays)
         return {"harness_binpack.py": HARNESS, "binpack_instances.npz": buffer.getvalue()}
 
     def _range(self, kind: str) -> tuple[int, int]:

@@ -67,8 +67,8 @@ def check_packing(centres: Any, radii: Any, n: int = CIRCLES, tol: float = TOLER
     gaps = np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1)) - (r[:, None] + r[None, :])  # (n, n)
     np.fill_diagonal(gaps, np.inf)
     if np.any(gaps < -tol):
-        i, j = np.unravel_index(int(np.argmin(gaps)), gaps.shape)
-        return None, f"circles {int(i)} and {int(j)} overlap by {float(-gaps[i, j]):.3g}"
+        a, b = (int(v) for v in np.unravel_index(int(np.argmin(gaps)), gaps.shape))
+        return None, f"circles {a} and {b} overlap by {float(-gaps[a, b]):.3g}"
     return float(math.fsum(float(v) for v in r)), ""
 
 
