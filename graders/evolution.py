@@ -135,7 +135,8 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
                 f"{np.mean([s['counts']['partial'] for s in states]):.1f} | "
                 f"{sum(s['exploration']['missed_new_bests'] for s in states)} | "
                 f"{sum(s['exploration']['cost'] for s in states):.2f} |")
-            verdicts.append(f"{task}/{agent}: {_fmt(crossing, 'g')} full evals to {_fmt(target)}")
+            reached_text = "not reached" if crossing is None else f"{crossing:g} full evals"
+            verdicts.append(f"{task}/{agent}: {reached_text} to {_fmt(target)}")
         seeds = sorted({s for reach in per_seed.values() for s in reach})
         lines += ["", "Full evaluations to reach the target, per seed:", "",
                   "| allocator | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|---|" + "---:|" * len(seeds)]
