@@ -67,7 +67,8 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
     ``task`` (default task), ``task_params`` ({task name: params}), ``source`` (``"mutate"``,
     ``{"kind": "llm", "model": ...}`` or a source object), ``budget`` (100), ``explore_p``
     (0.1), ``sandbox`` (``auto``, ``docker``, ``local`` or an open Sandbox, not closed by the
-    env), ``tournament_size`` (3), ``timeout_s`` (overrides the task's), ``max_invalid_actions``.
+    env), ``tournament_size`` (3), ``timeout_s`` (overrides the task's), ``max_invalid_actions``,
+    ``cache_evaluations`` (True: deterministic results are cached on disk, see SandboxEvaluator).
 
     ## Version History
     v0: initial version.
@@ -78,7 +79,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
     def __init__(self, task: str = "bin_packing_online", task_params: dict[str, dict[str, Any]] | None = None,
                  source: str | dict[str, Any] | CandidateSource = "mutate", budget: float = 100.0,
                  explore_p: float = 0.1, sandbox: str | Sandbox = "auto", tournament_size: int = 3,
-                 timeout_s: float | None = None, max_invalid_actions: int = 3,
+                 timeout_s: float | None = None, max_invalid_actions: int = 3, cache_evaluations: bool = True,
                  render_mode: str | None = None) -> None:
         if task not in task_names():
             raise ValueError(f"unknown program-evolution task {task!r}; known: {', '.join(task_names())}")
@@ -93,6 +94,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
         self.source = make_source(source)
         self.budget, self.explore_p = float(budget), float(explore_p)
         self.tournament_size, self.timeout_s = int(tournament_size), timeout_s
+        self.cache_evaluations = bool(cache_evaluations)
         self.max_invalid_actions = int(max_invalid_actions)
         self.render_mode = render_mode
         self._sandbox_arg = sandbox
@@ -146,7 +148,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
         if self._sandbox is None:
             assert isinstance(self._sandbox_arg, str)
             self._sandbox = open_sandbox(self._sandbox_arg, EVOLUTION_LIMITS)
-        self._evaluator = SandboxEvaluator(task, self._sandbox, self.timeout_s)
+        self._evaluator = SandboxEvaluator(task, self._sandbox, self.timeout_s, cache=self.cache_evaluations)
         self._evaluator.prepare()
         self.archive = Archive(self.tournament_size)
         self._spent = 0.0

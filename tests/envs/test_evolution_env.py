@@ -111,3 +111,27 @@ def test_bad_arguments_are_clear_errors():
         make(source="genetic")
     with pytest.raises(ValueError, match="task_params names unknown tasks"):
         make(task_params={"tsp": {}})
+
+
+def test_deterministic_results_are_cached_on_disk_and_timeouts_are_not():
+    from rsigym.envs.evolution import SandboxEvaluator, make_task
+    from rsigym.sandbox import LocalSandbox
+
+    task = make_task("circle_packing_26")
+    with LocalSandbox() as sandbox:
+        evaluator = SandboxEvaluator(task, sandbox, timeout_s=2.0, cache=True)
+        first = evaluator.evaluate(task.library["hex"], "full")
+        again = evaluator.evaluate(task.library["hex"], "full")
+        assert again == first and evaluator.cache_hits == 1
+        looping = "def pack():\n    while True:\n        pass\n"
+        assert evaluator.evaluate(looping, "full").reason.startswith("timed out")
+        assert evaluator.evaluate(looping, "full").reason.startswith("timed out") and evaluator.cache_hits == 1
+        broken = "import rsigym_no_such_module\n"
+        assert evaluator.evaluate(broken, "full") == evaluator.evaluate(broken, "full") and evaluator.cache_hits == 2
+    env = make(task="circle_packing_26", budget=2)
+    _, info = env.reset(seed=4)
+    _, _, _, _, info = env.step({"decision": "full"})
+    rerun = make(task="circle_packing_26", budget=2)
+    _, again_info = rerun.reset(seed=4)
+    _, _, _, _, again_info = rerun.step({"decision": "full"})
+    assert again_info == info and rerun._evaluator.cache_hits == 2  # the seed and the candidate
