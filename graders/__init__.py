@@ -7,6 +7,7 @@ Third-party graders join through the entry-point group ``rsigym.graders``.
 from .base import (ENTRY_POINT_GROUP, NEEDS, Grader, available_graders, get_grader, grade_record,
                    register_grader)
 from .blackbox import BlackBoxBestValue
+from .evolution import EvolutionBestScore, evolution_analysis
 from .hpo import BestValidationError, FinalTestError
 from .probe import ProbeAnswerCheck, ProbeGuessEfficiency
 from .regrade import regrade
@@ -29,4 +30,5 @@ __all__ = [
     "ndcg_at_k", "pair_records", "paired_bootstrap_ci", "paired_effect", "regrade_effect", "regret_at_k",
     "rerun_noise", "reruns_analysis", "single_run_difference_sd", "spearman", "tost_paired",
     "trace_analysis", "verdict",
+    "EvolutionBestScore", "evolution_analysis",
 ]

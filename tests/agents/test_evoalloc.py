@@ -1,0 +1,142 @@
+"""Allocators of ProgramEvolution-v0: the EvoAlloc acceptance rule on constructed cases, the
+policy text round trip, the offline stand-in, cascade's thresholds, and whole offline episodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import rsigym.envs  # noqa: F401
+from rsigym.agents import make_agent
+from rsigym.agents.allocation_policy import (DEFAULT_POLICY, Features, PolicyParams, decide, parse_features,
+                                             parse_policy, policy_text)
+from rsigym.agents.evoalloc import Case, accept_challenger, summarise_experience
+from rsigym.agents.evoalloc_offline import revise_policy
+
+PC = 8 / 30  # the bin-packing partial cost
+
+
+def test_a_challenger_that_misses_a_new_best_is_rejected_even_if_it_saves_evaluations():
+    cases = [Case("full", "discard", new_best=True),              # the challenger would have missed it
+             Case("full", "discard", new_best=False), Case("full", "partial", new_best=False),
+             Case("partial", "partial", new_best=None)]           # agreement: ignored
+    verdict = accept_challenger(cases, PC)
+    assert not verdict.accepted and verdict.disagreements == 3
+    assert (verdict.misses_incumbent, verdict.misses_challenger) == (0, 1)
+    assert verdict.cost_incumbent == pytest.approx(3.0) and verdict.cost_challenger == pytest.approx(PC)
+
+
+def test_a_challenger_that_saves_evaluations_and_misses_nothing_is_accepted():
+    cases = [Case("full", "discard", new_best=False), Case("full", "partial", new_best=False),
+             Case("partial+full", "partial", new_best=False), Case("full", "full", new_best=True)]
+    verdict = accept_challenger(cases, PC)
+    assert verdict.accepted and verdict.misses_challenger == verdict.misses_incumbent == 0
+    assert verdict.cost_challenger == pytest.approx(2 * PC) and verdict.cost_incumbent == pytest.approx(3.0)
+
+
+def test_fewer_misses_win_over_cost_and_no_disagreement_is_no_evidence():
+    # the incumbent discarded a counterfactual new best that the challenger would have evaluated
+    looser = [Case("discard", "full", new_best=True), Case("discard", "full", new_best=False)]
+    assert accept_challenger(looser, PC).accepted
+    # same misses, same cost: not better, so rejected; and no disagreement at all: rejected
+    assert not accept_challenger([Case("full", "partial+full", new_best=False)], PC).accepted
+    verdict = accept_challenger([Case("full", "full", new_best=True)], PC)
+    assert not verdict.accepted and verdict.reason == "the policies never disagreed"
+    # an unknown outcome counts as no miss for either policy
+    assert accept_challenger([Case("full", "discard", new_best=None)], PC).accepted
+
+
+def test_policy_text_round_trips_and_decides_by_its_rules():
+    params = PolicyParams(0.05, 0.2, 0.01, 0.5, 0)
+    assert parse_policy(policy_text(params, 3)) == params and parse_policy("no params here") is None
+    near = Features(best=-5.0, parent=-5.1, partial_available=True, stage=0)   # 2% short
+    far = Features(best=-5.0, parent=-5.75, partial_available=True, stage=0)   # 15% short
+    assert decide(params, near) == "full" and decide(DEFAULT_POLICY, near) == "partial"
+    assert decide(params, far) == "partial" and decide(DEFAULT_POLICY, far) == "discard"
+    assert decide(params, Features(-5.0, -5.75, False, 0)) == "full"  # no partial evaluation: full
+    failing = Features(best=-5.0, parent=-5.75, partial_available=True, stage=0, sibling_failure_rate=0.75)
+    assert decide(params, failing) == "discard"
+    stage1 = Features(-5.0, -5.0, True, 1, partial=-4.02, reference_partial=-4.0)  # 0.5% short
+    assert decide(params, stage1) == "full" and decide(PolicyParams(stage1_margin=0.001), stage1) == "discard"
+
+
+def test_features_are_read_from_the_env_text():
+    env: Any = gym.make("rsigym/ProgramEvolution-v0", task="bin_packing_online", sandbox="local", budget=3,
+                        task_params={"bin_packing_online": {"instances": 5, "partial_instances": 2, "items": 40}}).unwrapped
+    obs, _ = env.reset(seed=0)
+    features = parse_features(obs["text"])
+    assert features.best == pytest.approx(float(obs["best_score"]), rel=1e-5)
+    assert features.parent == pytest.approx(float(obs["parent_score"]), rel=1e-5)
+    assert features.partial_available and features.stage == 0
+    obs, *_ = env.step({"decision": "partial"})
+    if int(obs["stage"]) == 1:
+        features = parse_features(obs["text"])
+        assert features.stage == 1 and features.partial == pytest.approx(float(obs["partial_score"]), rel=1e-5)
+        assert features.reference_partial == pytest.approx(float(obs["reference_partial"]), rel=1e-5)
+
+
+def test_the_offline_revision_loosens_after_misses_and_tightens_after_waste():
+    policy = policy_text(DEFAULT_POLICY, 1)
+    missed = [Case("discard", "discard", True, -4.0, -4.1, True)]
+    looser = parse_policy(revise_policy(policy, summarise_experience(missed)))
+    assert looser is not None and looser.full_margin > DEFAULT_POLICY.full_margin
+    assert "Allocation policy v2" in revise_policy(policy, summarise_experience(missed))
+    wasted = [Case("full", "full", False, -9.0, -4.0)] * 3
+    tighter = parse_policy(revise_policy(policy, summarise_experience(wasted)))
+    assert tighter is not None and tighter.partial_margin < DEFAULT_POLICY.partial_margin
+
+
+def test_cascade_promotes_only_within_its_margin():
+    agent = make_agent({"kind": "cascade", "params": {"margin": 0.05}})
+    stage0 = {"partial_available": 1, "stage": 0, "partial_score": -1e6, "reference_partial": -4.0}
+    assert agent.act(stage0) == {"decision": "partial"}
+    assert agent.act({**stage0, "stage": 1, "partial_score": -4.19})["decision"] == "full"   # 4.75% short
+    assert agent.act({**stage0, "stage": 1, "partial_score": -4.21})["decision"] == "discard"
+    assert agent.act({**stage0, "partial_available": 0})["decision"] == "full"
+    with pytest.raises(Exception, match="margin"):
+        make_agent({"kind": "cascade", "params": {"threshold": 1}})
+
+
+@pytest.mark.parametrize("kind", ["oneshot_llm", "evoalloc"])
+def test_llm_allocators_run_whole_offline_episodes(kind):
+    env: Any = gym.make("rsigym/ProgramEvolution-v0", task="bin_packing_online", sandbox="local", budget=4,
+                        explore_p=0.3, max_episode_steps=200,
+                        task_params={"bin_packing_online": {"instances": 5, "partial_instances": 2, "items": 40}}).unwrapped
+    obs, _ = env.reset(seed=2)
+    params = {"revise_every": 2, "trial_candidates": 2} if kind == "evoalloc" else {}
+    agent: Any = make_agent({"kind": kind, "model": "rsigym/evoalloc_heuristic", "params": params})
+    agent.reset({"env_id": "rsigym/ProgramEvolution-v0", "action_schema": env.action_schema,
+                 "action_space": env.action_space, "observation_space": env.observation_space}, 2)
+    tokens, terminated, steps = 0, False, 0
+    while not terminated and steps < 200:
+        action = agent.act(obs)
+        assert action["decision"] in ("discard", "partial", "full")
+        obs, reward, terminated, _, info = env.step(action)
+        if hasattr(agent, "observe"):
+            agent.observe(reward, obs, info)
+        tokens += agent.last_usage.prompt_tokens + agent.last_usage.completion_tokens
+        steps += 1
+    assert terminated and info["termination"] == "budget_exhausted" and tokens > 0
+    if kind == "evoalloc":
+        events = [h["event"] for h in agent.history]
+        assert "proposed" in events and ({"accepted", "rejected"} & set(events))
+        assert len(agent.experience) >= 4 and any(c.counterfactual for c in agent.experience) == (
+            info["exploration"]["evaluations"] > 0)
+
+
+def test_mutate_source_is_seeded_and_varies_quality():
+    from rsigym.envs.evolution import make_source, make_task
+
+    source, task = make_source("mutate"), make_task("circle_packing_26")
+    def children(seed: int) -> list[str]:
+        rng = np.random.default_rng(seed)
+        return [source.propose(task.seed_program, 0.98, task.library["grid"], task.library, task.description, rng).code
+                for _ in range(20)]
+    assert children(0) == children(0) and children(0) != children(1)
+    assert len(set(children(0))) >= 15 and task.seed_program not in children(0)
+    operators = {source.propose(task.seed_program, 0.98, None, task.library, "", np.random.default_rng(s)).operator.split()[0]
+                 for s in range(30)}
+    assert {"crossover", "constant"} <= operators
