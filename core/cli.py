@@ -38,7 +38,8 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=["local", "ray"], help="default: the scenario's, else local")
     run.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
     run.add_argument("--workers", type=int, help="parallel episodes (0: in this process)")
-    run.add_argument("--model", help="LiteLLM model string for every llm agent of the scenario")
+    run.add_argument("--model", help="LiteLLM model string for every agent of the scenario that uses a model "
+                     "(kind llm, and any agent that names a model, e.g. oneshot_llm, evoalloc)")
     run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for every llm agent")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--retry-infra-errors", action="store_true",
@@ -108,15 +109,21 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _override_llm_agents(scenario: Any, model: str | None, api_base: str | None) -> Any:
-    """Apply --model and --api-base to every llm agent, in the scenario and in its saved copy."""
+    """Apply --model and --api-base to every agent that uses a model (kind ``llm``, or any agent
+    entry that names a ``model``, such as ``oneshot_llm`` and ``evoalloc``), in the scenario and in
+    its saved copy."""
     if model is None and api_base is None:
         return scenario
-    if not any(a.kind == "llm" for a in scenario.agents):
+
+    def uses_model(entry: dict[str, Any]) -> bool:
+        return entry["kind"] == "llm" or "model" in entry
+
+    if not any(uses_model(a) for a in scenario.raw["agents"]):
         flag = "--model" if model is not None else "--api-base"
-        raise UserError(f"{flag}: scenario {scenario.name!r} has no agent of kind llm")
+        raise UserError(f"{flag}: scenario {scenario.name!r} has no agent that uses a model")
 
     def override(entry: dict[str, Any]) -> dict[str, Any]:
-        if entry["kind"] != "llm":
+        if not uses_model(entry):
             return entry
         entry = dict(entry, params=dict(entry.get("params") or {}))
         if model is not None:

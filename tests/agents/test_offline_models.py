@@ -106,3 +106,21 @@ def test_model_override_runs_offline_with_network_blocked(tmp_path):
     assert {r.agent.model for r in records} == {"rsigym/random"}
     assert all(r.usage.model_calls > 0 and r.termination in ("agent_stop", "budget_exhausted") for r in records)
     assert "model: rsigym/random" in (out / "scenario.yaml").read_text()  # the run says what ran
+
+
+def test_model_override_reaches_every_agent_that_names_a_model(tmp_path):
+    from rsigym.cli import _override_llm_agents
+    from rsigym.errors import UserError
+    from rsigym.scenario import load_scenario
+
+    agents = [{"id": "llm", "kind": "llm", "model": "openai/gpt-4o-mini"},
+              {"id": "evo", "kind": "evoalloc", "model": "rsigym/evoalloc_heuristic", "params": {"revise_every": 4}},
+              {"id": "full", "kind": "always_full"}]
+    path = write_scenario(tmp_path / "s.yaml", agents=agents)
+    overridden = _override_llm_agents(load_scenario(path), "openai/other", "http://127.0.0.1:9/v1")
+    by_id = {a["id"]: a for a in overridden.raw["agents"]}
+    assert by_id["llm"]["model"] == by_id["evo"]["model"] == "openai/other"
+    assert by_id["evo"]["params"] == {"revise_every": 4, "api_base": "http://127.0.0.1:9/v1"}
+    assert by_id["full"] == {"id": "full", "kind": "always_full"}  # no model: untouched
+    with pytest.raises(UserError, match="no agent that uses a model"):
+        _override_llm_agents(load_scenario(write_scenario(tmp_path / "t.yaml", agents=agents[2:])), "x/y", None)
