@@ -17,6 +17,7 @@ _ENTRY_POINTS = {
     "rsigym/ToolUse-v0": "rsigym.envs.tooluse.env:ToolUseEnv",
     "rsigym/BlackBox-v0": "rsigym.envs.blackbox.env:BlackBoxEnv",
     "rsigym/HyperparamSearch-v0": "rsigym.envs.hpo.env:HyperparamSearchEnv",
+    "rsigym/DataSelection-v0": "rsigym.envs.dataselect.env:DataSelectionEnv",
 }
 ENV_IDS = tuple(_ENTRY_POINTS)
 

@@ -133,9 +133,9 @@ class FcRecipe:
     d_model: int = 64
     layers: int = 2
     heads: int = 4
-    epochs: int = 8
+    epochs: int = 12
     batch_size: int = 32
-    learning_rate: float = 4e-3
+    learning_rate: float = 3e-3
     weight_decay: float = 0.01
 
     def key(self) -> dict[str, Any]:
