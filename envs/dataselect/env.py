@@ -95,9 +95,12 @@ class DataSelectionEnv(gym.Env[dict, Any]):
                  python_timeout_s: float = 120.0, render_mode: str | None = None) -> None:
         if pool not in POOL_NAMES:
             raise ValueError(f"unknown pool {pool!r}; expected one of {', '.join(POOL_NAMES)}")
+        # The kwargs' sizes apply to ``pool``; a task naming the other pool uses its defaults.
+        self._specs = {name: PoolSpec(name, *sizes, int(data_seed)) for name, sizes in DEFAULT_SIZES.items()}
         size, group, per_category = DEFAULT_SIZES[pool]
-        self.spec_pool = PoolSpec(pool, int(pool_size or size), int(group_size or group),
-                                  int(eval_per_category or per_category), int(data_seed))
+        self._specs[pool] = PoolSpec(pool, int(pool_size or size), int(group_size or group),
+                                     int(eval_per_category or per_category), int(data_seed))
+        self.spec_pool = self._specs[pool]
         if N_GROUPS * self.spec_pool.group_size > self.spec_pool.size:
             raise ValueError(f"{N_GROUPS} groups of {self.spec_pool.group_size} exceed the pool of {self.spec_pool.size}")
         if student_seeds < 1 or n_random < 1:
@@ -122,10 +125,19 @@ class DataSelectionEnv(gym.Env[dict, Any]):
             self._pool = make_pool(self.spec_pool)
         return self._pool
 
+    def list_tasks(self, split: str | None = None) -> list[str]:
+        """Tasks are pools: ``function_calling`` and ``digits``."""
+        return list(POOL_NAMES)
+
     # -- gymnasium protocol -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         self.close()
+        task_id = (options or {}).get("task_id") or self.spec_pool.name
+        if task_id not in self._specs:
+            raise ValueError(f"unknown DataSelection task {task_id!r}; expected one of {', '.join(POOL_NAMES)}")
+        if self._specs[task_id] != self.spec_pool:
+            self.spec_pool, self._pool = self._specs[task_id], None
         n = len(self.pool)
         self._budget = {"actions": self.max_actions, "base_loss_rows": int(self.base_loss_rows or n),
                         "inspect_rows": int(self.inspect_rows or n), "embed_rows": int(self.base_loss_rows or n)}
