@@ -116,12 +116,14 @@ class DigitsPool:
 
     def base_losses(self, rows: Sequence[int]) -> np.ndarray:
         rows_array = np.asarray(rows, dtype=np.int64)
+        model = self._base_model()  # trained outside no_grad
         with torch.no_grad():
-            logits = self._base_model()(torch.from_numpy(self._x[rows_array] / 16.0))
+            logits = model(torch.from_numpy(self._x[rows_array] / 16.0))
             return nn.functional.cross_entropy(logits, torch.from_numpy(self._y[rows_array]), reduction="none").numpy()
 
     def embed(self, rows: Sequence[int]) -> np.ndarray:
         rows_array = np.asarray(rows, dtype=np.int64)
+        model = self._base_model()
         with torch.no_grad():
-            hidden = self._base_model()[:2](torch.from_numpy(self._x[rows_array] / 16.0))
+            hidden = model[:2](torch.from_numpy(self._x[rows_array] / 16.0))
         return hidden.numpy()
