@@ -85,7 +85,7 @@ def factor_subsets(factors: list[str], size: int, rng: np.random.Generator) -> d
 
 def main(args: Args) -> dict[str, Any]:
     torch.set_num_threads(1)
-    console = Console()
+    console = Console(width=160)
     spec = PoolSpec(args.pool, args.pool_size, args.group_size, args.eval_per_category, 0)
     pool = make_pool(spec)
     seeds = list(range(args.seeds))
@@ -162,7 +162,8 @@ def _parse() -> Args:
         else:
             parser.add_argument(flag, type=type(default), default=default)
     namespace = parser.parse_args()
-    return Args(**{k: tuple(v) if isinstance(v, list) else v for k, v in vars(namespace).items()})
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(namespace).items()}
+    return Args(**values)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,11 @@ DIGITS_CATEGORIES = ("confusable", "other")
 _CONFUSABLE = frozenset(SWAPS) | frozenset(SWAPS.values())
 
 
-def _mlp() -> nn.Module:
+def _mlp() -> nn.Sequential:
     return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
-def _train(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = 150) -> nn.Module:
+def _train(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = 150) -> nn.Sequential:
     """The fixed recipe: full-batch Adam, lr 1e-2, weight decay 1e-4."""
     torch.manual_seed(seed)
     model = _mlp()
@@ -49,7 +49,7 @@ def _train(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = 150) -> nn.Mod
 class DigitsPool:
     """Digits images with hidden corruptions; five groups of ``spec.group_size`` rows."""
 
-    categories = DIGITS_CATEGORIES
+    categories: tuple[str, ...] = DIGITS_CATEGORIES
 
     def __init__(self, spec: PoolSpec) -> None:
         from sklearn.datasets import load_digits
@@ -83,7 +83,7 @@ class DigitsPool:
         self._x = np.stack([rows_x[i] for i in keep]).astype(np.float32)
         self._y = np.array([rows_y[i] for i in keep], dtype=np.int64)
         self.factors = [factors[i] for i in keep]
-        self._base: nn.Module | None = None
+        self._base: nn.Sequential | None = None
 
     def __len__(self) -> int:
         return len(self._y)
@@ -109,7 +109,7 @@ class DigitsPool:
         scores["score"] = float(np.mean([scores[c] for c in self.categories]))
         return scores
 
-    def _base_model(self) -> nn.Module:
+    def _base_model(self) -> nn.Sequential:
         if self._base is None:  # small enough to retrain per process (well under a second)
             self._base = _train(self._base_x, self._base_y, 0)
         return self._base

@@ -23,7 +23,7 @@ BASE_POOL_SIZE = 3000
 class FunctionCallingPool:
     """BFCL-like function-calling items over the retail and airline tool schemas."""
 
-    categories = EVAL_CATEGORIES
+    categories: tuple[str, ...] = EVAL_CATEGORIES
 
     def __init__(self, spec: PoolSpec, recipe: FcRecipe | None = None) -> None:
         self.spec = spec

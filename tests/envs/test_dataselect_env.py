@@ -162,3 +162,31 @@ print(json.dumps({{"found": found, "writes": writes, "rsigym": importable, "file
     assert all(v != "written" for v in report["writes"].values()), report["writes"]
     assert report["files"] == ["analysis", "pool", "run.py"]
     env.close()
+
+
+def test_offline_heuristic_runs_through_llm_agent(monkeypatch):
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from rsigym.agents import LLMAgent
+
+    env = make()
+    obs, info = env.reset(seed=0)
+    agent = LLMAgent("rsigym/dataselect_heuristic")
+    agent.reset({"env_id": "rsigym/DataSelection-v0", "action_schema": env.action_schema}, seed=0)
+    kinds = []
+    for _ in range(6):
+        action = agent.act(obs)
+        kinds.append(action["action"])
+        obs, reward, terminated, _, info = env.step(action)
+        if terminated:
+            break
+    assert kinds == ["base_losses", "run_python", "submit"]
+    assert not info["metrics"]["penalised"] and len(info["metrics"]["group_scores"]) == 5
+
+
+@pytest.mark.parametrize("name", ["dataselect_quick", "dataselect_paper"])
+def test_scenarios_validate(name):
+    from rsigym.scenario import expand, load_scenario
+    from tests.conftest import REPO
+
+    episodes = expand(load_scenario(REPO / "scenarios" / f"{name}.yaml"))
+    assert episodes and all(e.env.id == "rsigym/DataSelection-v0" for e in episodes)
