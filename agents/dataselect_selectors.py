@@ -17,8 +17,7 @@ group indices from predicted best to worst.
   as quintiles, so every group keeps each stratum's share. Least suspicious predicted best.
 * ``confident_learning``: flags rows whose label's self-confidence exp(-loss) lies below the
   mean self-confidence of their class; unflagged rows first.
-* ``most_suspicious``: the stratified deal with the most suspicious rows first, a deliberately
-  bad selector.
+* ``most_suspicious``: the most suspicious rows first (no strata), a deliberately bad selector.
 """
 
 from __future__ import annotations
@@ -188,8 +187,8 @@ def select(name: str, items: Sequence[dict[str, Any]], losses: Sequence[float] |
         groups = _deal(np.lexsort((rng.random(len(items)), flags)).tolist(), group_size)
     elif name == "stratified":
         groups = _stratified(items, suspicion(items, loss), group_size, rng)
-    elif name == "most_suspicious":  # the same evidence, most suspicious rows dealt first
-        groups = _stratified(items, -suspicion(items, loss), group_size, rng)
+    elif name == "most_suspicious":  # the same evidence, most suspicious rows first, no strata
+        groups = _deal(np.lexsort((rng.random(len(items)), -suspicion(items, loss))).tolist(), group_size)
     rows = [int(item["row"]) for item in items]
     return [[rows[i] for i in group] for group in groups], order
 

@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from ..spaces import TEXT_CHARSET, JsonActions, text_space
 from .evaluation import N_GROUPS, PENALTY, random_subsets, score_submission, validate_submission
-from .pools import POOL_NAMES, DataPool, PoolSpec, cached_scores, make_pool
+from .pools import POOL_NAMES, DataPool, PoolSpec, cached_scores, make_pool, warm_scores
 from .workspace import AnalysisWorkspace
 
 __all__ = ["DataSelectionEnv", "ACTION_SCHEMA", "DEFAULT_SIZES"]
@@ -80,7 +80,8 @@ class DataSelectionEnv(gym.Env[dict, Any]):
     ## Arguments
     ``pool``, ``pool_size``, ``group_size``, ``eval_per_category`` (defaults ``DEFAULT_SIZES``),
     ``student_seeds`` (3), ``n_random`` (10), ``max_actions`` (30), ``base_loss_rows`` /
-    ``inspect_rows`` (row budgets, default the pool size), ``sandbox`` (``auto``), ``data_seed``.
+    ``inspect_rows`` (row budgets, default the pool size), ``sandbox`` (``auto``), ``data_seed``,
+    ``eval_workers`` (1: processes that train the students after a submission).
 
     ## Version History
     v0: initial version.
@@ -92,7 +93,7 @@ class DataSelectionEnv(gym.Env[dict, Any]):
                  eval_per_category: int | None = None, student_seeds: int = 3, n_random: int = 10,
                  max_actions: int = 30, base_loss_rows: int | None = None, inspect_rows: int | None = None,
                  sandbox: str = "auto", data_seed: int = 0, max_invalid_actions: int = 5,
-                 python_timeout_s: float = 120.0, render_mode: str | None = None) -> None:
+                 python_timeout_s: float = 120.0, eval_workers: int = 1, render_mode: str | None = None) -> None:
         if pool not in POOL_NAMES:
             raise ValueError(f"unknown pool {pool!r}; expected one of {', '.join(POOL_NAMES)}")
         # The kwargs' sizes apply to ``pool``; a task naming the other pool uses its defaults.
@@ -110,6 +111,7 @@ class DataSelectionEnv(gym.Env[dict, Any]):
         self.base_loss_rows = base_loss_rows
         self.inspect_rows = inspect_rows
         self.sandbox_provider, self.python_timeout_s = sandbox, float(python_timeout_s)
+        self.eval_workers = int(eval_workers)
         self.render_mode = render_mode
         self.action_schema = ACTION_SCHEMA
         self._actions = JsonActions(ACTION_SCHEMA)
@@ -199,8 +201,11 @@ class DataSelectionEnv(gym.Env[dict, Any]):
         self.close()
         pool = self.pool
         randoms = random_subsets(len(pool), self.spec_pool.group_size, self.n_random, self.spec_pool.data_seed)
-        self._metrics = score_submission(groups, value["order"], list(range(self.student_seeds)), randoms,
-                                         lambda rows, seed: cached_scores(pool, rows, seed))
+        spec = self.spec_pool
+        self._metrics = score_submission(
+            groups, value["order"], list(range(self.student_seeds)), randoms,
+            lambda rows, seed: cached_scores(pool, rows, seed),
+            prefetch=(lambda jobs: warm_scores(spec, jobs, self.eval_workers)) if self.eval_workers > 1 else None)
         m = self._metrics
         text = (f"Submission scored. Group scores (mean over {self.student_seeds} student seeds): "
                 + ", ".join(f"{g}: {s:.4f}" for g, s in enumerate(m["group_scores"]))

@@ -93,10 +93,16 @@ def _spearman(a: Sequence[float], b: Sequence[float]) -> float:
 
 def score_submission(groups: Sequence[Sequence[int]], order: Sequence[int], seeds: Sequence[int],
                      randoms: Sequence[Sequence[int]], score: Callable[[Sequence[int], int], dict[str, float]],
-                     ci_seed: int = 0) -> dict[str, Any]:
-    """Train every group and random draw with every student seed (through ``score``) and compare."""
+                     ci_seed: int = 0,
+                     prefetch: Callable[[list[tuple[Sequence[int], int]]], None] | None = None) -> dict[str, Any]:
+    """Train every group and random draw with every student seed (through ``score``) and compare.
+
+    ``prefetch``, when given, receives every (rows, seed) job first (to train them in parallel
+    into the cache that ``score`` reads)."""
     from rsigym.report import bootstrap_ci
 
+    if prefetch is not None:
+        prefetch([(rows, s) for rows in [*groups, *randoms] for s in seeds])
     group_runs = [[score(g, s) for s in seeds] for g in groups]
     random_runs = [[score(r, s) for s in seeds] for r in randoms]
     group_scores = np.array([[run["score"] for run in runs] for runs in group_runs])     # (G, S)

@@ -17,7 +17,7 @@ import numpy as np
 
 from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
 
-__all__ = ["DataPool", "PoolSpec", "POOL_NAMES", "make_pool", "cached_scores"]
+__all__ = ["DataPool", "PoolSpec", "POOL_NAMES", "make_pool", "cached_scores", "warm_scores"]
 
 POOL_NAMES = ("function_calling", "digits")
 
@@ -81,3 +81,24 @@ def make_pool(spec: PoolSpec) -> DataPool:
 
         return DigitsPool(spec)
     raise ValueError(f"unknown pool {spec.name!r}; expected one of {', '.join(POOL_NAMES)}")
+
+
+def _warm_one(job: tuple[PoolSpec, list[int], int]) -> None:
+    spec, rows, seed = job
+    cached_scores(make_pool(spec), rows, seed)
+
+
+def warm_scores(spec: PoolSpec, jobs: Sequence[tuple[Sequence[int], int]], workers: int) -> None:
+    """Train the students of ``jobs`` ((rows, seed) pairs) into the score cache, ``workers``
+    processes at a time (each builds the pool once); 1 worker trains in this process."""
+    tasks = [(spec, sorted(int(r) for r in rows), int(seed)) for rows, seed in jobs]
+    if workers <= 1:
+        for task in tasks:
+            _warm_one(task)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn: a forked torch (or an env's open sandbox client) is not safe to reuse in a child
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as executor:
+        list(executor.map(_warm_one, tasks))
