@@ -2,6 +2,7 @@
 
 from . import hpo_policies  # noqa: F401  (registers the rsigym/hpo_* offline models)
 from . import evoalloc_offline  # noqa: F401  (registers the rsigym/evoalloc_heuristic offline model)
+from . import dataselect_agents  # noqa: F401  (dataselect-selector agents, rsigym/dataselect_heuristic)
 from .base import Agent, available_agents, make_agent, register_agent
 from .llm import LLMAgent
 from .llm_provider import ProviderError, RetryPolicy

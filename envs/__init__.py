@@ -18,6 +18,7 @@ _ENTRY_POINTS = {
     "rsigym/BlackBox-v0": "rsigym.envs.blackbox.env:BlackBoxEnv",
     "rsigym/HyperparamSearch-v0": "rsigym.envs.hpo.env:HyperparamSearchEnv",
     "rsigym/ProgramEvolution-v0": "rsigym.envs.evolution.env:ProgramEvolutionEnv",
+    "rsigym/DataSelection-v0": "rsigym.envs.dataselect.env:DataSelectionEnv",
 }
 ENV_IDS = tuple(_ENTRY_POINTS)
 

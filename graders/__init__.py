@@ -7,6 +7,7 @@ Third-party graders join through the entry-point group ``rsigym.graders``.
 from .base import (ENTRY_POINT_GROUP, NEEDS, Grader, available_graders, get_grader, grade_record,
                    register_grader)
 from .blackbox import BlackBoxBestValue
+from .dataselect import OrderSpearman, SelectionGain, TopGroupIsBest
 from .evolution import EvolutionBestScore, evolution_analysis
 from .hpo import BestValidationError, FinalTestError
 from .probe import ProbeAnswerCheck, ProbeGuessEfficiency
@@ -24,6 +25,7 @@ __all__ = [
     "ActionMatch", "ActionMatchMapped", "BlackBoxBestValue", "DbStateMatch", "LLMJudge", "OutputsTold",
     "TaskReward", "BestValidationError", "FinalTestError", "ENTRY_POINT_GROUP", "NEEDS", "Grader", "ProbeAnswerCheck",
     "ProbeGuessEfficiency", "available_graders", "get_grader", "grade_record", "register_grader", "regrade",
+    "OrderSpearman", "SelectionGain", "TopGroupIsBest",
     # TRACE and statistics
     "BehaviourDiff", "Effect", "Pair", "Pairs", "RegradeEffect", "RerunNoise", "TaskDelta", "TostResult",
     "Verdict", "behaviour_diff", "flip_rate", "icc_oneway", "mcnemar_exact", "minimum_detectable_difference",

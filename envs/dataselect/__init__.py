@@ -1,0 +1,1 @@
+"""Data selection (DataSense-Bench in miniature): pools, students, the env and its analyses."""
