@@ -43,8 +43,7 @@ def register_analysis(name: str) -> Callable[[Analysis], Analysis]:
 
 # Modules that register analyses on import: record-only ones (graders) and those that must query
 # an agent again (env families).
-ANALYSIS_MODULES: tuple[str, ...] = ("rsigym.graders", "rsigym.envs.hpo.analyses")
-ANALYSIS_MODULES += ("rsigym.envs.dataselect.analyses",)
+ANALYSIS_MODULES = ("rsigym.graders", "rsigym.envs.hpo.analyses", "rsigym.envs.dataselect.analyses")
 
 
 def available_analyses() -> list[str]:
