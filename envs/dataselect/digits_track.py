@@ -10,6 +10,8 @@ evaluation categories are the test images of confusable classes and of the other
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Sequence
 
 import numpy as np
@@ -27,15 +29,29 @@ DIGITS_CATEGORIES = ("confusable", "other")
 _CONFUSABLE = frozenset(SWAPS) | frozenset(SWAPS.values())
 
 
+@dataclasses.dataclass(frozen=True)
+class DigitsRecipe:
+    """The fixed student recipe; all of it goes into the score cache key."""
+
+    student: str = "digits-mlp/1"
+    hidden: int = 128
+    epochs: int = 150
+    lr: float = 1e-2
+    weight_decay: float = 1e-4
+
+
+RECIPE = DigitsRecipe()
+
+
 def _mlp() -> nn.Sequential:
-    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    return nn.Sequential(nn.Linear(64, RECIPE.hidden), nn.ReLU(), nn.Linear(RECIPE.hidden, 10))
 
 
-def _train(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = 150) -> nn.Sequential:
-    """The fixed recipe: full-batch Adam, lr 1e-2, weight decay 1e-4."""
+def _train(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = RECIPE.epochs) -> nn.Sequential:
+    """The fixed recipe (``RECIPE``): full-batch Adam with weight decay."""
     torch.manual_seed(seed)
     model = _mlp()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, weight_decay=1e-4)
+    optimizer = torch.optim.Adam(model.parameters(), lr=RECIPE.lr, weight_decay=RECIPE.weight_decay)
     xs, ys = torch.from_numpy(x), torch.from_numpy(y)
     for _ in range(epochs):
         loss = nn.functional.cross_entropy(model(xs), ys)
@@ -95,7 +111,7 @@ class DigitsPool:
         return f"label {int(self._y[row])}"
 
     def recipe_key(self) -> dict[str, Any]:
-        return {"student": "digits-mlp/1", "epochs": 150, "lr": 1e-2}
+        return dataclasses.asdict(RECIPE)
 
     def train_and_score(self, rows: Sequence[int], seed: int) -> dict[str, float]:
         torch.set_num_threads(1)

@@ -217,6 +217,11 @@ class DataSelectionEnv(gym.Env[dict, Any]):
         if self._workspace is not None:
             self._workspace.close()
 
+    @property
+    def sandbox_info(self) -> dict[str, Any] | None:
+        """Which sandbox ran ``run_python`` this episode (kept after the workspace closes), or None."""
+        return self._workspace.sandbox_info if self._workspace is not None else None
+
     def snapshot(self) -> dict[str, Any]:
         """The end state graders read: the pool spec, the submission and its metrics."""
         return {"pool": self.spec_pool.key() | {"group_size": self.spec_pool.group_size},

@@ -4,12 +4,16 @@ Metrics of one submission (``score_submission``):
 
 * ``gain``: the top group's score (mean over student seeds) minus the random reference, the mean
   of ``n_random`` random subsets of the same size trained with the same student seeds; its 95%
-  bootstrap CI is over the paired differences (top on seed s minus random draw j on seed s);
-  ``percentile``: the share of random draws whose seed-mean lies below the top group's.
+  CI is a two-way bootstrap that resamples the student seeds and the random draws independently
+  (``gain_ci``), so both the seed noise of the top group and the draw-to-draw spread of the
+  reference count; ``percentile``: the share of random draws whose seed-mean lies below the top
+  group's. The CI holds the submission fixed: the spread over selection runs is the analysis's.
 * ``top_is_best``: the predicted top group has the highest actual score; ``top_tie``: it does not,
-  but trails the best by at most 2 standard errors of the difference (a near tie, reported).
+  but trails the best by at most 2 standard errors of the seed-paired difference (a near tie,
+  reported; with one student seed there is no standard error and no tie).
 * ``spearman`` between the predicted order and the actual scores, and ``spearman_ceiling``: the
-  Spearman between the actual orders from two disjoint halves of the student seeds.
+  Spearman between the actual orders from two disjoint halves of the student seeds. Both are 0.0
+  where Spearman is undefined (constant scores carry no order).
 
 Penalty rule (``PENALTY``): a second invalid submission trains nothing and scores gain -1.0 (the
 worst a difference of accuracies can be), spearman -1.0, top_is_best False.
@@ -24,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["N_GROUPS", "PENALTY", "parse_csv", "validate_submission", "score_submission", "random_subsets"]
+__all__ = ["N_GROUPS", "PENALTY", "parse_csv", "validate_submission", "score_submission", "random_subsets", "gain_ci"]
 
 N_GROUPS = 5
 PENALTY = {"penalised": True, "gain": -1.0, "spearman": -1.0, "top_is_best": False, "top_tie": False}
@@ -72,9 +76,8 @@ def validate_submission(groups: Any, order: Any, pool_size: int, group_size: int
             errors.append(f"group {index} repeats rows")
     if overlapping:
         errors.append(f"groups overlap: rows {sorted(overlapping)[:5]} appear in more than one group")
-    n = len(groups) if len(groups) == N_GROUPS else N_GROUPS
-    if not isinstance(order, list) or sorted(order) != list(range(n)) or not all(isinstance(o, int) for o in order):
-        errors.append(f"order must be a permutation of 0..{n - 1} (best group first), got {order!r}")
+    if not isinstance(order, list) or sorted(order) != list(range(N_GROUPS)) or not all(isinstance(o, int) for o in order):
+        errors.append(f"order must be a permutation of 0..{N_GROUPS - 1} (best group first), got {order!r}")
     return errors
 
 
@@ -85,10 +88,30 @@ def random_subsets(pool_size: int, group_size: int, count: int, seed: int) -> li
 
 
 def _spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    from scipy.stats import spearmanr
+    """``graders.stats.spearman``, with 0.0 where it is undefined (a constant side)."""
+    from rsigym.graders.stats import spearman
 
-    value = spearmanr(a, b).statistic
-    return float(value) if math.isfinite(value) else 0.0
+    value = spearman(list(a), list(b))
+    return value if math.isfinite(value) else 0.0
+
+
+def gain_ci(top: np.ndarray, randoms: np.ndarray, seed: int = 0, resamples: int = 4000,
+            confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile CI of ``mean(top) - mean(randoms)`` for ``top`` (S,) and ``randoms`` (R, S).
+
+    Two-way bootstrap: each resample draws S student seeds and R random draws with replacement,
+    independently, and keeps the seed pairing (the same resampled seeds on both sides). Resampling
+    the R x S differences one by one would treat them as independent and shrink the interval.
+    """
+    rng = np.random.default_rng([seed, 0xC1])
+    n_random, n_seeds = randoms.shape
+    s = rng.integers(n_seeds, size=(resamples, n_seeds))                     # (B, S)
+    j = rng.integers(n_random, size=(resamples, n_random))                    # (B, R)
+    top_means = top[s].mean(1)                                                # (B,)
+    random_means = randoms[j[:, :, None], s[:, None, :]].mean((1, 2))          # (B,)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(top_means - random_means, [alpha, 1 - alpha])
+    return float(low), float(high)
 
 
 def score_submission(groups: Sequence[Sequence[int]], order: Sequence[int], seeds: Sequence[int],
@@ -99,8 +122,6 @@ def score_submission(groups: Sequence[Sequence[int]], order: Sequence[int], seed
 
     ``prefetch``, when given, receives every (rows, seed) job first (to train them in parallel
     into the cache that ``score`` reads)."""
-    from rsigym.report import bootstrap_ci
-
     if prefetch is not None:
         prefetch([(rows, s) for rows in [*groups, *randoms] for s in seeds])
     group_runs = [[score(g, s) for s in seeds] for g in groups]
@@ -110,14 +131,11 @@ def score_submission(groups: Sequence[Sequence[int]], order: Sequence[int], seed
     means = group_scores.mean(1)
     top = int(order[0])
     random_mean = float(random_scores.mean())
-    differences = (group_scores[top][None, :] - random_scores).ravel()                  # paired by seed
-    low, high = bootstrap_ci(differences.tolist(), seed=ci_seed)
+    low, high = gain_ci(group_scores[top], random_scores, seed=ci_seed)
     best = int(np.argmax(means))
     n = len(seeds)
-    if n > 1:
-        se = math.sqrt((group_scores[top].var(ddof=1) + group_scores[best].var(ddof=1)) / n)
-    else:
-        se = 0.0
+    # both groups were trained with the same seeds: the standard error of their seed-paired difference
+    se = float(np.std(group_scores[top] - group_scores[best], ddof=1) / math.sqrt(n)) if n > 1 else 0.0
     top_is_best = top == best or bool(means[top] == means[best])
     predicted_rank = [-list(order).index(g) for g in range(len(groups))]  # higher = predicted better
     ceiling = None

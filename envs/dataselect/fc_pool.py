@@ -27,6 +27,8 @@ in the pool is drawn again, so the two never overlap.
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 import numpy as np
@@ -57,11 +59,12 @@ VAGUE = {
 
 
 def combination_key(item: dict[str, Any]) -> str:
-    """The (tool, arguments) combination of a call item, '' for other targets."""
+    """What the evaluation must not share with the pool: the (tool, arguments) combination of a
+    call item; for other targets (ask, no call) the whole item up to the order of its tools."""
     target = item["target"]
-    if target["type"] != "call":
-        return ""
-    return target["name"] + "|" + "|".join(f"{k}={v}" for k, v in sorted(target["arguments"].items()))
+    if target["type"] == "call":
+        return "call|" + target["name"] + "|" + "|".join(f"{k}={v}" for k, v in sorted(target["arguments"].items()))
+    return json.dumps({**item, "tools": sorted(item["tools"])}, sort_keys=True)
 
 
 def _values(tool: FcTool, rng: np.random.Generator) -> dict[str, str]:
@@ -216,7 +219,7 @@ def generate_pool(size: int, seed: int) -> tuple[list[dict[str, Any]], list[str]
 def generate_eval(per_category: int, seed: int, pool: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """The hidden evaluation: ``per_category`` items of each category, disjoint from ``pool``."""
     rng = np.random.default_rng([seed, 0xE7A1])
-    taken = {combination_key(item) for item in pool} - {""}
+    taken = {combination_key(item) for item in pool}
     items: list[dict[str, Any]] = []
     categories: list[str] = []
     for category in EVAL_CATEGORIES:
@@ -224,10 +227,9 @@ def generate_eval(per_category: int, seed: int, pool: list[dict[str, Any]]) -> t
         while made < per_category:
             item = make_item("clean" if category == "base" else category, rng)
             key = combination_key(item)
-            if key and key in taken:
+            if key in taken:
                 continue
-            if key:
-                taken.add(key)
+            taken.add(key)
             items.append(item)
             categories.append(category)
             made += 1

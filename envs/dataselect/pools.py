@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 import numpy as np
@@ -20,6 +21,9 @@ from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
 __all__ = ["DataPool", "PoolSpec", "POOL_NAMES", "make_pool", "cached_scores", "warm_scores"]
 
 POOL_NAMES = ("function_calling", "digits")
+DATA_VERSION = 2
+"""Part of every score's cache key: bump it when a pool's items or its evaluation set change
+(2: evaluation ask / no-call items made disjoint from the pool too)."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,8 @@ class PoolSpec:
     data_seed: int = 0
 
     def key(self) -> dict[str, Any]:
-        return {"name": self.name, "size": self.size, "eval": self.eval_per_category, "seed": self.data_seed}
+        return {"name": self.name, "size": self.size, "eval": self.eval_per_category, "seed": self.data_seed,
+                "data": DATA_VERSION}
 
 
 class DataPool(Protocol):
@@ -58,10 +63,15 @@ class DataPool(Protocol):
     def embed(self, rows: Sequence[int]) -> np.ndarray: ...
 
 
+def score_path(pool: DataPool, rows: Sequence[int], seed: int) -> Path:
+    """Where the cached scores of (pool spec, sorted rows, seed, recipe) live."""
+    key = cache_key("dataselect-score/1", pool.spec.key(), sorted(int(r) for r in rows), int(seed), pool.recipe_key())
+    return cache_dir("dataselect", "scores") / f"{key}.json"
+
+
 def cached_scores(pool: DataPool, rows: Sequence[int], seed: int) -> dict[str, float]:
     """``pool.train_and_score`` cached on disk by (pool spec, sorted rows, seed, recipe)."""
-    key = cache_key("dataselect-score/1", pool.spec.key(), sorted(int(r) for r in rows), int(seed), pool.recipe_key())
-    path = cache_dir("dataselect", "scores") / f"{key}.json"
+    path = score_path(pool, rows, seed)
     if path.exists():
         return {k: float(v) for k, v in json.loads(path.read_text()).items()}
     scores = pool.train_and_score(sorted(int(r) for r in rows), int(seed))
@@ -91,7 +101,11 @@ def _warm_one(job: tuple[PoolSpec, list[int], int]) -> None:
 def warm_scores(spec: PoolSpec, jobs: Sequence[tuple[Sequence[int], int]], workers: int) -> None:
     """Train the students of ``jobs`` ((rows, seed) pairs) into the score cache, ``workers``
     processes at a time (each builds the pool once); 1 worker trains in this process."""
-    tasks = [(spec, sorted(int(r) for r in rows), int(seed)) for rows, seed in jobs]
+    pool = make_pool(spec)  # built once in this process; only jobs not yet cached go to the workers
+    tasks = [(spec, sorted(int(r) for r in rows), int(seed)) for rows, seed in jobs
+             if not score_path(pool, rows, seed).exists()]
+    if not tasks:
+        return
     if workers <= 1:
         for task in tasks:
             _warm_one(task)

@@ -35,6 +35,7 @@ class AnalysisWorkspace:
         self.losses: dict[int, float] = {}
         self.embeddings: dict[int, list[float]] = {}
         self._sandbox: Sandbox | None = None
+        self.sandbox_info: dict[str, Any] | None = None  # the provider that ran run_python, once opened
 
     def _rows(self, value: dict[str, Any]) -> tuple[list[int] | None, str | None]:
         rows = list(range(len(self.pool))) if value["rows"] == "all" else [int(r) for r in value["rows"]]
@@ -101,7 +102,7 @@ class AnalysisWorkspace:
             lines = "\n".join(json.dumps(self.pool.item(r)) for r in range(len(self.pool)))
             sandbox.write_files({"pool/items.jsonl": lines + "\n"})
             sandbox.exec(["chmod", "-R", "a-w", "pool"], timeout=30)
-            self._sandbox = sandbox
+            self._sandbox, self.sandbox_info = sandbox, sandbox.info
         return self._sandbox
 
     def run_python(self, code: str) -> dict[str, Any]:

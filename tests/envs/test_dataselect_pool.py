@@ -10,7 +10,7 @@ import torch
 
 from rsigym.agents.dataselect_agents import next_selection_action
 from rsigym.agents.dataselect_selectors import SELECTORS, select, stratum, suspicion, value_missing
-from rsigym.envs.dataselect.evaluation import parse_csv, score_submission, validate_submission
+from rsigym.envs.dataselect.evaluation import gain_ci, parse_csv, score_submission, validate_submission
 from rsigym.envs.dataselect.fc_pool import (EVAL_CATEGORIES, FACTOR_SHARES, combination_key, generate_eval,
                                             generate_pool)
 from rsigym.envs.dataselect.fc_student import FcRecipe, encode_items, item_correct, predict, train_student
@@ -58,10 +58,15 @@ def test_evaluation_is_disjoint_from_the_pool(pool):
     items, _ = pool
     eval_items, categories = generate_eval(50, 99, items)
     assert [categories.count(c) for c in EVAL_CATEGORIES] == [50, 50, 50, 50]
-    pool_keys = {combination_key(i) for i in items} - {""}
-    eval_keys = [combination_key(i) for i in eval_items if combination_key(i)]
-    assert eval_keys and not pool_keys & set(eval_keys)
-    assert not {json.dumps(i, sort_keys=True) for i in items} & {json.dumps(i, sort_keys=True) for i in eval_items}
+    pool_keys = {combination_key(i) for i in items}
+    eval_keys = [combination_key(i) for i in eval_items]
+    assert not pool_keys & set(eval_keys) and len(set(eval_keys)) == len(eval_keys)
+    assert any(i["target"]["type"] != "call" for i in eval_items)  # ask / no-call items are checked too
+
+    def canonical(item):  # the same item up to the order of its offered tools
+        return json.dumps({**item, "tools": sorted(item["tools"])}, sort_keys=True)
+
+    assert not {canonical(i) for i in items} & {canonical(i) for i in eval_items}
 
 
 def test_ast_match_normalises_arguments_and_checks_each_part():
@@ -125,6 +130,35 @@ def test_metrics_match_hand_computed_values():
     worst_first = score_submission(groups, [0, 1, 2, 3, 4], [0, 1], [[100, 101]], score)
     assert worst_first["spearman"] == pytest.approx(-1.0) and not worst_first["top_is_best"]
     assert not worst_first["top_tie"]  # 0.4 apart with zero seed variance: no tie
+
+
+
+def test_gain_ci_covers_a_zero_gain_at_its_nominal_rate():
+    # True gain 0; a seed effect shared by every subset, per-seed noise and a draw-to-draw effect.
+    # Resampling the R x S differences one by one (as if independent) covers 0 only about half the time.
+    rng = np.random.default_rng(0)
+    covered = 0
+    for _ in range(300):
+        seed_effect = rng.normal(0, 0.02, 3)
+        top = 0.5 + seed_effect + rng.normal(0, 0.02, 3)
+        randoms = 0.5 + rng.normal(0, 0.01, (10, 1)) + seed_effect + rng.normal(0, 0.02, (10, 3))
+        low, high = gain_ci(top, randoms, seed=int(rng.integers(1 << 30)), resamples=1000)
+        covered += low <= 0 <= high
+    assert covered / 300 > 0.8
+
+
+def test_near_tie_uses_the_seed_paired_standard_error():
+    # The top group trails the best by 0.01 on every seed: a large shared seed effect must not make
+    # that a tie (the paired difference has no spread), while noisy per-seed gaps do tie.
+    def run(top_offsets):
+        table = {(0,): [0.5 + 0.1 * s for s in range(3)], (1,): [0.5 + 0.1 * s + d for s, d in enumerate(top_offsets)],
+                 (2,): [0.0] * 3, (3,): [0.0] * 3, (4,): [0.0] * 3, (9,): [0.0] * 3}
+        return score_submission([[0], [1], [2], [3], [4]], [1, 0, 2, 3, 4], [0, 1, 2], [[9]],
+                                lambda rows, seed: {"score": table[tuple(rows)][seed]})
+    steady = run([-0.01, -0.01, -0.01])
+    assert not steady["top_is_best"] and not steady["top_tie"]
+    noisy = run([-0.05, 0.04, -0.02])
+    assert not noisy["top_is_best"] and noisy["top_tie"]
 
 
 def test_selectors_are_valid_and_stratified_keeps_coverage(pool):
