@@ -113,7 +113,7 @@ _NUMBER = r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|none)"
 _BEST = re.compile(r"Best full score so far: " + _NUMBER)
 _PARENT = re.compile(r"parent #\d+ with score " + _NUMBER)
 _PARTIAL = re.compile(r"This candidate's partial score: " + _NUMBER + r" \(best partial-comparable score: " + _NUMBER)
-_SIBLINGS = re.compile(r"Siblings \(other children of the same parent\): (.*)\.")
+_SIBLING_FAILURES = re.compile(r"Siblings \(other children of the same parent; (\d+) of (\d+) evaluated failed")
 
 
 def _num(text: str | None) -> float | None:
@@ -125,12 +125,10 @@ def parse_features(text: str) -> Features:
     best = _BEST.search(text)
     parent = _PARENT.search(text)
     partial = _PARTIAL.search(text)
-    siblings = _SIBLINGS.search(text)
-    entries = siblings.group(1).split("; ") if siblings else []
-    tried = [e for e in entries if e.split(" ")[1] in ("full", "partial", "failed")] if entries else []
-    failures = sum(e.split(" ")[1] == "failed" for e in tried)
+    siblings = _SIBLING_FAILURES.search(text)
+    failures, tried = (int(siblings.group(1)), int(siblings.group(2))) if siblings else (0, 0)
     return Features(best=_num(best.group(1)) if best else None, parent=_num(parent.group(1)) if parent else None,
                     partial_available="partial evaluation available" in text, stage=1 if partial else 0,
                     partial=_num(partial.group(1)) if partial else None,
                     reference_partial=_num(partial.group(2)) if partial else None,
-                    sibling_failure_rate=failures / len(tried) if tried else 0.0)
+                    sibling_failure_rate=failures / tried if tried else 0.0)

@@ -24,6 +24,8 @@ from rsigym.envs.spaces import invalid_action
 from rsigym.records import AgentSpec, Usage
 
 from .allocation_policy import DEFAULT_POLICY, policy_text
+
+SCORE_BOUND = 1e6  # ProgramEvolution-v0 shows -SCORE_BOUND as its best score before any full evaluation
 from .allocators import ALLOCATOR_PREAMBLE
 from .base import register_agent
 from .litellm_loader import load_litellm
@@ -117,7 +119,6 @@ def summarise_experience(cases: list[Case]) -> str:
 class _Pending:
     """Decisions on the candidate being decided, across its stages."""
 
-    candidate_id: int
     best_before: float | None
     incumbent: list[str] = field(default_factory=list)
     challenger: list[str] = field(default_factory=list)
@@ -213,7 +214,7 @@ class EvoAllocAgent:
         best = float(observation["best_score"])
         stage = int(observation["stage"])
         if stage == 0 or self._pending is None:
-            self._pending = _Pending(-1, best if best > -1e6 else None)
+            self._pending = _Pending(best if best > -SCORE_BOUND else None)
         decision = self._ask(self.incumbent, text)
         if decision is None:
             return invalid_action("the model gave no valid decision")

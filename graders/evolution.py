@@ -86,12 +86,6 @@ def first_crossing(xs: np.ndarray, ys: np.ndarray, target: float) -> float | Non
     return float(xs[hits[0]]) if len(hits) else None
 
 
-def _tokens(record: Trajectory) -> int:
-    state = _state(record)
-    return int(state["tokens"]["prompt"] + state["tokens"]["completion"]
-               + record.usage.prompt_tokens + record.usage.completion_tokens)
-
-
 def _fmt(value: float | None, spec: str = ".4g") -> str:
     return "not reached" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
@@ -113,21 +107,24 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
         budget = at_full_evaluations or int(min(max(c[0] for c in best_curve(r)) for g in agents.values() for r in g))
         lines += [f"### {task}", "", f"Target: {_fmt(target)} ({'given' if (targets or {}).get(task) is not None else f'mean final best of {baseline}'}); "
                   f"fixed budget for the best-score column: {budget} full evaluations.", "",
-                  "| allocator | seeds | full evals to target (mean curve) | median per seed | tokens to target (median) | "
+                  "| allocator | runs | full evals to target (mean curve) | full-equivalents to target (mean curve, "
+                  "partials counted) | median per run | tokens to target (median) | "
                   f"best at {budget} full | final best (mean) | partial evals (mean) | missed new bests | exploration cost |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        per_seed: dict[str, dict[int, float | None]] = {}
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        per_run: dict[str, dict[tuple[int, int], float | None]] = {}
         for agent, group in sorted(agents.items()):
             xs, ys = mean_curve(group)
             crossing = first_crossing(xs, ys, target) if target is not None else None
-            reach = {r.seed: (evaluations_to_reach(r, target) if target is not None else None) for r in group}
-            per_seed[agent] = reach
+            xe, ye = mean_curve(group, x="full_equivalents")
+            crossing_equivalents = first_crossing(xe, ye, target) if target is not None else None
+            reach = {(r.seed, r.rep): (evaluations_to_reach(r, target) if target is not None else None) for r in group}
+            per_run[agent] = reach
             reached = [v for v in reach.values() if v is not None]
             tokens = [_tokens_at(r, target) for r in group if target is not None]
             tokens_reached = [t for t in tokens if t is not None]
             states = [_state(r) for r in group]
             lines.append(
-                f"| {agent} | {len(group)} | {_fmt(crossing, 'g')} | "
+                f"| {agent} | {len(group)} | {_fmt(crossing, 'g')} | {_fmt(crossing_equivalents, 'g')} | "
                 f"{_fmt(float(np.median(reached)) if len(reached) == len(group) else None, 'g')} | "
                 f"{_fmt(float(np.median(tokens_reached)) if len(tokens_reached) == len(group) else None, '.0f')} | "
                 f"{np.mean([_best_at(best_curve(r), budget) for r in group]):.4g} | "
@@ -137,11 +134,13 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
                 f"{sum(s['exploration']['cost'] for s in states):.2f} |")
             reached_text = "not reached" if crossing is None else f"{crossing:g} full evals"
             verdicts.append(f"{task}/{agent}: {reached_text} to {_fmt(target)}")
-        seeds = sorted({s for reach in per_seed.values() for s in reach})
-        lines += ["", "Full evaluations to reach the target, per seed:", "",
-                  "| allocator | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|---|" + "---:|" * len(seeds)]
-        for agent, reach in sorted(per_seed.items()):
-            lines.append(f"| {agent} | " + " | ".join(_fmt(reach.get(s), "g") for s in seeds) + " |")
+        runs = sorted({key for reach in per_run.values() for key in reach})
+        several_reps = any(rep for _, rep in runs)
+        labels = [f"seed {seed}" + (f" rep {rep}" if several_reps else "") for seed, rep in runs]
+        lines += ["", "Full evaluations to reach the target, per run:", "",
+                  "| allocator | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(runs)]
+        for agent, reach in sorted(per_run.items()):
+            lines.append(f"| {agent} | " + " | ".join(_fmt(reach.get(key), "g") for key in runs) + " |")
         lines.append("")
         plots.append(_plot(out_dir, task, agents, target))
     if not groups:

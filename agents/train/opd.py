@@ -4,8 +4,10 @@ Per step: the student samples one response per problem; the teacher scores every
 the per-token signal is ``log p_teacher - log p_student`` (the negative of the per-token reverse
 KL estimate). The selector decides which positions enter the loss; the whole response stays in
 the context either way. The loss is the policy gradient with the signal as a per-token reward,
-``-sum_selected signal * log p_student / n_selected``, which on all tokens follows the gradient of
-the reverse KL from student to teacher.
+``-sum_selected signal * log p_student / n_selected``. On all tokens this is the per-token form of
+the reverse-KL gradient used by on-policy distillation: each token is credited with its own signal
+only, not with the signals of the tokens after it (no return-to-go), so it is not the exact
+sequence-level reverse-KL gradient.
 
 Run: ``python -m rsigym.agents.train.opd --selector dial --steps 100 --log-dir runs/opd``.
 """

@@ -307,7 +307,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
                             "tokens": self._tokens["prompt"] + self._tokens["completion"],
                             "best_score": self._best_score()})
 
-    def _siblings(self, program: Program) -> tuple[list[str], float | None, float]:
+    def _siblings(self, program: Program) -> tuple[list[str], float | None, int, int]:
         siblings = [p for p in self.archive.children(program.parent_id or 0) if p.id != program.id and p.status != "pending"]
         shown = []
         for p in siblings[-8:]:
@@ -320,19 +320,20 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
         scores = [p.score for p in siblings if p.score is not None]
         failures = sum(p.status == "failed" for p in siblings)
         tried = sum(p.status in ("full", "partial", "failed") for p in siblings)
-        return shown, (max(scores) if scores else None), (failures / tried if tried else 0.0)
+        return shown, (max(scores) if scores else None), failures, tried
 
     def _observation(self, error: str | None = None) -> dict[str, Any]:
         assert self._task is not None
         program = self._candidate
         parent = self.archive.programs[program.parent_id or 0]
-        shown, sibling_best, failure_rate = self._siblings(program)
+        shown, sibling_best, failures, tried = self._siblings(program)
         best, reference = self._best_score(), self._reference_partial()
         view = {"task": self._task.name, "description": self._task.description, "budget": self.budget,
                 "budget_left": max(self.budget - self._spent, 0.0), "partial_cost": self._task.partial_cost,
                 "partial_available": self._task.has_partial, "best_score": best, "id": program.id,
                 "generation": program.generation, "operator": program.operator, "parent_id": parent.id,
-                "parent_score": parent.score, "siblings": shown, "stage": self._stage,
+                "parent_score": parent.score, "siblings": shown, "sibling_failures": (failures, tried),
+                "stage": self._stage,
                 "partial_score": program.partial_score, "reference_partial": reference,
                 "rest_cost": 1.0 - self._task.partial_cost, "notes": self._notes, "error": error,
                 "code": program.code}
@@ -346,7 +347,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
                 "best_score": number(best), "parent_score": number(parent.score),
                 "partial_score": number(program.partial_score if self._stage == 1 else None),
                 "reference_partial": number(reference), "sibling_best": number(sibling_best),
-                "sibling_failure_rate": np.array(float(failure_rate))}
+                "sibling_failure_rate": np.array(failures / tried if tried else 0.0)}
 
     def _info(self, error: str | None = None, termination: str | None = None,
               counterfactual: dict[str, Any] | None = None, decided: Program | None = None,

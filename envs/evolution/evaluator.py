@@ -9,6 +9,7 @@ reason**; the run goes on. Only the sandbox itself failing (a dead container) ra
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -45,10 +46,16 @@ class SandboxEvaluator:
         self.cache = cache
         self.prepared = False
         self.cache_hits = 0
+        self._setup_key: str | None = None
 
     def _cache_path(self, code: str, kind: str) -> str:
-        spec = {k: v for k, v in self.task.spec().items() if k != "timeout_s"}
-        key = cache_key("evolution-eval", CACHE_VERSION, spec, code, kind, self.sandbox.provider)
+        if self._setup_key is None:  # what the sandbox runs besides the candidate, hashed once
+            files = {name: hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+                     for name, data in self.task.sandbox_files().items()}
+            spec = {k: v for k, v in self.task.spec().items() if k != "timeout_s"}
+            self._setup_key = cache_key("evolution-setup", spec, files, self.sandbox.provider,
+                                        self.sandbox.info.get("image"))
+        key = cache_key("evolution-eval", CACHE_VERSION, self._setup_key, code, kind)
         return str(cache_dir("evolution") / f"{key}.json")
 
     def prepare(self) -> None:
@@ -61,8 +68,9 @@ class SandboxEvaluator:
         path = self._cache_path(code, kind)
         try:
             with open(path) as fh:
-                self.cache_hits += 1
-                return EvalResult(**json.load(fh))
+                cached = EvalResult(**json.load(fh))
+            self.cache_hits += 1
+            return cached
         except (OSError, ValueError, TypeError):
             pass  # missing or unreadable: evaluate
         result = self._evaluate(code, kind)

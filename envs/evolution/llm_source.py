@@ -8,7 +8,6 @@ LiteLLM is imported on first use (it takes seconds).
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -81,8 +80,9 @@ class LLMSource:
 
     def propose(self, parent_code: str, parent_score: float, partner_code: str | None,
                 library: dict[str, str], task_description: str, rng: np.random.Generator) -> Proposal:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
+        from rsigym.agents.litellm_loader import load_litellm
+
+        litellm = load_litellm()  # local cost map, quiet, the offline rsigym/... models installed
 
         partner = partner_code if partner_code is not None and rng.random() < self.crossover_p else None
         request: dict[str, Any] = {"model": self.model, "temperature": self.temperature,

@@ -30,7 +30,9 @@ def observation_text(view: dict[str, Any]) -> str:
              f"Candidate #{view['id']} (generation {view['generation']}, {view['operator']}), parent "
              f"#{view['parent_id']} with score {_fmt(view['parent_score'])}."]
     if view["siblings"]:
-        lines.append("Siblings (other children of the same parent): " + "; ".join(view["siblings"]) + ".")
+        failures, tried = view["sibling_failures"]
+        lines.append(f"Siblings (other children of the same parent; {failures} of {tried} evaluated failed, "
+                     f"the last {len(view['siblings'])} shown): " + "; ".join(view["siblings"]) + ".")
     if view["stage"] == 1:
         lines.append(f"This candidate's partial score: {_fmt(view['partial_score'])} (best partial-comparable "
                      f"score: {_fmt(view['reference_partial'])}). Choose full to finish its evaluation "
