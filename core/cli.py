@@ -40,7 +40,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, help="parallel episodes (0: in this process)")
     run.add_argument("--model", help="LiteLLM model string for every agent of the scenario that uses a model "
                      "(kind llm, and any agent that names a model, e.g. oneshot_llm, evoalloc)")
-    run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for every llm agent")
+    run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for the same agents as --model")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--retry-infra-errors", action="store_true",
                      help="run episodes recorded as infra_error again (old records kept aside)")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
-import json
+import io
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,8 @@ from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
+
+from rsigym.cache import atomic_write_bytes, cache_key
 
 from .arithmetic import AdditionTask
 from .model import GPT, GPTConfig
@@ -60,8 +61,7 @@ class Args:
 
 
 def _key(args: Args) -> str:
-    fields = {k: v for k, v in dataclasses.asdict(args).items() if k not in ("cache_dir", "threads")}
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_key("sft", {k: v for k, v in dataclasses.asdict(args).items() if k not in ("cache_dir", "threads")})
 
 
 def build_model(args: Args, task: AdditionTask) -> GPT:
@@ -113,11 +113,11 @@ def warm_start(args: Args) -> tuple[GPT, dict]:
         model.load_state_dict(saved["state"])
         return model, saved["metrics"]
     model, metrics = train(args)
-    if path is not None:
+    if path is not None:  # atomic: concurrent benchmark runs may share the folder
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        torch.save({"config": model.config.to_dict(), "state": model.state_dict(), "metrics": metrics}, tmp)
-        tmp.replace(path)
+        buffer = io.BytesIO()
+        torch.save({"config": model.config.to_dict(), "state": model.state_dict(), "metrics": metrics}, buffer)
+        atomic_write_bytes(path, buffer.getvalue())
     return model, metrics
 
 
