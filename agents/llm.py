@@ -144,6 +144,27 @@ class LLMAgent:
         else:
             self.messages.append({"role": "user", "content": text})
 
+    def add_recorded_turn(self, observation_text: str, action: Any) -> None:
+        """Append a past turn (the observation shown, the action taken) without asking the model.
+
+        Replays use it to resend a recorded conversation up to a decision point, so the model
+        is asked in the multi-turn context it acted in. The reply is written as the model gives
+        it in this mode: a call of the act tool (id derived from the arguments, as the offline
+        provider does) or the action as JSON text. Validation retries within a turn are not
+        recorded, so they are not resent.
+        """
+        import hashlib
+
+        self._add_observation(observation_text)
+        arguments = json.dumps(action)
+        if self.mode == "tools" and not self.env_tools:
+            call_id = "call_" + hashlib.sha256(arguments.encode()).hexdigest()[:12]
+            self.messages.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": ACT_TOOL, "arguments": arguments}}]})
+            self._pending_tool_calls = (call_id,)
+        else:
+            self.messages.append({"role": "assistant", "content": arguments})
+
     def _add_feedback(self, text: str) -> None:
         if self._pending_tool_calls:
             self._add_observation(text)

@@ -1,9 +1,14 @@
 """Report analyses of HyperparamSearch-v0 batteries (registered by name for scenario files).
 
-* ``hpo_feedback``: feedback sensitivity by replay (``replay``), per agent, with a bootstrap CI;
-* ``hpo_cold_start``: how far the first learning rate moves when the description is swapped;
+* ``hpo_feedback``: feedback sensitivity by replay (``replay``), per agent and per adaptation,
+  with bootstrap CIs clustered by record (the decision points of one episode share its history);
+* ``hpo_cold_start``: how far the first learning rate moves when the description is swapped,
+  against two resampling controls (re-asked, and a no-op edit); a verdict only when the swap
+  effect exceeds both controls with a CI clustered by adaptation;
 * ``hpo_compare``: first-proposal quality against the random-search pool, matched final test
-  nRMSE (wins, Wilcoxon signed-rank), and convergence curves.
+  nRMSE (wins, and a Wilcoxon signed-rank test on per-adaptation mean differences: the seeds of
+  one adaptation share its test set and source model, so they are not independent pairs), and
+  convergence curves.
 
 Only the first two query agents; none of them runs a trial.
 """
@@ -20,12 +25,15 @@ import numpy as np
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, register_analysis
 
-from .replay import cold_start_shift, replay_decision_points
+from .replay import cold_start_replay, replay_decision_points
 
-__all__ = ["feedback_analysis", "cold_start_analysis", "compare_analysis", "OPPOSITE_TARGET"]
+__all__ = ["feedback_analysis", "cold_start_analysis", "compare_analysis", "OPPOSITE_TARGET",
+           "clustered_mean_ci", "swapped_description"]
 
 # The cold-start swap: each target family is described as the other one.
 OPPOSITE_TARGET = {"advection": ("burgers", 0.01), "burgers": ("advection", 1.0)}
+MIN_WILCOXON_CLUSTERS = 6  # the smallest n whose two-sided exact p can be below 0.05
+MIN_CLUSTERS = 3  # fewer adaptations than this: no CI, so no verdict
 
 
 def _by_agent(records: Sequence[Trajectory], agents: Sequence[str] | None) -> dict[str, list[Trajectory]]:
@@ -36,63 +44,130 @@ def _by_agent(records: Sequence[Trajectory], agents: Sequence[str] | None) -> di
     return dict(sorted(groups.items()))
 
 
-def _mean_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
+def clustered_mean_ci(values: Sequence[float], clusters: Sequence[Any], seed: int = 0,
+                      min_clusters: int = MIN_CLUSTERS) -> tuple[float, float, float, int]:
+    """Mean of per-cluster means and its percentile bootstrap CI over clusters.
+
+    Correlated values (the decision points and seeds of one adaptation) are averaged within their
+    cluster first, so the interval resamples independent units only. Returns (mean, low, high,
+    clusters); low and high are nan with fewer than ``min_clusters`` clusters.
+    """
     from rsigym.stats import paired_bootstrap_ci
 
-    clean = [v for v in values if math.isfinite(v)]
-    if not clean:
-        return (math.nan, math.nan, math.nan)
-    low, high = paired_bootstrap_ci(clean, seed=seed)
-    return (float(np.mean(clean)), low, high)
+    groups: dict[Any, list[float]] = defaultdict(list)
+    for value, cluster in zip(values, clusters):
+        if math.isfinite(value):
+            groups[cluster].append(value)
+    means = [float(np.mean(v)) for _, v in sorted(groups.items(), key=lambda item: str(item[0]))]
+    if not means:
+        return (math.nan, math.nan, math.nan, 0)
+    if len(means) < min_clusters:
+        return (float(np.mean(means)), math.nan, math.nan, len(means))
+    low, high = paired_bootstrap_ci(means, seed=seed)
+    return (float(np.mean(means)), low, high, len(means))
+
+
+def _ci(low: float, high: float, fmt: str = "+.3f") -> str:
+    return f"[{low:{fmt}}, {high:{fmt}}]" if math.isfinite(low) else "- (too few clusters)"
 
 
 @register_analysis("hpo_feedback")
 def feedback_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents: Sequence[str] | None = None,
                       k: int = 3, max_points: int = 4, seed: int = 0) -> ReportSection:
     """Permuted-scores distance minus notation-control distance, at recorded decision points."""
-    lines = ["Replays at recorded decision points (no trial is run): the next proposal with the "
-             "validation scores deranged among the evaluated configs, and with the same scores in "
-             f"scientific notation; K={k} proposals each; normalised config distance.", "",
-             "| agent | decision points | distance (permuted) | distance (notation) | sensitivity | 95% CI | uses feedback |",
-             "|---|---:|---:|---:|---:|---|---|"]
+    lines = ["Replays at recorded decision points (no trial is run; the recorded conversation is resent up "
+             "to the decision point): the next proposal with the validation scores deranged among the "
+             "evaluated configs, and with the same scores in scientific notation; K="
+             f"{k} proposals each; normalised config distance. CIs: bootstrap over records "
+             f"(per-record means; no CI and no verdict with fewer than {MIN_CLUSTERS} records). "
+             "'reproduced': replayed originals with the recorded seed equal to the recorded decision.", "",
+             "| agent | records | decision points | reproduced | distance (permuted) | distance (notation) | "
+             "sensitivity | 95% CI | uses feedback |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    per_task = ["", "Per adaptation (CI over the records of that adaptation):", "",
+                "| agent | adaptation | records | decision points | sensitivity | 95% CI |",
+                "|---|---|---:|---:|---:|---|"]
     verdicts = []
     for agent, group in _by_agent(records, agents).items():
         points = [p for r in group for p in replay_decision_points(r, k=k, max_points=max_points, seed=seed)]
         if not points:
             continue
-        mean, low, high = _mean_ci([p.sensitivity for p in points], seed)
-        uses = bool(low > 0)
-        lines.append(f"| {agent} | {len(points)} | {np.nanmean([p.permuted_distance for p in points]):.3f} | "
+        mean, low, high, clusters = clustered_mean_ci([p.sensitivity for p in points],
+                                                      [p.episode_key for p in points], seed)
+        uses = "yes" if low > 0 else ("not shown" if math.isfinite(low) else "no verdict")
+        lines.append(f"| {agent} | {clusters} | {len(points)} | {sum(p.reproduced for p in points)}/{len(points)} | "
+                     f"{np.nanmean([p.permuted_distance for p in points]):.3f} | "
                      f"{np.nanmean([p.notation_distance for p in points]):.3f} | {mean:+.3f} | "
-                     f"[{low:+.3f}, {high:+.3f}] | {'yes' if uses else 'not shown'} |")
-        verdicts.append(f"{agent}: sensitivity {mean:+.3f} [{low:+.3f}, {high:+.3f}]")
+                     f"{_ci(low, high)} | {uses} |")
+        verdicts.append(f"{agent}: sensitivity {mean:+.3f} {_ci(low, high)} ({uses})")
+        for task in sorted({p.task_id for p in points}):
+            mine = [p for p in points if p.task_id == task]
+            t_mean, t_low, t_high, n = clustered_mean_ci([p.sensitivity for p in mine],
+                                                         [p.episode_key for p in mine], seed, min_clusters=2)
+            per_task.append(f"| {agent} | {task} | {n} | {len(mine)} | {t_mean:+.3f} | "
+                            f"{_ci(t_low, t_high) if math.isfinite(t_low) else '- (one record)'} |")
+    lines += per_task
     lines += ["", "Caveat (as in the paper): sensitivity to feedback does not show that the response "
               "is sensible, nor that it explains a final advantage."]
     return ReportSection("Feedback sensitivity (replays)", "\n".join(lines), "; ".join(verdicts))
 
 
-@register_analysis("hpo_cold_start")
-def cold_start_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents: Sequence[str] | None = None,
-                        k: int = 3, seed: int = 0) -> ReportSection:
-    """Mean |log10| shift of the first learning rate under a swapped target description."""
+def swapped_description(task: str) -> str:
+    """The task's description with its target equation described as the other family."""
+    from .conditions import CONDITIONS
     from .env import task_description
     from .pde import PDE
 
+    family, coefficient = OPPOSITE_TARGET[CONDITIONS[task].target.kind]
+    return task_description(task, target=PDE(family, coefficient))  # type: ignore[arg-type]
+
+
+@register_analysis("hpo_cold_start")
+def cold_start_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents: Sequence[str] | None = None,
+                        k: int = 3, seed: int = 0, tasks: str | Sequence[str] = "all") -> ReportSection:
+    """First-learning-rate shift under a swapped description, against re-ask and no-op controls.
+
+    Args:
+        tasks: ``"all"`` asks on every adaptation the env lists (step 0 needs no trial, so the
+            analysis is not limited to the adaptations run); ``"run"`` only those in the records;
+            or a list of adaptation names.
+    """
+    from .conditions import CONDITIONS
+
     lines = ["The step-0 observation with the target equation described as the other family "
-             f"(advection <-> Burgers), K={k} proposals; shift of the first learning rate in decades.", "",
-             "| agent | episodes | mean shift (decades) | 95% CI |", "|---|---:|---:|---|"]
+             f"(advection <-> Burgers), K={k} proposals per adaptation; shift of the first learning rate "
+             "in decades. Controls: the same observation re-asked with other seeds, and a no-op edit "
+             "(one trailing space). Excess = swap - control, mean over adaptations, 95% bootstrap CI over "
+             "adaptations. Task-conditioned only when the swap exceeds both controls (both CIs above 0).", "",
+             "| agent | adaptations | swap | re-ask | no-op edit | excess over re-ask | 95% CI | "
+             "excess over no-op | 95% CI | task-conditioned |",
+             "|---|---:|---:|---:|---:|---:|---|---:|---|---|"]
     verdicts = []
     for agent, group in _by_agent(records, agents).items():
-        shifts = []
-        for record in group:
-            task = record.final.state["task_id"] if record.final else None
-            kind = task.split("->")[1].rstrip("0123456789.") if task else ""
-            family, coefficient = OPPOSITE_TARGET["advection" if kind.startswith("adv") else "burgers"]
-            swapped = task_description(task, target=PDE(family, coefficient))  # type: ignore[arg-type]
-            shifts.append(cold_start_shift(record, swapped, k=k, seed=seed))
-        mean, low, high = _mean_ci(shifts, seed)
-        lines.append(f"| {agent} | {len(group)} | {mean:.3f} | [{low:.3f}, {high:.3f}] |")
-        verdicts.append(f"{agent}: {mean:.3f} decades")
+        if tasks == "all":
+            names = list(CONDITIONS)
+        elif tasks == "run":
+            names = sorted({str(r.final.state["task_id"]) for r in group if r.final})
+        else:
+            names = list(tasks)
+        budget = int(group[0].final.state["budget"]) if group[0].final else 20
+        replays = [cold_start_replay(group[0].agent, task, budget, swapped_description(task), k=k, seed=seed)
+                   for task in names]
+        stats = {}
+        for control in ("reask", "noop"):
+            stats[control] = clustered_mean_ci([r.excess(control) for r in replays], names, seed)
+        conditioned = all(stats[c][1] > 0 for c in stats)
+        decided = all(math.isfinite(stats[c][1]) for c in stats)
+        label = "yes" if conditioned else ("not shown" if decided else "no verdict")
+
+        def mean_of(field: str) -> float:
+            return float(np.nanmean([np.nanmean(getattr(r, field)) for r in replays]))
+
+        lines.append(f"| {agent} | {len(names)} | {mean_of('swap'):.3f} | {mean_of('reask'):.3f} | "
+                     f"{mean_of('noop'):.3f} | {stats['reask'][0]:+.3f} | {_ci(*stats['reask'][1:3])} | "
+                     f"{stats['noop'][0]:+.3f} | {_ci(*stats['noop'][1:3])} | {label} |")
+        verdicts.append(f"{agent}: swap {mean_of('swap'):.2f} decades, excess over no-op "
+                        f"{stats['noop'][0]:+.2f} {_ci(*stats['noop'][1:3], fmt='+.2f')} ({label})")
     return ReportSection("Cold-start description swap", "\n".join(lines), "; ".join(verdicts))
 
 
@@ -118,8 +193,8 @@ def compare_analysis(records: Sequence[Trajectory], out_dir: Path, *, random_age
             if state.get("test_nrmse") is not None:
                 test[agent][(state["task_id"], state["seed"])] = float(state["test_nrmse"])
     lines = ["| agent | episodes | first-proposal percentile in the random pool | mean test nRMSE | "
-             f"wins vs {random_agent} | wins vs {tpe_agent} | Wilcoxon p vs {random_agent} |",
-             "|---|---:|---:|---:|---|---|---:|"]
+             f"wins vs {random_agent} | wins vs {tpe_agent} | adaptations | Wilcoxon p vs {random_agent} |",
+             "|---|---:|---:|---:|---|---|---:|---:|"]
     for agent, group in groups.items():
         percentiles = []
         for record in group:
@@ -133,13 +208,21 @@ def compare_analysis(records: Sequence[Trajectory], out_dir: Path, *, random_age
             wins = sum(test[agent][key] < test[other][key] for key in shared)
             cells.append(f"{wins}/{len(shared)}" if shared and other != agent else "-")
         shared = sorted(set(test[agent]) & set(test.get(random_agent, {})))
-        diffs = [test[agent][key] - test[random_agent][key] for key in shared]
-        p = wilcoxon(diffs).pvalue if agent != random_agent and len(diffs) >= 6 and any(diffs) else math.nan
+        by_task: dict[str, list[float]] = defaultdict(list)  # matched seeds of one adaptation: one cluster
+        for key in shared:
+            by_task[key[0]].append(test[agent][key] - test[random_agent][key])
+        diffs = [float(np.mean(v)) for _, v in sorted(by_task.items())]
+        p = (wilcoxon(diffs).pvalue if agent != random_agent and len(diffs) >= MIN_WILCOXON_CLUSTERS and any(diffs)
+             else math.nan)
         mean_test = np.mean(list(test[agent].values())) if test[agent] else math.nan
         lines.append(f"| {agent} | {len(group)} | {np.mean(percentiles) if percentiles else math.nan:.1f} | "
-                     f"{mean_test:.4f} | {cells[0]} | {cells[1]} | {p:.3g} |")
+                     f"{mean_test:.4f} | {cells[0]} | {cells[1]} | {len(diffs) if agent != random_agent else '-'} | "
+                     f"{p:.3g} |")
     cache = [r.final.state.get("trial_cache") or {} for g in groups.values() for r in g if r.final]
-    lines += ["", f"Trial cache at the end of each episode (per worker process, summed): "
+    lines += ["", "Wins count matched (adaptation, seed) runs. The Wilcoxon signed-rank test pairs "
+              "per-adaptation mean differences (seeds of one adaptation share its test set and source "
+              f"model, so they are one cluster); no p-value below {MIN_WILCOXON_CLUSTERS} adaptations.",
+              "", f"Trial cache at the end of each episode (per worker process, summed): "
               f"{sum(c.get('hits', 0) for c in cache)} hits, {sum(c.get('misses', 0) for c in cache)} misses, "
               f"{sum(c.get('train_calls', 0) for c in cache)} fine-tunings run; this analysis runs none."]
     plot = _convergence_plot(out_dir, groups)

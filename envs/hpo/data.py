@@ -1,9 +1,17 @@
 """Seeded train/val/test trajectories of one PDE, sized by a preset, cached on disk and in memory.
 
 A dataset is a function of ``(pde, data-relevant preset fields, seed, DATA_VERSION)``: train,
-val and test draw their initial conditions from independent ``SeedSequence`` streams, are solved
-on ``solve_cells`` cells (Burgers' viscous term explicit or split, see :func:`viscous_scheme`)
-and stored as float32 cell averages on ``store_cells`` cells.
+val and test draw their initial conditions from independent ``SeedSequence`` streams and are
+stored as float32 cell averages on ``store_cells`` cells. The test stream does not depend on
+``seed``: every seed of an adaptation is scored on the same fixed test set (the paper's fixed
+1,000 test trajectories at the ``paper`` and ``default`` presets), so seeds vary training data,
+validation data and shuffling only.
+
+Burgers is solved on ``solve_cells`` cells (viscous term explicit or split, see
+:func:`viscous_scheme`). Advection has an exact solution, the initial profile shifted by
+``beta t``: its data are the cell averages of that shift (Gauss-Legendre quadrature on
+``solve_cells`` cells, then coarsened), so the data carry no solver error, kinks and windows
+included (``benchmarks/pde_solvers.py`` checks the solver against them).
 """
 
 from __future__ import annotations
@@ -21,17 +29,19 @@ import numpy as np
 
 from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
 
-from .pde import PDE, coarsen, initial_conditions, solve
+from .pde import PDE, coarsen, draw_initial_conditions, solve
 
-__all__ = ["DATA_VERSION", "Preset", "PRESETS", "Splits", "get_preset", "dataset", "viscous_scheme"]
+__all__ = ["DATA_VERSION", "FIXED_TEST_ENTROPY", "split_stream", "Preset", "PRESETS", "Splits", "get_preset", "dataset", "viscous_scheme"]
 
-DATA_VERSION = "2"  # bump when the solver, the initial conditions or the file layout change
+DATA_VERSION = "3"  # bump when the solver, the initial conditions or the file layout change
 T_END = 2.0
 # Samples are solved in chunks of about this many cells: the solver's temporaries then stay in
 # the CPU cache (about 2.5x faster than one (N, X) batch), and the Burgers time step is the
 # maximum over a chunk. The chunking changes the data in the last digits, so it is in the key.
 _CHUNK_CELLS = 16384
 _MEMO_SIZE = 8
+# The test split's stream uses this in place of the seed: one fixed test set per target equation.
+FIXED_TEST_ENTROPY = 20_240_717
 _memo: OrderedDict[str, Splits] = OrderedDict()
 
 
@@ -153,21 +163,32 @@ def dataset(pde: PDE, preset: Preset, seed: int) -> Splits:
     return splits
 
 
+def split_stream(pde: PDE, seed: int, split_index: int) -> np.random.Generator:
+    """The generator of one split's initial conditions (0 train, 1 val, 2 test; test ignores ``seed``)."""
+    # Stable across processes (unlike hash()), so the streams depend only on the PDE and seed.
+    pde_entropy = int.from_bytes(hashlib.sha256(pde.key.encode()).digest()[:8], "little")
+    first = FIXED_TEST_ENTROPY if split_index == 2 else int(seed)
+    return np.random.default_rng(np.random.SeedSequence([first, split_index, pde_entropy]))
+
+
 def _generate(pde: PDE, preset: Preset, seed: int) -> Splits:
     t = np.linspace(0.0, T_END, preset.n_times)
     factor = preset.solve_cells // preset.store_cells
-    # Stable across processes (unlike hash()), so the streams depend only on the PDE and seed.
-    pde_entropy = int.from_bytes(hashlib.sha256(pde.key.encode()).digest()[:8], "little")
     chunk = max(1, _CHUNK_CELLS // preset.solve_cells)
     viscous = viscous_scheme(pde, preset.solve_cells)
     arrays = []
     for split_index, size in enumerate((preset.n_train, preset.n_val, preset.n_test)):
-        rng = np.random.default_rng(np.random.SeedSequence([seed, split_index, pde_entropy]))
-        u0 = initial_conditions(rng, size, preset.solve_cells)            # (n, solve_cells)
+        params = draw_initial_conditions(split_stream(pde, seed, split_index), size)
         out = np.empty((size, t.size, preset.store_cells), dtype=np.float32)
         for start in range(0, size, chunk):
-            trajectories = solve(pde, u0[start:start + chunk], t, viscous=viscous)  # (chunk, T, solve_cells)
-            out[start:start + chunk] = coarsen(trajectories, factor)
+            part = params.select(slice(start, start + chunk))
+            if pde.kind == "advection":  # exact: cell averages of the shifted profile
+                for index, time in enumerate(t):
+                    out[start:start + chunk, index] = coarsen(
+                        part.cell_averages(preset.solve_cells, shift=pde.coefficient * time), factor)
+            else:
+                trajectories = solve(pde, part.cell_averages(preset.solve_cells), t, viscous=viscous)
+                out[start:start + chunk] = coarsen(trajectories, factor)         # (chunk, T, store_cells)
         arrays.append(_read_only(out))
     train, val, test = arrays
     return Splits(train=train, val=val, test=test, t=_read_only(t))

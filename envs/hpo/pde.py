@@ -22,7 +22,8 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["PDE", "initial_conditions", "solve", "exact_advection", "coarsen"]
+__all__ = ["PDE", "InitialConditions", "draw_initial_conditions", "initial_conditions", "solve", "exact_advection",
+           "coarsen"]
 
 ADVECTION_CFL = 0.4
 BURGERS_CFL = 0.25  # both the advective (dx / max|u|) and the viscous (dx^2 / (nu / pi)) fraction
@@ -75,6 +76,62 @@ class PDE:
                 f"non-negative (absolute value) and sign-flipped, or confined by a smooth tanh window.")
 
 
+@dataclass(frozen=True)
+class InitialConditions:
+    """The random parameters of ``n`` initial conditions (see :func:`initial_conditions`); arrays of length n."""
+
+    k: np.ndarray            # (n, 2) wave numbers
+    amplitude: np.ndarray    # (n, 2)
+    phase: np.ndarray        # (n, 2)
+    take_abs: np.ndarray     # (n,) bool
+    sign: np.ndarray         # (n,)
+    use_window: np.ndarray   # (n,) bool
+    x_left: np.ndarray       # (n,)
+    x_right: np.ndarray      # (n,)
+    delta: np.ndarray        # (n,)
+
+    def __len__(self) -> int:
+        return int(self.sign.shape[0])
+
+    def select(self, rows: slice) -> "InitialConditions":
+        """The parameters of a slice of the samples."""
+        return InitialConditions(*(getattr(self, f)[rows] for f in self.__dataclass_fields__))
+
+    def values(self, x: np.ndarray) -> np.ndarray:
+        """Point values ``(n, P)`` at positions ``x`` ``(P,)`` or ``(n, P)``, periodic with period 1.
+
+        The window is defined on one period (``x`` is reduced modulo 1 first), so a shifted
+        windowed profile stays one window, as the exact solution of advection requires.
+        """
+        x = np.mod(np.broadcast_to(x, (len(self), np.shape(x)[-1])), 1.0)                 # (n, P)
+        u = np.einsum("nj,njp->np", self.amplitude,
+                      np.sin(2 * np.pi * self.k[:, :, None] * x[:, None, :] + self.phase[:, :, None]))
+        u = np.where(self.take_abs[:, None], np.abs(u), u) * self.sign[:, None]
+        window = 0.5 * (np.tanh((x - self.x_left[:, None]) / self.delta[:, None])
+                        - np.tanh((x - self.x_right[:, None]) / self.delta[:, None]))
+        return np.where(self.use_window[:, None], u * window, u)
+
+    def cell_averages(self, cells: int, shift: float = 0.0, nodes: int = _QUADRATURE_NODES) -> np.ndarray:
+        """Cell averages ``(n, cells)`` of ``u(x - shift)`` by Gauss-Legendre quadrature per cell.
+
+        With ``shift = beta t`` these are the exact advected cell averages (up to quadrature):
+        the profile is evaluated where it came from, kinks and windows included.
+        """
+        points, weights = np.polynomial.legendre.leggauss(nodes)  # on [-1, 1], weights sum to 2
+        x = ((np.arange(cells)[:, None] + 0.5 + 0.5 * points[None, :]) / cells).reshape(-1) - shift
+        return self.values(x).reshape(len(self), cells, nodes) @ (weights / 2)
+
+
+def draw_initial_conditions(rng: np.random.Generator, n: int) -> InitialConditions:
+    """The random parameters of ``n`` initial conditions (the draws of :func:`initial_conditions`)."""
+    return InitialConditions(
+        k=rng.choice(_WAVE_NUMBERS, size=(n, 2)), amplitude=rng.uniform(0.0, 1.0, size=(n, 2)),
+        phase=rng.uniform(0.0, 2 * np.pi, size=(n, 2)), take_abs=rng.uniform(size=n) < 0.1,
+        sign=rng.choice(np.array([-1.0, 1.0]), size=n), use_window=rng.uniform(size=n) < 0.1,
+        x_left=rng.uniform(0.1, 0.45, size=n), x_right=rng.uniform(0.55, 0.9, size=n),
+        delta=rng.uniform(0.01, 0.1, size=n))
+
+
 def initial_conditions(rng: np.random.Generator, n: int, cells: int) -> np.ndarray:
     """PDEBench-style random initial conditions as cell averages.
 
@@ -95,26 +152,7 @@ def initial_conditions(rng: np.random.Generator, n: int, cells: int) -> np.ndarr
     Returns:
         ``(n, cells)`` float64 cell averages.
     """
-    k = rng.choice(_WAVE_NUMBERS, size=(n, 2))                          # (n, 2)
-    amplitude = rng.uniform(0.0, 1.0, size=(n, 2))
-    phase = rng.uniform(0.0, 2 * np.pi, size=(n, 2))
-    take_abs = rng.uniform(size=n) < 0.1
-    sign = rng.choice(np.array([-1.0, 1.0]), size=n)
-    use_window = rng.uniform(size=n) < 0.1
-    x_left = rng.uniform(0.1, 0.45, size=n)
-    x_right = rng.uniform(0.55, 0.9, size=n)
-    delta = rng.uniform(0.01, 0.1, size=n)
-
-    nodes, weights = np.polynomial.legendre.leggauss(_QUADRATURE_NODES)  # on [-1, 1], weights sum to 2
-    dx = 1.0 / cells
-    x = ((np.arange(cells)[:, None] + 0.5 + 0.5 * nodes[None, :]) * dx).reshape(-1)  # (cells * q,)
-    u = np.einsum("nj,njp->np", amplitude,
-                  np.sin(2 * np.pi * k[:, :, None] * x[None, None, :] + phase[:, :, None]))  # (n, cells*q)
-    u = np.where(take_abs[:, None], np.abs(u), u) * sign[:, None]
-    window = 0.5 * (np.tanh((x[None, :] - x_left[:, None]) / delta[:, None])
-                    - np.tanh((x[None, :] - x_right[:, None]) / delta[:, None]))
-    u = np.where(use_window[:, None], u * window, u)
-    return u.reshape(n, cells, _QUADRATURE_NODES) @ (weights / 2)        # (n, cells)
+    return draw_initial_conditions(rng, n).cell_averages(cells)
 
 
 def coarsen(u: np.ndarray, factor: int) -> np.ndarray:

@@ -1,13 +1,19 @@
-"""Offline models for HyperparamSearch-v0: a prior-plus-refinement heuristic and a blind control.
+"""Offline models for HyperparamSearch-v0: a prior-plus-refinement heuristic and two blind controls.
 
-Both read only what an LLM would read (the latest observation text), through LiteLLM's custom
+All read only what an LLM would read (the latest observation text), through LiteLLM's custom
 provider, so the whole feedback-attribution protocol runs without a key:
 
 * ``rsigym/hpo_heuristic``: a learning-rate prior from the target equation, then local
   refinement around the best configuration so far. It uses its feedback, so permuting the
   scores among the evaluated configurations moves its next proposal.
 * ``rsigym/hpo_blind``: the same prior and a fixed schedule that ignores the history: the
-  control whose feedback sensitivity must be indistinguishable from zero.
+  control whose feedback sensitivity must be indistinguishable from zero. Deterministic, so its
+  zero is exact and cannot fail.
+* ``rsigym/hpo_random``: a prompt-seeded random agent (log-uniform learning rate, uniform optimizer
+  and loss, drawn from a generator seeded by the request's seed and the conversation so far). It
+  reads neither the description nor the scores, yet any change of the prompt, even one trailing
+  space, redraws its answer: the stochastic blind control, whose zero feedback sensitivity and
+  missing cold-start conditioning are what the resampling controls of ``replay`` must show.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 
-__all__ = ["prior_learning_rate", "heuristic_proposal", "blind_proposal"]
+__all__ = ["prior_learning_rate", "heuristic_proposal", "blind_proposal", "random_proposal"]
 
 _TARGET = re.compile(r"Target: (advection|burgers)\((?:beta|nu)=([0-9.eE+-]+)\)")
 LR_LOW, LR_HIGH = 1e-5, 1e-1
@@ -85,3 +91,17 @@ def _heuristic(request: OfflineRequest) -> OfflineReply:
 @register_offline_policy("hpo_blind")
 def _blind(request: OfflineRequest) -> OfflineReply:
     return OfflineReply(action=blind_proposal(_latest_observation(request)))
+
+
+def random_proposal(rng: Any) -> dict[str, Any]:
+    """A configuration drawn from ``rng``: log-uniform learning rate, uniform optimizer and loss."""
+    from rsigym.envs.hpo.space import LOSSES, OPTIMIZERS
+
+    return {"learning_rate": float(10 ** rng.uniform(math.log10(LR_LOW), math.log10(LR_HIGH))),
+            "optimizer": str(OPTIMIZERS[int(rng.integers(len(OPTIMIZERS)))]),
+            "loss": str(LOSSES[int(rng.integers(len(LOSSES)))])}
+
+
+@register_offline_policy("hpo_random")
+def _random(request: OfflineRequest) -> OfflineReply:
+    return OfflineReply(action=random_proposal(request.rng))

@@ -276,7 +276,8 @@ def test_pde_solvers_benchmark_smoke_run(cache, capsys):
     results = pde_solvers.main(cells=64, betas=(0.4, 1.0), nus=(0.1,), burgers_grids=(16, 32), reference_cells=128,
                                samples=2, repeats=1, presets=("tiny",))
     assert set(results["advection"]) == {0.4, 1.0}
-    assert all(0 < error < 0.5 for error in results["advection"].values())
+    assert all(0 < errors["solver"] < 0.5 for errors in results["advection"].values())
+    assert all(errors["data"] < 1e-3 < errors["solver"] for errors in results["advection"].values())
     assert results["burgers"][0.1]["orders"][-1] > 1.0
     assert results["burgers"][0.1]["mass_error"] < 1e-12
     assert results["datasets"]["tiny"] and all(s > 0 for s in results["datasets"]["tiny"].values())
