@@ -14,7 +14,6 @@ LiteLLM models going through ``LLMAgent`` exactly as a hosted model would:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,10 +38,11 @@ ANALYSIS_SEEDS = 10  # repeated analyses of a null agent: its false-positive rat
 MAX_FALSE_POSITIVES = 2  # of ANALYSIS_SEEDS (nominal 2.5% one-sided; 2/10 leaves room for noise)
 
 
-@dataclass(frozen=True)
-class _Result:
-    val_nrmse: float
-    checkpoint_sha256: str = "c" * 64
+class _Result:  # a plain class: the driver loads this module without registering it (no dataclass)
+    checkpoint_sha256 = "c" * 64
+
+    def __init__(self, val_nrmse: float) -> None:
+        self.val_nrmse = val_nrmse
 
 
 class AnalyticTrials:
@@ -98,9 +98,9 @@ def _stub_record(model: str, **params: Any) -> Trajectory:
 
 def _cold_start_verdict(model: str, seed: int, k: int = 3, params: dict[str, Any] | None = None) -> tuple[bool, str]:
     section = analyses.cold_start_analysis([_stub_record(model, **(params or {}))], Path("."), k=k, seed=seed)
-    row = [line for line in section.body.splitlines() if line.startswith(f"| {model.split('/')[-1]} |")][0]
+    row = [line for line in section.markdown.splitlines() if line.startswith(f"| {model.split('/')[-1]} |")][0]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    return cells[-1] == "yes", f"swap {cells[2]}, excess over no-op {cells[7]} {cells[8]}"
+    return cells[-1] == "yes", f"swap {cells[2]}; excess over re-ask {cells[5]} {cells[6]}, no-op {cells[7]} {cells[8]}"
 
 
 def _null_rate(run: Callable[[int], bool]) -> int:
@@ -133,8 +133,8 @@ def cold_start_heuristic_conditioned() -> Case:
 
 
 def cold_start_noisy_prior_conditioned() -> Case:
-    """Conditioned on the description and noisy: the swap effect must exceed the controls."""
-    conditioned, detail = _cold_start_verdict("rsigym/hpo_calib_noisy_prior", 0, k=4)
+    """Conditioned on the description and noisy: the swap effect must exceed the controls (K=8)."""
+    conditioned, detail = _cold_start_verdict("rsigym/hpo_calib_noisy_prior", 0, k=8)
     return Case("hpo_cold_start", "noisy prior (0.3-decade noise)", "task-conditioned",
                 ("task-conditioned" if conditioned else "not shown") + f"; {detail}", conditioned)
 
@@ -206,7 +206,7 @@ def _compare_record(agent: str, task: str, seed: int, test: float) -> Trajectory
 
 def _wilcoxon_p(records: list[Trajectory], out_dir: Path) -> str:
     section = analyses.compare_analysis(records, out_dir, random_agent="random-search", tpe_agent="tpe")
-    row = [line for line in section.body.splitlines() if line.startswith("| agent-x |")][0]
+    row = [line for line in section.markdown.splitlines() if line.startswith("| agent-x |")][0]
     return row.strip("|").split("|")[-1].strip()
 
 

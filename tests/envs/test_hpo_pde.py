@@ -282,3 +282,46 @@ def test_pde_solvers_benchmark_smoke_run(cache, capsys):
     assert results["burgers"][0.1]["mass_error"] < 1e-12
     assert results["datasets"]["tiny"] and all(s > 0 for s in results["datasets"]["tiny"].values())
     assert "relative L2" in capsys.readouterr().out
+
+
+def test_test_split_is_fixed_across_seeds_while_train_and_val_vary(cache):
+    """The paper's fixed test set: a seed redraws training and validation data, never the test set."""
+    preset = Preset("check", solve_cells=32, store_cells=16, n_times=3, n_train=4, n_val=3, n_test=5, input_steps=1)
+    for pde in (PDE("advection", 1.0), PDE("burgers", 0.05)):
+        a, b = dataset(pde, preset, seed=0), dataset(pde, preset, seed=3)
+        np.testing.assert_array_equal(a.test, b.test)
+        assert not np.allclose(a.train, b.train) and not np.allclose(a.val, b.val)
+    # ... and per target equation: another coefficient gets another test set
+    assert not np.allclose(dataset(PDE("advection", 1.0), preset, 0).test[:, 0],
+                           dataset(PDE("advection", 0.4), preset, 0).test[:, 0])
+
+
+def test_advection_data_are_cell_averages_of_the_exact_shift_kinks_included(cache):
+    """Every saved time is the quadrature average of the shifted profile, not a solver's output."""
+    from rsigym.envs.hpo.data import split_stream
+    from rsigym.envs.hpo.pde import draw_initial_conditions
+
+    preset = Preset("check", solve_cells=128, store_cells=32, n_times=5, n_train=2, n_val=2, n_test=40, input_steps=1)
+    pde = PDE("advection", 4.0)
+    splits = dataset(pde, preset, seed=0)
+    params = draw_initial_conditions(split_stream(pde, 0, 2), 40)
+    assert (params.take_abs | params.use_window).any()  # the draw holds kinked or windowed profiles
+    for index, time in enumerate(splits.t):
+        reference = coarsen(params.cell_averages(512, shift=4.0 * time, nodes=8), 16)   # finer, other nodes
+        np.testing.assert_allclose(splits.test[:, index], reference, atol=2e-4)
+    # a whole-period shift returns the initial averages exactly (the profile is periodic)
+    np.testing.assert_allclose(params.cell_averages(64, shift=3.0), params.cell_averages(64), atol=1e-12)
+    # the solver from the same averages is close, but not equal: the data no longer carry its error
+    solved = coarsen(solve(pde, params.cell_averages(128), splits.t), 4)
+    error = np.linalg.norm(solved[:, -1] - splits.test[:, -1]) / np.linalg.norm(splits.test[:, -1])
+    assert 1e-4 < error < 0.2
+
+
+def test_initial_conditions_keep_their_draws():
+    """The parameter draw and the averages split in two still give the one-call result."""
+    from rsigym.envs.hpo.pde import draw_initial_conditions
+
+    params = draw_initial_conditions(np.random.default_rng(9), 50)
+    np.testing.assert_allclose(params.cell_averages(64), initial_conditions(np.random.default_rng(9), 50, 64),
+                               rtol=0, atol=1e-15)
+    assert len(params.select(slice(10, 20))) == 10
