@@ -234,7 +234,7 @@ def wilcoxon_consistent_gain_detected() -> Case:
     import tempfile
 
     rng, records = np.random.default_rng(1), []
-    for task in list(analyses_tasks())[:8]:
+    for task in analyses.adaptation_names()[:8]:
         for seed in range(2):
             base = 0.1 + rng.normal(0, 0.01)
             records += [_compare_record("random-search", task, seed, base),
@@ -245,10 +245,6 @@ def wilcoxon_consistent_gain_detected() -> Case:
                 p != "nan" and float(p) < 0.05)
 
 
-def analyses_tasks() -> list[str]:
-    from rsigym.envs.hpo.conditions import CONDITIONS
-
-    return list(CONDITIONS)
 
 
 CASES = [

@@ -28,7 +28,7 @@ from rsigym.report import ReportSection, register_analysis
 from .replay import cold_start_replay, replay_decision_points
 
 __all__ = ["feedback_analysis", "cold_start_analysis", "compare_analysis", "OPPOSITE_TARGET",
-           "clustered_mean_ci", "swapped_description"]
+           "clustered_mean_ci", "swapped_description", "adaptation_names"]
 
 # The cold-start swap: each target family is described as the other one.
 OPPOSITE_TARGET = {"advection": ("burgers", 0.01), "burgers": ("advection", 1.0)}
@@ -112,13 +112,20 @@ def feedback_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents: S
     return ReportSection("Feedback sensitivity (replays)", "\n".join(lines), "; ".join(verdicts))
 
 
+def adaptation_names() -> list[str]:
+    """The env's task ids: its twelve source-to-target adaptations."""
+    from .conditions import CONDITIONS  # the one place this module names the adaptation table
+
+    return list(CONDITIONS)
+
+
 def swapped_description(task: str) -> str:
     """The task's description with its target equation described as the other family."""
-    from .conditions import CONDITIONS
     from .env import task_description
     from .pde import PDE
 
-    family, coefficient = OPPOSITE_TARGET[CONDITIONS[task].target.kind]
+    target_kind = "advection" if task.split("->")[-1].startswith("adv") else "burgers"
+    family, coefficient = OPPOSITE_TARGET[target_kind]
     return task_description(task, target=PDE(family, coefficient))  # type: ignore[arg-type]
 
 
@@ -132,8 +139,6 @@ def cold_start_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents:
             analysis is not limited to the adaptations run); ``"run"`` only those in the records;
             or a list of adaptation names.
     """
-    from .conditions import CONDITIONS
-
     lines = ["The step-0 observation with the target equation described as the other family "
              f"(advection <-> Burgers), K={k} proposals per adaptation; shift of the first learning rate "
              "in decades. Controls: the same observation re-asked with other seeds, and a no-op edit "
@@ -145,7 +150,7 @@ def cold_start_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents:
     verdicts = []
     for agent, group in _by_agent(records, agents).items():
         if tasks == "all":
-            names = list(CONDITIONS)
+            names = adaptation_names()
         elif tasks == "run":
             names = sorted({str(r.final.state["task_id"]) for r in group if r.final})
         else:
