@@ -62,8 +62,18 @@ class AnalyticTrials:
         return 1.1 * self.error(condition, config)
 
 
+class DivergingTrials(AnalyticTrials):
+    """Learning rates above 3e-3 diverge and show the cap: many tied scores, as in real runs."""
+
+    def run(self, condition: str, seed: int, config: Config) -> _Result:
+        return _Result(10.0) if config.learning_rate > 3e-3 else super().run(condition, seed, config)
+
+
+DIVERGING_ENV_ID = "rsigym-calibration/HPOAnalyticDiverging-v0"
 if ENV_ID not in gym.registry:
     gym.register(ENV_ID, entry_point=lambda **kw: HyperparamSearchEnv(trials=AnalyticTrials(), **kw))
+if DIVERGING_ENV_ID not in gym.registry:
+    gym.register(DIVERGING_ENV_ID, entry_point=lambda **kw: HyperparamSearchEnv(trials=DivergingTrials(), **kw))
 
 
 @register_offline_policy("hpo_calib_noisy_prior")
@@ -78,11 +88,11 @@ def _agent(model: str, **params: Any) -> AgentSpec:
     return AgentSpec(model.split("/")[-1], "llm", model, dict(params))
 
 
-def _episodes(model: str, seeds: range, budget: int = 8, **params: Any) -> list[Trajectory]:
+def _episodes(model: str, seeds: range, budget: int = 8, env_id: str = ENV_ID, **params: Any) -> list[Trajectory]:
     records = []
     for seed in seeds:
         task = TASKS[seed % len(TASKS)]
-        env = EnvRef(ENV_ID, {"budget": budget}, task, None)
+        env = EnvRef(env_id, {"budget": budget}, task, None)
         record = run_episode(EpisodeSpec(f"{seed:02d}" + "0" * 30, env, _agent(model, **params), seed, 0, 40))
         if record.termination != "budget_exhausted":
             raise RuntimeError(f"{model} seed {seed}: {record.termination} {record.error}")
@@ -172,6 +182,16 @@ def feedback_random_not_flagged() -> Case:
                 flagged <= MAX_FALSE_POSITIVES)
 
 
+def feedback_random_with_tied_scores_no_effect() -> Case:
+    """Diverged trials tie at the cap; swapping tied scores changes nothing, so it must not be done."""
+    records = _episodes("rsigym/hpo_random", range(6), env_id=DIVERGING_ENV_ID)
+    ties = sum(len(r.final.state["trials"]) - len({t["val_nrmse"] for t in r.final.state["trials"]})
+               for r in records if r.final)
+    result = _feedback(records)
+    return Case("hpo_feedback (tied scores)", "hpo_random (stochastic blind)", "no effect (CI contains 0)",
+                f"{ties} tied trials; {_fmt(*result)}", result[1] <= 0 <= result[2])
+
+
 def feedback_random_broken_control_fails() -> Case:
     """Break the control (notation variant = the original): the stochastic blind agent is flagged."""
     records = _episodes("rsigym/hpo_random", range(6))
@@ -255,6 +275,7 @@ CASES = [
     feedback_heuristic_flagged,
     feedback_deterministic_blind_not_flagged,
     feedback_random_not_flagged,
+    feedback_random_with_tied_scores_no_effect,
     feedback_random_broken_control_fails,
     replay_reproduces_recorded_decision,
     wilcoxon_correlated_runs_not_pooled,

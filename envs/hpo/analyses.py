@@ -1,10 +1,10 @@
 """Report analyses of HyperparamSearch-v0 batteries (registered by name for scenario files).
 
 * ``hpo_feedback``: feedback sensitivity by replay (``replay``), per agent and per adaptation,
-  with bootstrap CIs clustered by record (the decision points of one episode share its history);
+  with t intervals clustered by record (the decision points of one episode share its history);
 * ``hpo_cold_start``: how far the first learning rate moves when the description is swapped,
   against two resampling controls (re-asked, and a no-op edit); a verdict only when the swap
-  effect exceeds both controls with a CI clustered by adaptation;
+  effect exceeds both controls with a t interval over adaptations;
 * ``hpo_compare``: first-proposal quality against the random-search pool, matched final test
   nRMSE (wins, and a Wilcoxon signed-rank test on per-adaptation mean differences: the seeds of
   one adaptation share its test set and source model, so they are not independent pairs), and
@@ -46,25 +46,29 @@ def _by_agent(records: Sequence[Trajectory], agents: Sequence[str] | None) -> di
 
 def clustered_mean_ci(values: Sequence[float], clusters: Sequence[Any], seed: int = 0,
                       min_clusters: int = MIN_CLUSTERS) -> tuple[float, float, float, int]:
-    """Mean of per-cluster means and its percentile bootstrap CI over clusters.
+    """Mean of per-cluster means and its 95% t interval over clusters.
 
-    Correlated values (the decision points and seeds of one adaptation) are averaged within their
-    cluster first, so the interval resamples independent units only. Returns (mean, low, high,
-    clusters); low and high are nan with fewer than ``min_clusters`` clusters.
+    Correlated values (the decision points of one record, the proposals of one adaptation) are
+    averaged within their cluster first, so the interval treats only independent units as
+    independent. A t interval (n - 1 degrees of freedom), not a bootstrap: with the 4-12 clusters
+    of a battery a percentile bootstrap is too narrow (in hpo_quick it gave the prompt-seeded random
+    agent, 4 records, a sensitivity CI of [-0.173, -0.079], excluding its true 0). Returns (mean, low, high, clusters); low and high are nan with fewer than
+    ``min_clusters`` clusters. ``seed`` is unused (kept for a resampling alternative).
     """
-    from rsigym.stats import paired_bootstrap_ci
+    from scipy import stats
 
     groups: dict[Any, list[float]] = defaultdict(list)
     for value, cluster in zip(values, clusters):
         if math.isfinite(value):
             groups[cluster].append(value)
-    means = [float(np.mean(v)) for _, v in sorted(groups.items(), key=lambda item: str(item[0]))]
-    if not means:
+    means = np.array([float(np.mean(v)) for _, v in sorted(groups.items(), key=lambda item: str(item[0]))])
+    if means.size == 0:
         return (math.nan, math.nan, math.nan, 0)
-    if len(means) < min_clusters:
-        return (float(np.mean(means)), math.nan, math.nan, len(means))
-    low, high = paired_bootstrap_ci(means, seed=seed)
-    return (float(np.mean(means)), low, high, len(means))
+    mean = float(means.mean())
+    if means.size < min_clusters:
+        return (mean, math.nan, math.nan, int(means.size))
+    half = float(stats.t.ppf(0.975, means.size - 1) * means.std(ddof=1) / math.sqrt(means.size))
+    return (mean, mean - half, mean + half, int(means.size))
 
 
 def _ci(low: float, high: float, fmt: str = "+.3f") -> str:
@@ -78,7 +82,7 @@ def feedback_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents: S
     lines = ["Replays at recorded decision points (no trial is run; the recorded conversation is resent up "
              "to the decision point): the next proposal with the validation scores deranged among the "
              "evaluated configs, and with the same scores in scientific notation; K="
-             f"{k} proposals each; normalised config distance. CIs: bootstrap over records "
+             f"{k} proposals each; normalised config distance. CIs: t intervals over records "
              f"(per-record means; no CI and no verdict with fewer than {MIN_CLUSTERS} records). "
              "'reproduced': replayed originals with the recorded seed equal to the recorded decision.", "",
              "| agent | records | decision points | reproduced | distance (permuted) | distance (notation) | "
@@ -142,7 +146,7 @@ def cold_start_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents:
     lines = ["The step-0 observation with the target equation described as the other family "
              f"(advection <-> Burgers), K={k} proposals per adaptation; shift of the first learning rate "
              "in decades. Controls: the same observation re-asked with other seeds, and a no-op edit "
-             "(one trailing space). Excess = swap - control, mean over adaptations, 95% bootstrap CI over "
+             "(one trailing space). Excess = swap - control, mean over adaptations, 95% t interval over "
              "adaptations. Task-conditioned only when the swap exceeds both controls (both CIs above 0).", "",
              "| agent | adaptations | swap | re-ask | no-op edit | excess over re-ask | 95% CI | "
              "excess over no-op | 95% CI | task-conditioned |",

@@ -9,8 +9,9 @@ method is shown the earlier observations in order and its answers are discarded)
 decision point's observation. For a deterministic model the replayed ``original`` is therefore
 the recorded decision (``DecisionReplay.reproduced``). Variants:
 
-* ``permute_scores``: the validation scores are deranged among the evaluated configurations, in
-  every observation of the resent history (consistently);
+* ``permute_scores``: the validation scores are deranged among the evaluated configurations (every
+  configuration shows another score than before: ties are not swapped with each other), in every
+  observation of the resent history (consistently);
 * ``notation``: the same scores in scientific notation, everywhere (the control);
 * cold start (``cold_start_replay``): the step-0 observation with the target equation's
   description swapped, against two resampling controls: the same observation re-asked (other
@@ -33,7 +34,7 @@ from rsigym.records import Trajectory
 from .render import history_text, observation_text, parse_history
 from .space import ACTION_SCHEMA, Config, action_space, config_distance
 
-__all__ = ["derangement", "propose", "DecisionReplay", "replay_decision_points", "ColdStartReplay",
+__all__ = ["derangement", "score_derangement", "propose", "DecisionReplay", "replay_decision_points", "ColdStartReplay",
            "cold_start_replay", "cold_start_shift", "NOOP_EDIT"]
 
 NOOP_EDIT = " "  # appended to the step-0 observation: a change of the prompt that means nothing
@@ -47,6 +48,24 @@ def derangement(n: int, rng: np.random.Generator) -> list[int]:
         order = [int(i) for i in rng.permutation(n)]
         if all(i != j for i, j in enumerate(order)):
             return order
+
+
+def score_derangement(labels: Sequence[str], rng: np.random.Generator, tries: int = 1000) -> list[int] | None:
+    """A permutation moving a different rendered score into every position, or None.
+
+    Deranging positions is not enough when scores tie (diverged trials all show the cap): two
+    equal scores swapped leave the observation unchanged, and the replay would then measure no
+    change as "no sensitivity". Here every position must show another value than before; None
+    when rejection sampling finds no such order (e.g. one value holds most positions).
+    """
+    n = len(labels)
+    if n < 2:
+        return None
+    for _ in range(tries):
+        order = [int(i) for i in rng.permutation(n)]
+        if all(labels[j] != labels[i] for i, j in enumerate(order)):
+            return order
+    return None
 
 
 def _config(action: Any) -> Config | None:
@@ -162,7 +181,9 @@ def replay_decision_points(record: Trajectory, *, k: int = 3, max_points: int = 
         if at is None:
             continue
         shown = trials[:evaluated]
-        order = derangement(len(shown), rng)
+        order = score_derangement([history_text([(c, v)]).rsplit(" ", 1)[-1] for c, v in shown], rng)
+        if order is None:  # too many tied scores: no permutation changes every shown score
+            continue
         permuted = [(c, shown[j][1]) for (c, _), j in zip(shown, order)]
         variants: dict[str, list[str]] = {"original": [], "permuted": [], "notation": []}
         for text, _, n in turns[:at + 1]:  # each earlier observation shows the first n trials

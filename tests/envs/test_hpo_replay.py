@@ -141,3 +141,16 @@ def test_feedback_reports_each_adaptation(tmp_path):
     assert "| rsigym/hpo_heuristic | adv0.4->adv1.0 | 2 |" in body
     assert "| rsigym/hpo_heuristic | burg0.01->adv1.0 | 2 |" in body
     assert _row(section, "rsigym/hpo_heuristic")[3] == "8/8"  # every replayed original reproduced
+
+
+def test_score_derangement_never_swaps_tied_scores():
+    """Two diverged trials both show the cap: swapping them would change nothing in the prompt."""
+    from rsigym.envs.hpo.replay import score_derangement
+
+    rng = np.random.default_rng(0)
+    labels = ["10.000000", "0.120000", "10.000000", "0.300000"]
+    for _ in range(50):
+        order = score_derangement(labels, rng)
+        assert order is not None and all(labels[j] != labels[i] for i, j in enumerate(order))
+    assert score_derangement(["10.000000", "10.000000", "10.000000", "0.1"], rng) is None  # impossible
+    assert score_derangement(["0.1"], rng) is None
