@@ -25,7 +25,7 @@ def write_scenario(path: Path, **overrides) -> Path:
         "env": {"id": "rsigym/Probe-v0", "kwargs": {"sandbox": "local", "low": 0, "high": 100}},
         "tasks": {"split": "test", "limit": 3},
         "conditions": ["none", "reverse_hints"],
-        "agents": [{"id": "bisect", "kind": "probe-bisect"}, {"id": "random", "kind": "random"}],
+        "agents": [{"id": "bisect", "kind": "probe_bisect"}, {"id": "random", "kind": "random"}],
         "seeds": [0, 1],
         "max_steps": 20,
         "graders": ["probe_answer", "probe_efficiency"],
