@@ -40,7 +40,7 @@ def register_agent(kind: str) -> Callable[[Callable[[AgentSpec], Agent]], Callab
     From another package, use the entry-point group ``rsigym.agents`` instead (``kind =
     "pkg.module:Factory"``): it reaches every process, spawned workers included.
     """
-    return AGENTS.register(kind)  # type: ignore[no-any-return]
+    return AGENTS.register(kind)
 
 
 def available_agents() -> list[str]:
@@ -54,6 +54,6 @@ def make_agent(spec: AgentSpec | dict[str, Any]) -> Agent:
         spec = AgentSpec.from_dict({"id": spec.get("id") or spec.get("kind"), **spec})
     factory = AGENTS.lookup(spec.kind)
     try:
-        return factory(spec)  # type: ignore[no-any-return]
+        return factory(spec)
     except TypeError as exc:
         raise UserError(f"agent {spec.id!r} ({spec.kind}) rejects params {spec.params}: {exc}") from exc

@@ -54,7 +54,7 @@ class ConditionRegistry(Generic[T]):
         return f"{self.family}.{name}"
 
     def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
-        return CONDITIONS.register(self.key(name))  # type: ignore[no-any-return]
+        return CONDITIONS.register(self.key(name))
 
     def names(self) -> list[str]:
         prefix = self.family + "."
@@ -70,7 +70,7 @@ class ConditionRegistry(Generic[T]):
         except UserError as exc:  # a plug-in whose entry point does not load
             raise ValueError(str(exc)) from exc
         try:
-            return factory(**condition.params)  # type: ignore[no-any-return]
+            return factory(**condition.params)
         except TypeError as exc:
             raise ValueError(f"{self.family} condition {condition.name!r}: bad params "
                              f"{condition.params}: {exc}") from exc

@@ -54,7 +54,7 @@ def register_grader(name: str) -> Callable[[Any], Any]:
     From another package, use the entry-point group ``rsigym.graders`` instead (``name =
     "pkg.module:Class"``): it reaches every process, spawned workers included.
     """
-    return GRADERS.register(name)  # type: ignore[no-any-return]
+    return GRADERS.register(name)
 
 
 def available_graders() -> dict[str, Callable[..., Grader]]:
@@ -66,7 +66,7 @@ def get_grader(name: str, **params: Any) -> Grader:
     """Build the grader registered as ``name`` with ``params``; unknown names are a UserError."""
     cls = GRADERS.lookup(name)
     try:
-        return cls(**params)  # type: ignore[no-any-return]
+        return cls(**params)
     except TypeError as exc:
         raise UserError(f"grader {name!r} rejects params {params}: {exc}") from exc
 

@@ -39,7 +39,7 @@ def register_analysis(name: str) -> Callable[[Analysis], Analysis]:
     From another package, use the entry-point group ``rsigym.analyses`` instead (``name =
     "pkg.module:function"``): it reaches every process.
     """
-    return ANALYSES.register(name)  # type: ignore[no-any-return]
+    return ANALYSES.register(name)
 
 
 def available_analyses() -> list[str]:
