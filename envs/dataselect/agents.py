@@ -1,7 +1,7 @@
 """Agents for DataSelection-v0: scripted selectors, and the offline LLM ``rsigym/dataselect_heuristic``.
 
 Both follow the same plan from the observation text alone: ask the env for every row's base
-loss, send the selector (``selectors``, numpy only) to ``run_python``, which writes
+loss, send the selector (``subset_selectors``, numpy only) to ``run_python``, which writes
 ``submission.csv`` in the sandbox, and submit that file. The scripted agent
 (kind ``dataselect_selector``, params ``{"selector": name}``) runs any selector; the offline
 model runs the stratified-coverage selector through ``LLMAgent``, the same code path as a
@@ -17,7 +17,7 @@ from rsigym.agent import register_agent
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 from rsigym.records import AgentSpec, Usage
 
-from .selectors import SELECTORS, selector_script
+from .subset_selectors import SELECTORS, selector_script
 
 __all__ = ["DataSelectorAgent", "next_selection_action"]
 
