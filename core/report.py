@@ -8,7 +8,6 @@ condition, the mean score with a seeded 95% bootstrap confidence interval, and t
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ import numpy as np
 
 from .records import Trajectory
 from .registry import ANALYSES
+from .stats import bootstrap_ci
 
 __all__ = ["ReportSection", "register_analysis", "available_analyses", "summary", "write_report",
            "bootstrap_ci", "condition_label"]
@@ -52,21 +52,6 @@ def condition_label(condition: dict[str, Any] | None) -> str:
         return "none"
     params = ",".join(f"{k}={v}" for k, v in sorted((condition.get("params") or {}).items()))
     return f"{condition['name']}({params})" if params else condition["name"]
-
-
-def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean (scipy); exact for n = 1 or constant samples."""
-    from scipy.stats import bootstrap
-
-    data = np.asarray(values, dtype=float)
-    if len(data) == 0:
-        return (math.nan, math.nan)
-    if len(data) == 1 or np.all(data == data[0]):
-        return (float(data[0]), float(data[0]))
-    result = bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=resamples,
-                       method="percentile", rng=np.random.default_rng(seed))
-    return (float(result.confidence_interval.low), float(result.confidence_interval.high))
 
 
 @register_analysis("summary")
