@@ -11,7 +11,7 @@ from .filters import (
     make_filter, recentre)
 from .model import GPT, GPTConfig
 from .rollouts import generate, greedy_accuracy, token_log_probs
-from .subset_selectors import (
+from .selectors import (
     DIAL, AllTokens, RandomTokens, TokenSelector, TopSignal, dial_scores, log_mean, make_selector, top_share)
 
 __all__ = [

@@ -24,7 +24,7 @@ from . import sft
 from .arithmetic import AdditionTask
 from .rollouts import generate, greedy_accuracy, token_log_probs
 from .runlog import JsonlLog, plot_curves
-from .subset_selectors import make_selector
+from .selectors import make_selector
 
 
 @dataclass
