@@ -20,7 +20,7 @@ import jsonschema
 from rsigym.spaces import invalid_action
 from rsigym.records import AgentSpec, Usage
 
-from .base import register_agent
+from rsigym.agent import register_agent
 from .litellm_loader import load_litellm
 from .llm_messages import ACT_TOOL, act_tool, parse_env_tool_reply, parse_reply, system_prompt
 from .llm_provider import ProviderError, RetryEvent, RetryPolicy, call_with_retries

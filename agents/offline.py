@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rsigym.registry import OFFLINE_POLICIES
+
 from .schema_sampling import sample_instance
 
 __all__ = ["OfflineRequest", "OfflineReply", "register_offline_policy", "offline_policies",
@@ -48,7 +50,7 @@ class OfflineReply:
 
 
 Policy = Callable[[OfflineRequest], OfflineReply]
-_POLICIES: dict[str, Policy] = {}
+_POLICIES = OFFLINE_POLICIES  # name -> policy; plug-ins join through the rsigym.offline_policies entry points
 _REGISTERED_MODELS: set[str] = set()  # policies already announced to LiteLLM's model map
 
 
@@ -56,7 +58,8 @@ def register_offline_policy(name: str) -> Callable[[Policy], Policy]:
     """Serve ``policy`` as the LiteLLM model ``rsigym/<name>``."""
 
     def decorate(policy: Policy) -> Policy:
-        _POLICIES[name] = policy
+        _POLICIES.unregister(name)  # a later registration replaces an earlier one
+        _POLICIES.register(name, policy)
         _REGISTERED_MODELS.discard(name)
         return policy
 
@@ -64,7 +67,8 @@ def register_offline_policy(name: str) -> Callable[[Policy], Policy]:
 
 
 def offline_policies() -> list[str]:
-    return sorted(_POLICIES)
+    """Every offline model name (``rsigym/<name>``), entry points included."""
+    return list(_POLICIES)
 
 
 @register_offline_policy("random")

@@ -54,8 +54,9 @@ def _build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                          help="grader parameter; VALUE is read as YAML (repeatable)")
 
-    lister = commands.add_parser("list", help="list what is available")
-    lister.add_argument("what", choices=["envs", "graders", "scenarios", "agents", "analyses"])
+    lister = commands.add_parser("list", help="list what is installed, each with one line about it")
+    lister.add_argument("what", nargs="?", choices=[*LIST_KINDS, "offline-policies"],
+                        help="one kind (default: all)")
 
     sandbox = commands.add_parser("sandbox", help="build, check or clean the Docker sandbox")
     sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True, parser_class=_Parser)
@@ -171,9 +172,9 @@ def _report(args: argparse.Namespace) -> int:
 def _regrade(args: argparse.Namespace) -> int:
     import yaml
 
-    from rsigym.graders import get_grader, regrade
-
+    from .grader import get_grader
     from .jsonl import rewrite_records
+    from .regrade import regrade
 
     params = {}
     for item in args.param:
@@ -193,33 +194,37 @@ def _regrade(args: argparse.Namespace) -> int:
     return 0
 
 
+LIST_KINDS = ("envs", "agents", "graders", "analyses", "conditions", "offline_policies", "scenarios")
+
+
 def _list(args: argparse.Namespace) -> int:
-    if args.what == "envs":
-        import gymnasium as gym
+    from .registry import REGISTRIES, Registry, describe, register_gym_envs
 
-        import rsigym.envs  # noqa: F401
+    kinds = [args.what.replace("-", "_")] if args.what else list(LIST_KINDS)
+    register_gym_envs()
+    for kind in kinds:
+        if len(kinds) > 1:
+            print(f"{kind}:")
+        indent = "  " if len(kinds) > 1 else ""
+        if kind == "scenarios":
+            import yaml
 
-        for env_id in sorted(k for k in gym.registry if k.startswith("rsigym/")):
-            print(env_id)
-    elif args.what == "graders":
-        from rsigym.graders import available_graders
+            from rsigym.scenarios import bundled_scenarios
 
-        for name, cls in available_graders().items():
-            doc = (cls.__doc__ or "").strip().splitlines()
-            print(f"{name:24} v{getattr(cls, 'version', '?')}  {doc[0] if doc else ''}")
-    elif args.what == "scenarios":
-        from rsigym.scenarios import bundled_scenarios
-
-        for name, path in bundled_scenarios().items():
-            print(f"{name:24} {path}")
-    elif args.what == "agents":
-        from rsigym.agents import available_agents
-
-        print("\n".join(available_agents()))
-    else:
-        from .report import available_analyses
-
-        print("\n".join(available_analyses()))
+            for name, path in bundled_scenarios().items():
+                raw = yaml.safe_load(path.read_text()) or {}
+                print(f"{indent}{name:30} {str(raw.get('description') or '').strip()}")
+            continue
+        registry: Registry[object] = REGISTRIES[kind]
+        for name in registry:
+            try:
+                obj = registry[name]
+            except UserError as exc:  # a broken plug-in: say so, list the rest
+                print(f"{indent}{name:30} (cannot load: {exc})")
+                continue
+            version = getattr(obj, "version", None) if kind == "graders" else None
+            line = (f"v{version}  " if version else "") + describe(obj)
+            print(f"{indent}{name:30} {line}".rstrip())
     return 0
 
 

@@ -24,7 +24,7 @@ _GRADER_CACHE: dict[tuple[str, str], Any] = {}
 
 def _grader(spec: NamedSpec) -> Any:
     """Graders are built once per worker process: some hold a sandbox pool or a loaded table."""
-    from rsigym.graders import get_grader
+    from rsigym.grader import get_grader
     from rsigym.records import canonical_json
 
     key = (spec.name, canonical_json(spec.params))
@@ -44,9 +44,11 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
     import gymnasium as gym
 
     import rsigym
-    import rsigym.envs  # noqa: F401  (registers the rsigym ids in this worker)
-    from rsigym.agents import make_agent
-    from rsigym.graders import grade_record
+    from rsigym.agent import make_agent
+    from rsigym.grader import grade_record
+    from rsigym.registry import register_gym_envs
+
+    register_gym_envs()  # in this worker: every env id of the rsigym.envs entry points
 
     record = Trajectory(episode_key=spec.key, env=spec.env, agent=spec.agent, seed=spec.seed,
                         rep=spec.rep, rsigym_version=rsigym.__version__)

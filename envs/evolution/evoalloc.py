@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rsigym.agents.base import register_agent
+from rsigym.agent import register_agent
 from rsigym.agents.litellm_loader import load_litellm
 from rsigym.agents.llm_messages import extract_json
 from rsigym.records import AgentSpec, Usage

@@ -32,9 +32,9 @@ def task_description(condition: str, *, target: Any = None) -> str:
     ``target`` replaces the condition's target equation in the text only (the cold-start
     description swap of the feedback-attribution protocol).
     """
-    from .conditions import CONDITIONS
+    from .adaptations import ADAPTATIONS
 
-    adaptation = CONDITIONS[condition]
+    adaptation = ADAPTATIONS[condition]
     target = target or adaptation.target
     return (f"A neural operator was pretrained on the source equation; fine-tune it for the target.\n"
             f"Source: {adaptation.source.key}\nTarget: {target.key}\n\n"
@@ -96,9 +96,9 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
         self._task: str | None = None
 
     def list_tasks(self, split: str | None = None) -> list[str]:
-        from .conditions import CONDITIONS
+        from .adaptations import ADAPTATIONS
 
-        names = list(CONDITIONS)
+        names = list(ADAPTATIONS)
         if split not in (None, "all"):
             raise ValueError(f"HyperparamSearch-v0 has one split, all; got {split!r}")
         return names

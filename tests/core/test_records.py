@@ -16,7 +16,7 @@ def schema():
 
 def make_record(seed=0, rep=0, task="probe-100") -> Trajectory:
     env = EnvRef("rsigym/Probe-v0", {"low": 0, "high": 100}, task, {"name": "reverse_hints", "params": {}})
-    agent = AgentSpec("bisect", "probe-bisect")
+    agent = AgentSpec("bisect", "probe_bisect")
     return Trajectory(
         episode_key=episode_key(env, agent, seed, rep), env=env, agent=agent, seed=seed, rep=rep,
         steps=[Step(0, {"text": "Guess…", "last_guess": -1}, {"guess": 50}, 0.0, False, False,

@@ -23,12 +23,10 @@ from rsigym.sandbox import (
     DockerSandbox,
     Sandbox,
     SandboxLimits,
-    build_image,
     check_sandbox,
     clean_containers,
     open_sandbox,
 )
-from rsigym.sandbox.image import DEFAULT_MIRROR
 
 pytestmark = pytest.mark.docker
 
@@ -44,25 +42,7 @@ PS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def docker_client():
-    docker = pytest.importorskip("docker")
-    try:
-        client = docker.from_env(timeout=60)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means there is no engine here
-        if os.environ.get("RSIGYM_REQUIRE_DOCKER") == "1":  # CI starts an engine: never skip there
-            pytest.fail(f"RSIGYM_REQUIRE_DOCKER=1 but no Docker engine answers: {exc}")
-        pytest.skip(f"no Docker engine answers: {exc}")
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="session")
-def sandbox_image(docker_client):
-    # Tests are outside the package, so they may read the mirror override the CLI would.
-    mirror = os.environ.get("RSIGYM_DEBIAN_MIRROR", DEFAULT_MIRROR)
-    return build_image(log=lambda line: None, mirror=mirror, client=docker_client)
+# docker_client and sandbox_image are session fixtures of tests/conftest.py.
 
 
 @pytest.fixture(scope="module")

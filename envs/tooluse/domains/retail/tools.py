@@ -11,7 +11,7 @@ from ...toolkit import Tool, ToolError, tool
 from .order_tools import (cancel_pending_order, exchange_delivered_order_items, modify_pending_order_address,
                           modify_pending_order_items, modify_pending_order_payment, modify_user_address,
                           return_delivered_order_items)
-from .records import order_view, product_view, user_view
+from .row_views import order_view, product_view, user_view
 
 __all__ = ["TOOLS", "find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details", "get_order_details",
            "get_product_details", "list_product_types", "calculate", "transfer_to_human_agents"]
