@@ -2,7 +2,8 @@
 
 ``LLMAgent(model="rsigym/random")`` runs the very same code path as a hosted model (messages,
 tool calling or JSON output, validation, usage and cost) with no key and no network: LiteLLM
-routes the call to ``OfflineProvider``, a LiteLLM ``CustomLLM`` in ``litellm.custom_provider_map``.
+routes the call to ``OfflineProvider``, a LiteLLM ``CustomLLM`` in ``litellm.custom_provider_map``,
+which this module installs through the LLM client's ``on_load`` hook.
 Env families add their own policies with ``@register_offline_policy("name")``.
 """
 
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from rsigym.llm import on_load
 
 from .schema_sampling import sample_instance
 
@@ -150,3 +153,6 @@ def install_offline_provider(litellm: Any) -> None:
             "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
         } for name in new})
         _REGISTERED_MODELS.update(new)
+
+
+on_load(install_offline_provider)  # every LLM call in a process that has offline policies sees them

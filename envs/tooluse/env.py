@@ -9,6 +9,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rsigym.records import Usage
+
 from ..conditions import Condition
 from ..spaces import JsonActions, text_space
 from .catalog import get_domain, get_tasks, load_task
@@ -101,6 +103,12 @@ class ToolUseEnv(gym.Env[dict, dict]):
 
     def list_tasks(self, split: str | None = None) -> list[str]:
         return [t.task_id for t in get_tasks(self.domain.name, split)]
+
+    @property
+    def llm_usage(self) -> dict[str, Usage]:
+        """LLM usage of this episode by role (the simulated user's), for the runner's record."""
+        usage = getattr(self.user, "usage", None)
+        return {"user": usage} if isinstance(usage, Usage) else {}
 
     # -- gymnasium protocol -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
