@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 
 from rsigym.envs.spaces import invalid_action
-from rsigym.llm import LLMError, RetryEvent, RetryPolicy, complete, load_litellm
+from rsigym.llm import LLMError, LLMReply, RetryEvent, RetryPolicy, complete, load_litellm
 from rsigym.records import AgentSpec, Usage
 
 from .base import register_agent
@@ -153,14 +153,15 @@ class LLMAgent:
         else:
             self.messages.append({"role": "user", "content": text})
 
-    def _complete(self) -> Any:
+    def _complete(self) -> LLMReply:
         params: dict[str, Any] = {"seed": self.seed}
         if self.temperature is not None:
             params["temperature"] = self.temperature
         if self.max_tokens is not None:
             params["max_tokens"] = self.max_tokens
         params.update(self.litellm_kwargs)
-        tools, tool_choice = None, None
+        tools: list[dict[str, Any]] | None = None
+        tool_choice: Any = None
         if self.env_tools:  # messages to the user are actions too: the model may answer in text
             tools = self.env_tools
         elif self.mode == "tools":

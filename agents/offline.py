@@ -117,8 +117,9 @@ def install_offline_provider(litellm: Any) -> None:
             def completion(self, model: str, messages: list[dict[str, Any]], *args: Any,
                            optional_params: dict[str, Any] | None = None, **kwargs: Any) -> Any:
                 name = model.split("/", 1)[-1]
-                if name not in _POLICIES:
-                    raise ValueError(f"no offline policy {name!r}; known: {', '.join(offline_policies())}")
+                if name not in _POLICIES:  # an unknown model: not worth a retry
+                    raise litellm.NotFoundError(f"no offline policy {name!r}; known: {', '.join(offline_policies())}",
+                                                model=model, llm_provider=PROVIDER)
                 params = optional_params or {}
                 schema, tool_name = _request_schema(messages, params.get("tools"))
                 reply = _POLICIES[name](OfflineRequest(messages, schema, tool_name,

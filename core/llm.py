@@ -142,7 +142,7 @@ def retry_after_s(exc: BaseException) -> float | None:
 def structured_output_supported(model: str, api_base: str | None = None) -> bool:
     """Whether LiteLLM says ``model`` takes a JSON-schema ``response_format``.
 
-    A model in LiteLLM's map answers for itself; a model it does not know, served at an
+    A model in LiteLLM's map answers for itself. A model it does not know, served at an
     ``api_base`` (vLLM, llama.cpp, Ollama, LM Studio), counts as supporting it when its provider
     takes ``response_format``: such servers decode against the schema. A server that refuses it
     is remembered and asked prompt-only from then on (see ``complete``).
@@ -153,8 +153,18 @@ def structured_output_supported(model: str, api_base: str | None = None) -> bool
     try:
         if litellm.supports_response_schema(model=model):
             return True
-        return bool(api_base) and "response_format" in (litellm.get_supported_openai_params(model=model) or [])
     except Exception:  # a provider LiteLLM does not know: prompt-only
+        return False
+    if not api_base:
+        return False
+    try:
+        litellm.get_model_info(model=model)
+        return False  # LiteLLM knows this model, and says no
+    except Exception:  # not in the map: a model of the server's own
+        pass
+    try:
+        return "response_format" in (litellm.get_supported_openai_params(model=model) or [])
+    except Exception:
         return False
 
 

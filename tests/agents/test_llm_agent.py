@@ -63,6 +63,8 @@ def test_json_mode_end_to_end():
     request = server.requests[0]
     assert "tools" not in request
     assert '"maximum": 100' in request["messages"][0]["content"]  # the schema is in the prompt
+    # and, as LiteLLM says a model of a local server takes it, in a structured-output response_format
+    assert request["response_format"]["json_schema"]["schema"]["properties"]["guess"]["maximum"] == 100
     assert record.usage.completion_tokens == 10
 
 
