@@ -33,8 +33,9 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
 _litellm: Any = None
 _on_load: list[Callable[[Any], None]] = []
-# (model, api_base) pairs whose server refused a structured response_format: prompt-only from then on.
-_NO_STRUCTURED: set[tuple[str, str | None]] = set()
+# (model, api_base) -> whether to send a structured response_format; False once a server refused
+# one. Cached: LiteLLM's answer costs milliseconds and does not change within a process.
+_STRUCTURED: dict[tuple[str, str | None], bool] = {}
 
 
 def on_load(hook: Callable[[Any], None]) -> None:
@@ -147,9 +148,13 @@ def structured_output_supported(model: str, api_base: str | None = None) -> bool
     takes ``response_format``: such servers decode against the schema. A server that refuses it
     is remembered and asked prompt-only from then on (see ``complete``).
     """
-    if (model, api_base) in _NO_STRUCTURED:
-        return False
-    litellm = load_litellm()
+    key = (model, api_base)
+    if key not in _STRUCTURED:
+        _STRUCTURED[key] = _litellm_says_structured(load_litellm(), model, api_base)
+    return _STRUCTURED[key]
+
+
+def _litellm_says_structured(litellm: Any, model: str, api_base: str | None) -> bool:
     try:
         if litellm.supports_response_schema(model=model):
             return True
@@ -239,7 +244,7 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
         except Exception as exc:
             if structured and isinstance(exc, (litellm.BadRequestError, litellm.UnprocessableEntityError)):
                 # The server refused the schema (an older vLLM, a proxy): ask prompt-only, once.
-                _NO_STRUCTURED.add((model, request.get("api_base")))
+                _STRUCTURED[(model, request.get("api_base"))] = False
                 structured = False
                 del request["response_format"]
                 continue
