@@ -18,8 +18,8 @@ from typing import Any
 
 import jsonschema
 
-from rsigym.envs.spaces import invalid_action
 from rsigym.llm import LLMError, LLMReply, RetryEvent, RetryPolicy, complete, load_litellm
+from rsigym.spaces import invalid_action
 from rsigym.records import AgentSpec, Usage
 
 from .base import register_agent

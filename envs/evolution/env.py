@@ -12,7 +12,7 @@ from rsigym.llm import LLMError
 from rsigym.records import Usage
 from rsigym.sandbox import Sandbox, SandboxLimits, open_sandbox
 
-from ..spaces import JsonActions, text_space
+from rsigym.spaces import JsonActions, text_space
 from .archive import Archive, Program
 from .evaluator import SandboxEvaluator
 from .render import TEXT_LENGTH, observation_text

@@ -9,10 +9,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rsigym.conditions import Condition
 from rsigym.records import Usage
+from rsigym.spaces import JsonActions, text_space
 
-from ..conditions import Condition
-from ..spaces import JsonActions, text_space
 from .catalog import get_domain, get_tasks, load_task
 from .conditions import TOOLUSE_CONDITIONS, identity_view
 from .domain import Task, open_episode_db, state_sha256
