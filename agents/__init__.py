@@ -8,7 +8,6 @@ join through the ``rsigym.agents`` entry-point group, like any third-party agent
 from rsigym.agent import Agent, available_agents, make_agent, register_agent
 
 from .llm import LLMAgent
-from .llm_provider import ProviderError, RetryPolicy
 from .offline import OfflineReply, OfflineRequest, offline_policies, register_offline_policy
 from .optuna_agents import OptunaParams, RandomSearchAgent, TPEAgent, TPEParams
 from .optuna_space import action_from_params, optuna_distributions
@@ -16,7 +15,7 @@ from .scripted import RandomAgent
 
 __all__ = [
     "Agent", "LLMAgent", "OfflineReply", "OfflineRequest", "OptunaParams",
-    "ProviderError", "RandomAgent", "RandomSearchAgent", "RetryPolicy", "TPEAgent", "TPEParams",
+    "RandomAgent", "RandomSearchAgent", "TPEAgent", "TPEParams",
     "action_from_params", "available_agents", "make_agent", "offline_policies",
     "optuna_distributions", "register_agent", "register_offline_policy",
 ]

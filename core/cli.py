@@ -41,6 +41,10 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="LiteLLM model string for every agent of the scenario that uses a model "
                      "(kind llm, and any agent that names a model, e.g. oneshot_llm, evoalloc)")
     run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for the same agents as --model")
+    run.add_argument("--user-model", help="LiteLLM model string for the simulated user (env.kwargs.user, "
+                     "e.g. of ToolUse-v0), which becomes an LLM user")
+    run.add_argument("--judge-model", help="LiteLLM model string for every grader of the scenario that uses a "
+                     "model (e.g. llm_judge)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--retry-infra-errors", action="store_true",
                      help="run episodes recorded as infra_error again (old records kept aside)")
@@ -94,6 +98,8 @@ def _run(args: argparse.Namespace) -> int:
     from .scenario import load_scenario
 
     scenario = _override_llm_agents(load_scenario(args.scenario), args.model, args.api_base)
+    scenario = _override_user_model(scenario, args.user_model)
+    scenario = _override_judge_model(scenario, args.judge_model)
     backend = args.backend or scenario.runner.get("backend", "local")
     workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
     if workers < 0:
@@ -137,6 +143,46 @@ def _override_llm_agents(scenario: Any, model: str | None, api_base: str | None)
 
     raw = dict(scenario.raw, agents=[override(a) for a in scenario.raw["agents"]])
     return parse_scenario(raw, scenario.source)
+
+
+def _override_user_model(scenario: Any, model: str | None) -> Any:
+    """Apply --user-model: the env's simulated user (``env.kwargs.user``) becomes an LLM user."""
+    if model is None:
+        return scenario
+    kwargs = dict(scenario.raw["env"].get("kwargs") or {})
+    if "user" not in kwargs:
+        raise UserError(f"--user-model: scenario {scenario.name!r} names no simulated user (env.kwargs.user)")
+    user = kwargs["user"]
+    if isinstance(user, dict) and user.get("kind") == "llm":
+        kwargs["user"] = dict(user, model=model)
+    else:  # a scripted user: keep what an LLM user also takes
+        kept = {k: v for k, v in user.items() if k == "max_replies"} if isinstance(user, dict) else {}
+        kwargs["user"] = {"kind": "llm", "model": model, **kept}
+    from .scenario import parse_scenario
+
+    return parse_scenario(dict(scenario.raw, env=dict(scenario.raw["env"], kwargs=kwargs)), scenario.source)
+
+
+def _override_judge_model(scenario: Any, model: str | None) -> Any:
+    """Apply --judge-model to every grader of the scenario that has a ``model`` (an LLM judge)."""
+    if model is None:
+        return scenario
+    from rsigym.graders import get_grader
+
+    from .scenario import NamedSpec, parse_scenario
+
+    graders, judges = [], 0
+    for entry in scenario.raw.get("graders") or []:
+        spec = NamedSpec.parse(entry)
+        try:
+            judge = hasattr(get_grader(spec.name, **spec.params), "model")
+        except Exception:  # a bad grader entry: the scenario check names it
+            judge = False
+        judges += judge
+        graders.append({"name": spec.name, "params": dict(spec.params, model=model)} if judge else entry)
+    if not judges:
+        raise UserError(f"--judge-model: scenario {scenario.name!r} has no grader that uses a model (e.g. llm_judge)")
+    return parse_scenario(dict(scenario.raw, graders=graders), scenario.source)
 
 
 def _records_or_error(run_dir: Path) -> tuple[Path, list[Any]]:

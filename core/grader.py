@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, ClassVar, Literal, Protocol, runtime_checkable
 
-from rsigym.errors import UserError
-from rsigym.records import Grade, Trajectory
+from rsigym.errors import InfraError, UserError
+from rsigym.records import Grade, Trajectory, to_jsonable
 
 from .registry import GRADERS
 
@@ -94,6 +94,12 @@ def grade_record(grader: Grader, record: Trajectory, *,
     """
     try:
         grade = grader.grade(record)
+    except InfraError as exc:  # e.g. a judge's provider failed for good: not the record's fault
+        usage = getattr(exc, "usage", None)
+        return Grade(grader=grader.name, version=grader.version, score=None,
+                     details={"usage": to_jsonable(dataclasses.asdict(usage))} if usage is not None else {},
+                     params=grader_params(grader), source=source,
+                     error=f"infra_error: {type(exc).__name__}: {exc}")
     except Exception as exc:  # a failing grader is recorded, never fatal to the run
         return Grade(grader=grader.name, version=grader.version, score=None,
                      params=grader_params(grader), source=source,

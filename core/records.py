@@ -223,7 +223,9 @@ class Trajectory:
     final: FinalSnapshot | None = None
     termination: str = "agent_stop"
     error: str | None = None
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)  # the whole episode: every role below together
+    # LLM usage by role (agent, user, candidate_source, ...), for roles that called a model.
+    usage_by_role: dict[str, Usage] = field(default_factory=dict)
     grades: list[Grade] = field(default_factory=list)
     sandbox: dict[str, Any] | None = None
     started_at: str = field(default_factory=utc_now)
@@ -259,6 +261,7 @@ class Trajectory:
             final=FinalSnapshot.from_dict(data.get("final")),
             termination=data["termination"], error=data.get("error"),
             usage=Usage.from_dict(data.get("usage")),
+            usage_by_role={role: Usage.from_dict(u) for role, u in (data.get("usage_by_role") or {}).items()},
             grades=[Grade.from_dict(g) for g in data.get("grades") or []],
             sandbox=data.get("sandbox"), started_at=data.get("started_at", ""),
             finished_at=data.get("finished_at"), rsigym_version=data.get("rsigym_version", ""),

@@ -65,18 +65,29 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
     except Exception as exc:  # an env bug is not the agent's fault: infra_error, recorded
         record.termination, record.error = "infra_error", _short_error(exc)
     finally:
+        agent_usage = sum((s.usage for s in record.steps), record.usage_by_role.pop("agent", Usage()))
+        by_role = {"agent": agent_usage} if agent_usage.model_calls else {}
         if env is not None:
+            by_role.update(getattr(env.unwrapped, "llm_usage", None) or {})  # e.g. a simulated user
             record.sandbox = getattr(env.unwrapped, "sandbox_info", None)
             try:
                 env.close()
             except Exception as exc:
                 record.error = (record.error + "; " if record.error else "") + f"close: {_short_error(exc)}"
-    record.usage = sum((s.usage for s in record.steps), Usage())
+    record.usage_by_role = by_role
+    record.usage = sum((u for role, u in by_role.items() if role != "agent"), agent_usage)
     record.finished_at = utc_now()
     if record.termination != "infra_error":
         for grader_spec in spec.graders:
             record.grades.append(grade_record(_grader(grader_spec), record))
     return record
+
+
+def _charge_agent(record: Trajectory, exc: InfraError) -> None:
+    """Count the failed LLM attempts of an agent call that raised (they have no step to go in)."""
+    usage = getattr(exc, "usage", None)
+    if isinstance(usage, Usage):
+        record.usage_by_role["agent"] = record.usage_by_role.get("agent", Usage()) + usage
 
 
 def _jsonable_action(action: Any) -> Any:
@@ -97,7 +108,8 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
             "action_schema": getattr(env.unwrapped, "action_schema", None), "info": info,
             "tools": getattr(env.unwrapped, "tools", None), "rep": spec.rep,
         }, spec.seed)
-    except InfraError:
+    except InfraError as exc:
+        _charge_agent(record, exc)
         raise
     except Exception as exc:  # e.g. an optimiser given an action space it cannot search
         record.termination, record.error = "agent_error", _short_error(exc)
@@ -107,7 +119,8 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
         started = time.perf_counter()
         try:
             action = agent.act(observation)
-        except InfraError:
+        except InfraError as exc:
+            _charge_agent(record, exc)
             raise
         except Exception as exc:
             record.termination, record.error = "agent_error", _short_error(exc)
@@ -121,7 +134,8 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
         if observe is not None:  # optional feedback hook: optimisers learn from reward or info
             try:
                 observe(float(reward), next_observation, info)
-            except InfraError:
+            except InfraError as exc:
+                _charge_agent(record, exc)
                 raise
             except Exception as exc:
                 observe_error = _short_error(exc)

@@ -10,7 +10,9 @@ import numpy as np
 from gymnasium import spaces
 
 from rsigym.conditions import Condition
+from rsigym.records import Usage
 from rsigym.spaces import JsonActions, text_space
+
 from .catalog import get_domain, get_tasks, load_task
 from .conditions import TOOLUSE_CONDITIONS, identity_view
 from .domain import Task, open_episode_db, state_sha256
@@ -101,6 +103,12 @@ class ToolUseEnv(gym.Env[dict, dict]):
 
     def list_tasks(self, split: str | None = None) -> list[str]:
         return [t.task_id for t in get_tasks(self.domain.name, split)]
+
+    @property
+    def llm_usage(self) -> dict[str, Usage]:
+        """LLM usage of this episode by role (the simulated user's), for the runner's record."""
+        usage = getattr(self.user, "usage", None)
+        return {"user": usage} if isinstance(usage, Usage) else {}
 
     # -- gymnasium protocol -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
