@@ -269,7 +269,7 @@ class LocalSandbox:
                 return ExecResult("", f"{command[0]}: {exc.strerror}\n", code, False, time.monotonic() - started)
             out, err = CappedBuffer(self.limits.output_bytes), CappedBuffer(self.limits.output_bytes)
             try:
-                timed_out = pump_process(proc, args.stdin, started + args.timeout, out, err)
+                timed_out = pump_process(proc, args.stdin, started + args.timeout, out, err, keep_group=args.persist)
             finally:
                 if not args.persist or proc.returncode is None:
                     kill_marked([marker])
