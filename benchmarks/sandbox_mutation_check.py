@@ -38,7 +38,7 @@ def _drop_host_config(*keys: str) -> Callable[[], None]:
                 kwargs.pop(key, None)
             return original(self, *args, **kwargs)
 
-        ContainerApiMixin.create_host_config = create_host_config  # type: ignore[method-assign]
+        ContainerApiMixin.create_host_config = create_host_config
 
     return apply
 
@@ -54,7 +54,7 @@ def _pid1_as_exec_user() -> None:
         kwargs["user"] = NOBODY
         return original(self, *args, **kwargs)
 
-    ContainerApiMixin.create_container = create_container  # type: ignore[method-assign]
+    ContainerApiMixin.create_container = create_container
 
 
 def _exec_as_root() -> None:
@@ -66,7 +66,7 @@ def _exec_as_root() -> None:
 def _no_reset() -> None:
     from rsigym.sandbox.docker import DockerSandbox
 
-    DockerSandbox._reset = lambda self: None  # type: ignore[method-assign]
+    DockerSandbox._reset = lambda self: None
 
 
 def _no_reset_verification() -> None:
