@@ -34,6 +34,12 @@ def test_read_file_refuses_what_is_not_a_regular_file_at_once(any_sandbox, plant
     assert "answer.csv" in str(caught.value)
 
 
+def test_read_file_refuses_a_path_through_a_symlinked_dir_leading_out(any_sandbox):
+    assert any_sandbox.exec(["ln", "-s", "/etc", "conf"]).ok
+    with pytest.raises(SandboxError, match="outside"):
+        any_sandbox.read_file("conf/passwd")
+
+
 def test_read_file_follows_a_symlink_that_stays_in_the_work_dir(any_sandbox):
     assert any_sandbox.exec(["sh", "-c", "mkdir -p d && echo data > d/real && ln -s d/real link"]).ok
     assert any_sandbox.read_file("link") == b"data\n"
