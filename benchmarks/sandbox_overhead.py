@@ -120,7 +120,7 @@ def _print_table(medians: dict[str, float], runs: int) -> None:
     )  # fmt: skip
     if "release" in medians:
         table.add_row("pool release (reset + verify)", f"{medians['release']:.1f}", "", "", "context", "")
-    Console().print(table)
+    Console(width=120).print(table)
 
 
 if __name__ == "__main__":
