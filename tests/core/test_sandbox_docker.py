@@ -67,7 +67,9 @@ def own_sandbox(docker_client, sandbox_image):
 
 
 def live_processes(sb: DockerSandbox) -> list[str]:
-    result = sb.exec(PS)
+    # persist=True: no exec wrapper, so the list is PID 1 and the lister, and the kill at the
+    # end of the exec cannot hide what an earlier one left behind.
+    result = sb.exec(PS, persist=True)
     assert result.ok, result
     return json.loads(result.stdout)
 
