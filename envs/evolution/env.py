@@ -149,7 +149,6 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
             assert isinstance(self._sandbox_arg, str)
             self._sandbox = open_sandbox(self._sandbox_arg, EVOLUTION_LIMITS)
         self._evaluator = SandboxEvaluator(task, self._sandbox, self.timeout_s, cache=self.cache_evaluations)
-        self._evaluator.prepare()
         self.archive = Archive(self.tournament_size)
         self._spent = 0.0
         self._counts = {"full": 0, "partial": 0, "rest": 0, "discard": 0, "failed": 0}

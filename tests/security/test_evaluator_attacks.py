@@ -365,7 +365,7 @@ os._exit(0)
 '''.replace("MARK", RESULT_MARK)
     valid = evaluator.evaluate(claim.replace("RADII_EXPR", "r"), "full")
     assert valid.score == pytest.approx(GRID_SCORE, abs=1e-12), valid
-    overlapping = evaluator.evaluate(claim.replace("RADII_EXPR", "[0.3] * 26"), "full")
+    overlapping = evaluator.evaluate(claim.replace("RADII_EXPR", "r[:-1] + [0.1]"), "full")
     assert overlapping.score is None and "overlap" in overlapping.reason
 
 
