@@ -78,7 +78,6 @@ def _clear_dir(top, me, left):
 
 
 def _clear_ipc(me, left):
-    import ctypes
     libc = None
     for kind in ("shm", "sem", "msg"):
         try:
@@ -92,6 +91,7 @@ def _clear_ipc(me, left):
         for row in rows[1:]:
             if int(row[uid_col]) != me:
                 continue
+            import ctypes  # only when there is something to remove
             libc = libc or ctypes.CDLL(None, use_errno=True)
             ident = int(row[1])
             removed = {"shm": lambda: libc.shmctl(ident, 0, None), "sem": lambda: libc.semctl(ident, 0, 0),
