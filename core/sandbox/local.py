@@ -269,7 +269,7 @@ class LocalSandbox:
                 return ExecResult("", f"{command[0]}: {exc.strerror}\n", code, False, time.monotonic() - started)
             out, err = CappedBuffer(self.limits.output_bytes), CappedBuffer(self.limits.output_bytes)
             try:
-                timed_out = pump_process(proc, args.stdin, started + args.timeout, out, err)
+                timed_out = pump_process(proc, args.stdin, started + args.timeout, out, err, keep_group=args.persist)
             finally:
                 if not args.persist or proc.returncode is None:
                     kill_marked([marker])
@@ -332,9 +332,10 @@ class LocalSandbox:
             raise SandboxError(f"no such file in sandbox: {path!r} ({exc.strerror})") from exc
         except OSError as exc:
             raise SandboxError(f"read_file({path!r}) refused: {exc.strerror}") from exc
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise SandboxError(f"read_file({path!r}) refused: not a regular file")
         with os.fdopen(fd, "rb", buffering=0) as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise SandboxError(f"read_file({path!r}) refused: not a regular file")
             cap = self.limits.file_size_mb * 1024 * 1024
             chunks, size = [], 0
             while chunk := fh.read(1 << 20):
