@@ -134,7 +134,7 @@ def measure(task_name: str, args: Args) -> dict[str, Any]:
     docker_sandbox, bare = open_sandbox("docker", EVOLUTION_LIMITS), BareSubprocess()
     try:
         evaluators: dict[str, Any] = {"docker": SandboxEvaluator(task, docker_sandbox),
-                                      "bare": SandboxEvaluator(task, bare)}  # type: ignore[arg-type]
+                                      "bare": SandboxEvaluator(task, bare)}
         if task.harness_program is not None:
             evaluators["in_process"] = InProcessEvaluator(task, bare)
         seconds: dict[str, list[float]] = {name: [] for name in evaluators}

@@ -172,6 +172,9 @@ for place in {places!r}:
             fh.write("left behind")
     except OSError:
         pass
+os.makedirs(TOKEN + "-dir/inner", exist_ok=True)  # a directory locked against its removal
+open(TOKEN + "-dir/inner/x", "w").write("x")
+os.chmod(TOKEN + "-dir", 0)
 if {sysv!r}:
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
@@ -197,6 +200,8 @@ _seen = []
 for place in {places!r}:
     if os.path.exists(os.path.join(os.path.expanduser(place), TOKEN)):
         _seen.append("file in " + place)
+if os.path.lexists(TOKEN + "-dir"):
+    _seen.append("locked directory in the work dir")
 for pid in os.listdir("/proc"):
     if pid.isdigit() and int(pid) != os.getpid():
         try:
