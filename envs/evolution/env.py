@@ -68,7 +68,8 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
     ``{"kind": "llm", "model": ...}`` or a source object), ``budget`` (100), ``explore_p``
     (0.1), ``sandbox`` (``auto``, ``docker``, ``local`` or an open Sandbox, not closed by the
     env), ``tournament_size`` (3), ``timeout_s`` (overrides the task's), ``max_invalid_actions``,
-    ``cache_evaluations`` (True: deterministic results are cached on disk, see SandboxEvaluator).
+    ``cache_evaluations`` (True: deterministic results are cached on disk, on the docker provider only; see
+    SandboxEvaluator).
 
     ## Version History
     v0: initial version.
