@@ -164,7 +164,8 @@ def _agree(a: list[float | None], b: list[float | None]) -> bool:
 
 def main(args: Args) -> list[dict[str, Any]]:
     rows = [measure(task, args) for task in args.tasks]
-    table = Table(title=f"full evaluations per second, median of {args.evaluations} (bin packing: 30 x {args.items} items)")
+    title = f"full evaluations per second, median of {args.evaluations} (bin packing: 30 x {args.items} items)"
+    table = Table(title=title)
     columns = ("task", "docker pool evals/s", "bare subprocess evals/s", "ratio", "target", "verdict",
                "bare in-process evals/s", "online protocol cost", "same scores")
     for column in columns:

@@ -1,9 +1,10 @@
 """``circle_packing_26``: pack 26 disjoint circles in the unit square, maximising the sum of radii.
 
 A candidate defines ``pack()`` returning ``(centres, radii)``: 26 (x, y) pairs and 26 radii. The
-sandboxed runner only calls it and reports the packing; ``check_packing`` (host side) rejects non-finite values first, then a
-wrong count, negative radii, circles leaving the square and overlapping pairs, all with the one
-tolerance ``TOLERANCE``, and recomputes the sum of radii itself. Deterministic; full evaluation
+sandboxed runner only calls it and reports the packing; ``check_packing`` (host side) rejects
+non-finite values first, then a wrong count, negative radii, circles leaving the square and
+overlapping pairs, all with the one tolerance ``TOLERANCE``, and recomputes the sum of radii
+itself (a score the candidate reports is ignored). Deterministic; full evaluation
 only. References: the best published sums are about 2.635 (AlphaEvolve 2.635, later 2.63598);
 the seed program scores about 0.96.
 """

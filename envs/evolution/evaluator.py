@@ -155,8 +155,8 @@ class SandboxEvaluator:
         payload = parse_result(result_run.stdout)
         if payload is None:
             tail = " ".join((result_run.stderr or run.stderr).strip().splitlines()[-2:])[-300:]
-            return EvalResult(kind, None, f"no result (exit status {result_run.exit_code}){': ' + tail if tail else ''}",
-                              cost)
+            detail = f": {tail}" if tail else ""
+            return EvalResult(kind, None, f"no result (exit status {result_run.exit_code}){detail}", cost)
         if "error" in payload:
             return EvalResult(kind, None, str(payload["error"])[:500], cost)
         return self.task.score(kind, payload)

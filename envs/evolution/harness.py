@@ -130,7 +130,9 @@ def load_candidate():
 
 _left = clear_leftovers()
 # The tail reports this (as its task reports any failure) and does not run the candidate.
-LEFTOVERS = ("the sandbox could not be cleared of an earlier candidate's files: " + ", ".join(_left)[:300]) if _left else None
+LEFTOVERS = None
+if _left:
+    LEFTOVERS = "the sandbox could not be cleared of an earlier candidate's files: " + ", ".join(_left)[:300]
 '''
 
 

@@ -342,10 +342,10 @@ def test_an_offline_bin_packing_cannot_be_reported(sandbox):
     honest = evaluator.evaluate(task.seed_program, "full")  # first fit, as the attacker's priority()
     assert honest.ok, honest
     # the attack would pay: first-fit decreasing beats online first fit on these instances
-    items = task._items  # type: ignore[attr-defined]
-    ffd_bins = [int(_first_fit_decreasing(x, float(task.capacity)).max()) + 1 for x in items]  # type: ignore[attr-defined]
-    ffd_score = -float(np.mean([100.0 * (b - lb) / lb for b, lb in zip(ffd_bins, task.lower_bounds)]))  # type: ignore[attr-defined]
-    assert ffd_score > honest.score + 0.5  # type: ignore[operator]
+    binpack = task  # the BinPackingTask behind the protocol
+    ffd_bins = [int(_first_fit_decreasing(x, float(binpack.capacity)).max()) + 1 for x in binpack._items]
+    ffd_score = -float(np.mean([100.0 * (b - lb) / lb for b, lb in zip(ffd_bins, binpack.lower_bounds)]))
+    assert ffd_score > honest.score + 0.5
     attack = offline_packer(_roots(sandbox), TINY_BINPACK["instances"], sandbox.provider == "docker")
     for kind in ("full", "partial"):
         result = evaluator.evaluate(attack, kind)
