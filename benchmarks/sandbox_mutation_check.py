@@ -128,6 +128,7 @@ def _child(name: str, out_path: str) -> int:
 def main(only: list[str] | None = None) -> dict[str, list[str]]:
     """Run every mutation (or ``only`` these); print the table; return setting -> failed tests."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     names = only or list(MUTATIONS)
@@ -149,7 +150,7 @@ def main(only: list[str] | None = None) -> dict[str, list[str]]:
     for name in names:
         failed = results[name]
         short = [test.split("::", 1)[-1] for test in failed]
-        table.add_row(name, str(len(failed)), "yes" if failed else "NO", "\n".join(short))
+        table.add_row(name, str(len(failed)), "yes" if failed else "NO", escape("\n".join(short)))
     Console(width=200).print(table)
     return results
 

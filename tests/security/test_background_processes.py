@@ -8,6 +8,7 @@ a harness exec and a user exec on one sandbox never kill each other's processes.
 from __future__ import annotations
 
 import json
+import posixpath
 import threading
 import time
 
@@ -121,35 +122,36 @@ def test_killing_or_tracing_the_exec_wrapper_does_not_save_a_background_process(
     assert traced.stdout.split() == ["-1", "1"], traced  # EPERM
 
 
+def wait_for(path: str) -> list[str]:
+    """A command that waits (up to 60 s) for ``path`` to appear, then says it survived."""
+    return ["sh", "-c", f"i=0; while [ ! -e {path} ]; do sleep 0.1; i=$((i+1)); [ $i -gt 600 ] && exit 3; done; echo survived"]
+
+
 def test_harness_exec_survives_the_end_and_the_timeout_of_a_user_exec(any_sandbox):
     harness: dict[str, object] = {}
-
-    def run_harness() -> None:
-        harness["result"] = any_sandbox.exec(["sh", "-c", "sleep 4; echo survived"], as_user="harness", timeout=60)
-
-    thread = threading.Thread(target=run_harness)
+    go = posixpath.join(getattr(any_sandbox, "work_dir", "/work"), "go")
+    thread = threading.Thread(target=lambda: harness.update(r=any_sandbox.exec(wait_for(go), as_user="harness", timeout=90)))
     thread.start()
-    time.sleep(1.0)
+    time.sleep(0.5)
     assert any_sandbox.exec(["sh", "-c", "sleep 100 & true"]).ok  # its end kills the user's processes
     assert any_sandbox.exec(["sleep", "100"], timeout=1).timed_out  # its timeout kills them too
+    any_sandbox.write_files({"go": ""})
     thread.join()
-    result = harness["result"]
+    result = harness["r"]
     assert result.ok and result.stdout == "survived\n", result  # type: ignore[attr-defined]
 
 
 def test_user_exec_survives_the_end_and_the_timeout_of_a_harness_exec(any_sandbox):
     user: dict[str, object] = {}
-
-    def run_user() -> None:
-        user["result"] = any_sandbox.exec(["sh", "-c", "sleep 4; echo survived"], timeout=60)
-
-    thread = threading.Thread(target=run_user)
+    go = posixpath.join(any_sandbox.harness_dir, "go")
+    thread = threading.Thread(target=lambda: user.update(r=any_sandbox.exec(wait_for(go), timeout=90)))
     thread.start()
-    time.sleep(1.0)
+    time.sleep(0.5)
     assert any_sandbox.exec(["sh", "-c", "sleep 100 & true"], as_user="harness").ok
     assert any_sandbox.exec(["sleep", "100"], as_user="harness", timeout=1).timed_out
+    any_sandbox.write_files({"go": ""}, owner="harness")
     thread.join()
-    result = user["result"]
+    result = user["r"]
     assert result.ok and result.stdout == "survived\n", result  # type: ignore[attr-defined]
 
 
