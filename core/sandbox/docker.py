@@ -321,7 +321,7 @@ class DockerSandbox:
         if owner == "harness":
             self._harness_used = True
         user = IDENTITY_USERS[owner]
-        raw = self._raw_exec(["python3", "-c", EXTRACT], payload.getvalue(), 120.0, 65536, user=user, workdir=root)
+        raw = self._raw_exec(["python3", "-I", "-c", EXTRACT], payload.getvalue(), 120.0, 65536, user=user, workdir=root)
         if raw.timed_out or raw.exit_code != 0:
             detail = raw.stderr.decode(errors="replace").strip()
             raise SandboxError(f"write_files failed (exit {raw.exit_code}): {detail}")
@@ -375,8 +375,12 @@ class DockerSandbox:
         parts = [("user", self.limits.work_dir)] + ([("harness", HARNESS_DIR)] if self._harness_used else [])
         try:
             for identity, home in parts:
-                argv = ["python3", "-c", WIPE, home, "755", *SHARED_DIRS]
-                raw = self._raw_exec(argv, None, 30.0, 65536, user=IDENTITY_USERS[identity], kill_on_timeout=False)
+                # -I and cwd /: a module the user planted in the work dir (json.py, usercustomize.py)
+                # must not run inside the reset, nor inside the check below that runs as INIT.
+                argv = ["python3", "-I", "-c", WIPE, home, "755", *SHARED_DIRS]
+                raw = self._raw_exec(
+                    argv, None, 30.0, 65536, user=IDENTITY_USERS[identity], workdir="/", kill_on_timeout=False
+                )
                 if raw.exit_code != 0:
                     raise SandboxError(f"{identity} reset exit {raw.exit_code}")
                 if identity == "user":
@@ -386,7 +390,7 @@ class DockerSandbox:
         except SandboxError:
             self._restart()
         self._harness_used = False
-        raw = self._raw_exec(["python3", "-c", VERIFY, self.limits.work_dir], None, 30.0, 65536, user=INIT)
+        raw = self._raw_exec(["python3", "-I", "-c", VERIFY, self.limits.work_dir], None, 30.0, 65536, user=INIT, workdir="/")
         if raw.exit_code != 0:
             survivors = raw.stdout.decode(errors="replace").split("\n")
             raise SandboxError(f"reset left {', '.join(s for s in survivors if s)[:300] or raw.stderr[:300]!r}")

@@ -70,7 +70,8 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
     ``{"kind": "llm", "model": ...}`` or a source object), ``budget`` (100), ``explore_p``
     (0.1), ``sandbox`` (``auto``, ``docker``, ``local`` or an open Sandbox, not closed by the
     env), ``tournament_size`` (3), ``timeout_s`` (overrides the task's), ``max_invalid_actions``,
-    ``cache_evaluations`` (True: deterministic results are cached on disk, see SandboxEvaluator).
+    ``cache_evaluations`` (True: deterministic results are cached on disk, on the docker provider only; see
+    SandboxEvaluator).
 
     ## Version History
     v0: initial version.
@@ -157,7 +158,6 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
             assert isinstance(self._sandbox_arg, str)
             self._sandbox = open_sandbox(self._sandbox_arg, EVOLUTION_LIMITS)
         self._evaluator = SandboxEvaluator(task, self._sandbox, self.timeout_s, cache=self.cache_evaluations)
-        self._evaluator.prepare()
         self.archive = Archive(self.tournament_size)
         self._spent = 0.0
         self._counts = {"full": 0, "partial": 0, "rest": 0, "discard": 0, "failed": 0}
