@@ -9,6 +9,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from rsigym.action_limits import action_limit_error
+
 from ..spaces import TEXT_CHARSET, JsonActions, text_space
 from .evaluation import N_GROUPS, PENALTY, random_subsets, score_submission, validate_submission
 from .pools import POOL_NAMES, DataPool, PoolSpec, cached_scores, make_pool, warm_scores
@@ -156,10 +158,15 @@ class DataSelectionEnv(gym.Env[dict, Any]):
         if self._metrics is not None:
             raise RuntimeError("the episode has ended; call reset()")
         if isinstance(action, str):
+            limit_error = action_limit_error(action)  # before json.loads reads megabytes
+            if limit_error is not None:
+                return self._invalid_action(f"invalid action: {limit_error}")
             try:
                 action = json.loads(action)
             except json.JSONDecodeError as exc:
                 return self._invalid_action(f"the action is not JSON: {exc}")
+            except RecursionError:  # "[[[[...": json recurses once per level
+                return self._invalid_action("the action is not JSON: nested too deep")
         value, error = self._actions.parse(action)
         if value is None or error is not None:
             return self._invalid_action(error or "invalid action")

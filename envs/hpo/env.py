@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..spaces import JsonActions, text_space
+from ..spaces import JsonActions, clean_text, text_space
 from .render import observation_text
 from .space import ACTION_SCHEMA, Config, action_space, config_from_action
 
@@ -156,6 +156,7 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
     def _observation(self, error: str | None = None) -> dict[str, Any]:
         trials = [(c, v) for c, v, _ in self._history]
         best = min((v for _, v in trials), default=NRMSE_CAP)
+        error = clean_text(error, 1000) if error else error  # it may quote the agent's output
         return {"text": observation_text(self.description, self.budget, trials, error=error)[:20_000],
                 "best_val_nrmse": np.array(best, dtype=np.float64), "trials_left": np.int64(self.budget - len(trials))}
 

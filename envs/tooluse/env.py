@@ -9,8 +9,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rsigym.action_limits import action_limit_error, short_repr
+
 from ..conditions import Condition
-from ..spaces import JsonActions, text_space
+from ..spaces import JsonActions, clean_text, text_space
 from .catalog import get_domain, get_tasks, load_task
 from .conditions import TOOLUSE_CONDITIONS, identity_view
 from .domain import Task, open_episode_db, state_sha256
@@ -126,8 +128,12 @@ class ToolUseEnv(gym.Env[dict, dict]):
         if self._task is None:
             raise RuntimeError("call reset() before step()")
         self._turn += 1
-        action = self._from_typed(action)
-        value, error = (action, None) if self._plainly_valid(action) else self._actions.parse(action)
+        action, error = self._from_typed(action)
+        # limits first: the hand-made check below and jsonschema both recurse into the action
+        error = error or action_limit_error(action)
+        value: Any = None
+        if error is None:
+            value, error = (action, None) if self._plainly_valid(action) else self._actions.parse(action)
         if value is None or error is not None:  # a bad agent output is an observation
             self._invalid += 1
             over = self._invalid > self.max_invalid_actions
@@ -203,17 +209,29 @@ class ToolUseEnv(gym.Env[dict, dict]):
         return self._hash_cache[1]
 
     # -- views ------------------------------------------------------------------------------
-    def _from_typed(self, action: Any) -> Any:
-        """Map an action of the typed space onto the JSON forms (bad JSON stays a bad action)."""
+    def _from_typed(self, action: Any) -> tuple[Any, str | None]:
+        """Map an action of the typed space onto the JSON forms, or say why it is out of that
+        space (bad JSON arguments stay a bad action, for the schema check to word)."""
         if not (isinstance(action, dict) and "kind" in action and "message" in action):
-            return action
-        if int(action["kind"]) == 1:
-            return {"message": str(action["message"])}
+            return action, None
+        kind, tool = action["kind"], action.get("tool")
+        if not _is_index(kind, 2):
+            return None, f"invalid typed action: kind must be 0 (tool call) or 1 (message), got {short_repr(kind)}"
+        if int(kind) == 1:
+            if not isinstance(action["message"], str):
+                return None, f"invalid typed action: message must be text, got {short_repr(action['message'])}"
+            return {"message": str(action["message"])}, None
+        if not _is_index(tool, len(self._tool_order)):
+            return None, (f"invalid typed action: tool must be an index in 0..{len(self._tool_order) - 1}, "
+                          f"got {short_repr(tool)}")
+        text = action.get("arguments", "")
+        if not isinstance(text, str):
+            return None, f"invalid typed action: arguments must be JSON text, got {short_repr(text)}"
         try:
-            arguments = json.loads(str(action["arguments"]) or "{}")
-        except json.JSONDecodeError:
-            arguments = str(action["arguments"])
-        return {"tool": self.view.names[self._tool_order[int(action["tool"])]], "arguments": arguments}
+            arguments = json.loads(text or "{}")
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: "[[[[..." nested too deep
+            arguments = text
+        return {"tool": self.view.names[self._tool_order[int(tool)]], "arguments": arguments}, None
 
     def _opening(self) -> str:
         assert self._task is not None
@@ -224,7 +242,7 @@ class ToolUseEnv(gym.Env[dict, dict]):
                 f"User: {self._user_messages[0]}")
 
     def _observation(self, text: str, event: str) -> dict[str, Any]:
-        return {"text": text[:TEXT_LIMIT], "event": np.int64(EVENTS.index(event)), "turn": np.int64(min(self._turn, 9_999))}
+        return {"text": clean_text(text, TEXT_LIMIT), "event": np.int64(EVENTS.index(event)), "turn": np.int64(min(self._turn, 9_999))}
 
     def _info(self, error: str | None = None, termination: str | None = None) -> dict[str, Any]:
         info: dict[str, Any] = {"task_id": self._task.task_id if self._task else None, "turn": self._turn,
@@ -234,3 +252,8 @@ class ToolUseEnv(gym.Env[dict, dict]):
         if termination is not None:
             info["termination"] = termination
         return info
+
+
+def _is_index(value: Any, n: int) -> bool:
+    """``value`` is an integer (Python or numpy, not bool) in ``0..n-1``."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and 0 <= int(value) < n
