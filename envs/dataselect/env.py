@@ -10,6 +10,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from rsigym.action_limits import action_limit_error
+from rsigym.json_space import JsonText
 
 from ..spaces import TEXT_CHARSET, JsonActions, text_space
 from .evaluation import N_GROUPS, PENALTY, random_subsets, score_submission, validate_submission
@@ -117,9 +118,13 @@ class DataSelectionEnv(gym.Env[dict, Any]):
         self.render_mode = render_mode
         self.action_schema = ACTION_SCHEMA
         self._actions = JsonActions(ACTION_SCHEMA)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the schema)
+        self.example_actions: list[dict[str, Any]] = [
+            {"action": "stats"}, {"action": "inspect", "rows": [0, 1, 2]}, {"action": "search", "query": "the"}]
         self.observation_space = spaces.Dict({"text": text_space(TEXT_LENGTH),
                                               "actions_left": spaces.Discrete(self.max_actions + 1)})
-        self.action_space = text_space(4000)  # a JSON action as text (LLM agents send dicts)
+        # a JSON action as text (LLM agents send dicts); samples are valid actions, not noise
+        self.action_space = JsonText(ACTION_SCHEMA, 4000, TEXT_CHARSET)
         self._pool: DataPool | None = None
         self._workspace: AnalysisWorkspace | None = None
 

@@ -87,6 +87,8 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
         self.render_mode = render_mode
         self.action_schema = ACTION_SCHEMA
         self._actions = JsonActions(ACTION_SCHEMA)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the schema)
+        self.example_actions: list[dict[str, Any]] = [{"learning_rate": 1e-3, "optimizer": "adam", "loss": "mse"}]
         self.action_space = action_space()
         self.observation_space = spaces.Dict({
             "text": text_space(20_000),

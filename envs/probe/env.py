@@ -115,6 +115,8 @@ class ProbeEnv(gym.Env[dict, dict]):
             "additionalProperties": False,
         }
         self._actions = JsonActions(self.action_schema)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the schema)
+        self.example_actions: list[dict[str, Any]] = [{"guess": (self.low + self.high) // 2}]
         self._task: ProbeTask | None = None
 
     # -- task catalogue --------------------------------------------------------------------

@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from rsigym.action_limits import action_limit_error, short_repr
+from rsigym.json_space import sample_instance
 
 from ..conditions import Condition
 from ..spaces import JsonActions, clean_text, text_space
@@ -20,10 +21,34 @@ from .outputs import communicated
 from .toolkit import call_tool
 from .users import STOP, UserSimulator, make_user
 
-__all__ = ["ToolUseEnv", "EVENTS"]
+__all__ = ["ToolUseEnv", "TypedToolActions", "EVENTS"]
 
 EVENTS = ("start", "user", "tool", "error")
 TEXT_LIMIT = 100_000
+
+
+class TypedToolActions(spaces.Dict):
+    """``Dict(kind, tool, arguments, message)``: the typed form of a ToolUse action.
+
+    ``kind`` 0 is a tool call (``tool`` indexes the tools in their canonical order, ``arguments``
+    is JSON text), 1 a message. ``sample()`` draws arguments valid for the drawn tool's schema,
+    so a sampled tool call reaches the tool rather than failing on random characters.
+    """
+
+    def __init__(self, parameters: list[dict[str, Any]], seed: int | None = None) -> None:
+        super().__init__({
+            "kind": spaces.Discrete(2),  # 0: tool call, 1: message
+            "tool": spaces.Discrete(len(parameters)), "arguments": text_space(2000), "message": text_space(2000),
+        }, seed=seed)
+        self.parameters = parameters
+
+    def sample(self, mask: Any = None, probability: Any = None) -> dict[str, Any]:
+        action = super().sample(mask=mask, probability=probability)
+        if mask is None and probability is None:
+            arguments = json.dumps(sample_instance(self.parameters[int(action["tool"])], self.np_random))
+            if len(arguments) <= 2000:
+                action["arguments"] = arguments
+        return action
 
 
 class ToolUseEnv(gym.Env[dict, dict]):
@@ -87,6 +112,11 @@ class ToolUseEnv(gym.Env[dict, dict]):
              "additionalProperties": False, "properties": {"message": {"type": "string", "minLength": 1}}},
         ]}
         self._actions = JsonActions(self.action_schema)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the
+        # schema): a message, and a call of the first tool that needs no argument, if any
+        self.example_actions: list[dict[str, Any]] = [{"message": "Hello! How can I help you today?"}]
+        self.example_actions += [{"tool": self.view.names[t.name], "arguments": {}} for t in self.domain.tools
+                                 if not t.parameters.get("required")][:1]
         self._shown_names = frozenset(shown)
         self._tools_text = "\n".join(
             f"- {t['function']['name']}: {t['function']['description']} "
@@ -95,10 +125,7 @@ class ToolUseEnv(gym.Env[dict, dict]):
             "text": text_space(TEXT_LIMIT), "event": spaces.Discrete(len(EVENTS)),
             "turn": spaces.Discrete(10_000),
         })
-        self.action_space = spaces.Dict({
-            "kind": spaces.Discrete(2),  # 0: tool call, 1: message
-            "tool": spaces.Discrete(len(shown)), "arguments": text_space(2000), "message": text_space(2000),
-        })
+        self.action_space = TypedToolActions([self.domain.tool(name).parameters for name in self._tool_order])
         self._task: Task | None = None
 
     def list_tasks(self, split: str | None = None) -> list[str]:
@@ -157,7 +184,8 @@ class ToolUseEnv(gym.Env[dict, dict]):
         if type(action) is not dict:
             return False
         if len(action) == 2 and type(action.get("arguments")) is dict:
-            return action.get("tool") in self._shown_names and all(type(k) is str for k in action["arguments"])
+            tool = action.get("tool")  # a list here is unhashable: check the type before the set
+            return type(tool) is str and tool in self._shown_names and all(type(k) is str for k in action["arguments"])
         message = action.get("message")
         return len(action) == 1 and type(message) is str and len(message) > 0
 

@@ -28,7 +28,7 @@ from rsigym.action_limits import short_repr
 from rsigym.records import canonical_json
 
 __all__ = ["registered_env_ids", "env_variants", "make_env", "actions_for", "hostile_values",
-           "FuzzResult", "fuzz_env", "step_checked", "AnalyticTrials"]
+           "FuzzResult", "fuzz_env", "step_checked", "Episodes", "AnalyticTrials"]
 
 
 # -- which envs, made small ----------------------------------------------------------------------
@@ -258,7 +258,7 @@ def step_checked(env: gym.Env[Any, Any], action: Any) -> tuple[Any, float, bool,
     return observation, float(reward), terminated, truncated, info
 
 
-class _Episodes:
+class Episodes:
     """One env, reset with a fresh seed whenever an episode ends."""
 
     def __init__(self, env: gym.Env[Any, Any]) -> None:
@@ -276,7 +276,7 @@ class _Episodes:
 def fuzz_env(env_id: str, label: str, n_actions: int, *, keep_failures: int = 5) -> FuzzResult:
     """Step ``n_actions`` hypothesis-drawn actions through one env; count exceptions, never raise."""
     env = make_env(env_id, label)
-    episodes = _Episodes(env)
+    episodes = Episodes(env)
     result = FuzzResult(env_id, label)
 
     @settings(max_examples=n_actions, database=None, derandomize=True, deadline=None,
