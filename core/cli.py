@@ -101,6 +101,12 @@ def _run(args: argparse.Namespace) -> int:
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=not args.no_progress and sys.stderr.isatty(),
                            retry_infra_errors=args.retry_infra_errors)
+    if summary.bad_lines_moved:
+        print(f"rsigym: moved {summary.bad_lines_moved} unreadable lines of records.jsonl to "
+              "records.jsonl.bad (with their line numbers)", file=sys.stderr)
+    if summary.duplicate_keys:
+        print(f"rsigym: warning: {summary.duplicate_keys} records repeat an earlier record's episode key",
+              file=sys.stderr)
     print(f"{summary.total} episodes: {summary.skipped} already recorded, {summary.ran} run now, "
           f"{summary.infra_errors} infra errors; records in {summary.out_dir / 'records.jsonl'}")
     if summary.report:
@@ -138,16 +144,32 @@ def _override_llm_agents(scenario: Any, model: str | None, api_base: str | None)
     return parse_scenario(raw, scenario.source)
 
 
-def _records_or_error(run_dir: Path) -> tuple[Path, list[Any]]:
-    from .jsonl import read_records
+def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, list[Any]]:
+    """The records of a run folder. Unreadable lines are moved to ``records.jsonl.bad`` (said on
+    stderr); while a run is writing they are only skipped, unless the caller is about to rewrite
+    the file (regrade), which then fails with a clear line instead."""
+    from .jsonl import move_bad_lines, read_records, remove_stale_temporaries
     from .runner import RECORDS_FILE
 
     path = run_dir / RECORDS_FILE
     if not path.exists():
         raise UserError(f"no {RECORDS_FILE} in {run_dir}; is it a run folder?")
+    remove_stale_temporaries(path)
     result = read_records(path)
-    if result.bad_lines:
-        print(f"rsigym: warning: {len(result.bad_lines)} unreadable lines in {path} skipped", file=sys.stderr)
+    unreadable = len(result.bad_lines) + result.torn_tail
+    if unreadable:
+        try:
+            moved = move_bad_lines(path)
+            print(f"rsigym: moved {moved} unreadable lines of {path} to {path.name}.bad (with their line "
+                  "numbers)", file=sys.stderr)
+        except UserError:
+            if rewriting:
+                raise
+            print(f"rsigym: warning: {unreadable} unreadable lines in {path} skipped (not moved: another "
+                  "rsigym process is using the file)", file=sys.stderr)
+    if result.duplicate_keys:
+        print(f"rsigym: warning: {result.duplicate_keys} records repeat an earlier record's episode key",
+              file=sys.stderr)
     return path, result.records
 
 
@@ -182,7 +204,7 @@ def _regrade(args: argparse.Namespace) -> int:
             raise UserError(f"--param expects KEY=VALUE, got {item!r}")
         params[key] = yaml.safe_load(value)
     grader = get_grader(args.grader, **params)
-    path, records = _records_or_error(args.run_dir)
+    path, records = _records_or_error(args.run_dir, rewriting=True)
     graded = regrade(records, grader)
     rewrite_records(path, graded)
     scores = [r.grades[-1].score for r in graded]
