@@ -242,7 +242,7 @@ class ToolUseEnv(gym.Env[dict, dict]):
         space (bad JSON arguments stay a bad action, for the schema check to word)."""
         if not (isinstance(action, dict) and "kind" in action and "message" in action):
             return action, None
-        kind, tool = action["kind"], action.get("tool")
+        kind, tool = action["kind"], action.get("tool", -1)
         if not _is_index(kind, 2):
             return None, f"invalid typed action: kind must be 0 (tool call) or 1 (message), got {short_repr(kind)}"
         if int(kind) == 1:

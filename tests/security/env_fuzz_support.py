@@ -241,7 +241,8 @@ class FuzzResult:
     exceptions: int = 0
     error_observations: int = 0
     resets: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0       # wall time, drawing the actions included
+    step_seconds: float = 0.0  # inside env.step and env.reset only
     failures: list[str] = field(default_factory=list)  # the first few, with the action that caused them
 
 
@@ -284,15 +285,18 @@ def fuzz_env(env_id: str, label: str, n_actions: int, *, keep_failures: int = 5)
     @given(actions_for(env))
     def one(action: Any) -> None:
         result.actions += 1
+        started = time.perf_counter()
         try:
             info = episodes.step(action)
         except Exception as exc:  # counted, and the episode restarted
+            result.step_seconds += time.perf_counter() - started
             result.exceptions += 1
             episodes.done = True
             if len(result.failures) < keep_failures:
                 result.failures.append(f"{type(exc).__name__}: {str(exc)[:200]} <- {short_repr(action, 200)}\n"
                                        + "".join(traceback.format_tb(exc.__traceback__)[-3:]))
             return
+        result.step_seconds += time.perf_counter() - started
         result.error_observations += "error" in info
 
     started = time.perf_counter()
