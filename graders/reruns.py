@@ -16,7 +16,7 @@ from typing import Sequence
 from rsigym.records import Trajectory, canonical_json
 from rsigym.report import ReportSection, register_analysis
 
-from .stats import flip_rate, icc_oneway, minimum_detectable_difference, single_run_difference_sd
+from rsigym.stats import flip_rate, icc_oneway, minimum_detectable_difference, single_run_difference_sd
 from .trace import matches_condition, record_score
 from .trace_report import plot_name
 

@@ -21,7 +21,7 @@ import numpy as np
 from rsigym.records import Trajectory, canonical_json
 from rsigym.report import condition_label
 
-from .stats import TostResult, mcnemar_exact, paired_bootstrap_ci, tost_paired
+from rsigym.stats import TostResult, mcnemar_exact, paired_bootstrap_ci, tost_paired
 
 __all__ = [
     "BASELINE_NAMES", "Pair", "Pairs", "BehaviourDiff", "TaskDelta", "Effect", "RegradeEffect",

@@ -11,8 +11,7 @@ from gymnasium import spaces
 
 from rsigym.action_limits import action_limit_error
 from rsigym.json_space import JsonText
-
-from ..spaces import TEXT_CHARSET, JsonActions, text_space
+from rsigym.spaces import TEXT_CHARSET, JsonActions, text_space
 from .evaluation import N_GROUPS, PENALTY, random_subsets, score_submission, validate_submission
 from .pools import POOL_NAMES, DataPool, PoolSpec, cached_scores, make_pool, warm_scores
 from .workspace import AnalysisWorkspace

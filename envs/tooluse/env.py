@@ -10,10 +10,9 @@ import numpy as np
 from gymnasium import spaces
 
 from rsigym.action_limits import action_limit_error, short_repr
+from rsigym.conditions import Condition
 from rsigym.json_space import sample_instance
-
-from ..conditions import Condition
-from ..spaces import JsonActions, clean_text, text_space
+from rsigym.spaces import JsonActions, clean_text, text_space
 from .catalog import get_domain, get_tasks, load_task
 from .conditions import TOOLUSE_CONDITIONS, identity_view
 from .domain import Task, open_episode_db, state_sha256

@@ -10,7 +10,7 @@ from rsigym.graders import regrade
 from rsigym.graders.reruns import rerun_noise
 from rsigym.graders.trace import (BehaviourDiff, Effect, behaviour_diff, pair_records, paired_effect,
                                   regrade_effect, verdict)
-from rsigym.graders.stats import tost_paired
+from rsigym.stats import tost_paired
 from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory, episode_key
 from rsigym.report import write_report
 from rsigym.scenario import NamedSpec

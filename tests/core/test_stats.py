@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from rsigym.graders.stats import (flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference,
+from rsigym.stats import (flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference,
                                   ndcg_at_k, paired_bootstrap_ci, regret_at_k, single_run_difference_sd,
                                   spearman, tost_paired)
 
