@@ -144,10 +144,10 @@ def _override_llm_agents(scenario: Any, model: str | None, api_base: str | None)
     return parse_scenario(raw, scenario.source)
 
 
-def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, list[Any]]:
-    """The records of a run folder. Unreadable lines are moved to ``records.jsonl.bad`` (said on
-    stderr); while a run is writing they are only skipped, unless the caller is about to rewrite
-    the file (regrade), which then fails with a clear line instead."""
+def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, Any]:
+    """The path and ``ReadResult`` of a run folder's records. Unreadable lines are moved to
+    ``records.jsonl.bad`` (said on stderr); while a run is writing they are only skipped, unless
+    the caller is about to rewrite the file (regrade), which then fails with a clear line instead."""
     from .jsonl import move_bad_lines, read_records, remove_stale_temporaries
     from .runner import RECORDS_FILE
 
@@ -162,6 +162,7 @@ def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, 
             moved = move_bad_lines(path)
             print(f"rsigym: moved {moved} unreadable lines of {path} to {path.name}.bad (with their line "
                   "numbers)", file=sys.stderr)
+            result = read_records(path)  # the file as it is now, for a rewrite's size check
         except UserError:
             if rewriting:
                 raise
@@ -170,7 +171,7 @@ def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, 
     if result.duplicate_keys:
         print(f"rsigym: warning: {result.duplicate_keys} records repeat an earlier record's episode key",
               file=sys.stderr)
-    return path, result.records
+    return path, result
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -179,7 +180,7 @@ def _report(args: argparse.Namespace) -> int:
     from .report import write_report
     from .scenario import NamedSpec
 
-    _, records = _records_or_error(args.run_dir)
+    records = _records_or_error(args.run_dir)[1].records
     analyses: list[Any] = ["summary"]
     scenario_file = args.run_dir / "scenario.yaml"
     if scenario_file.exists():
@@ -204,9 +205,9 @@ def _regrade(args: argparse.Namespace) -> int:
             raise UserError(f"--param expects KEY=VALUE, got {item!r}")
         params[key] = yaml.safe_load(value)
     grader = get_grader(args.grader, **params)
-    path, records = _records_or_error(args.run_dir, rewriting=True)
-    graded = regrade(records, grader)
-    rewrite_records(path, graded)
+    path, result = _records_or_error(args.run_dir, rewriting=True)
+    graded = regrade(result.records, grader)
+    rewrite_records(path, graded, expected_size=result.size_bytes)
     scores = [r.grades[-1].score for r in graded]
     valid = [s for s in scores if s is not None]
     mean = f"{sum(valid) / len(valid):.3f}" if valid else "n/a"

@@ -42,6 +42,7 @@ class ReadResult:
 
     records: list[Trajectory] = field(default_factory=list)
     torn_tail: bool = False  # the last line had no newline and did not parse: a crash mid-write
+    size_bytes: int = 0      # the file's size when read: a rewrite checks that nothing was appended since
     bad_lines: list[int] = field(default_factory=list)  # 1-based numbers of other unreadable lines
 
     @property
@@ -69,6 +70,7 @@ def read_records(path: str | os.PathLike[str], *, strict: bool = False) -> ReadR
     if not path.exists():
         return result
     data = path.read_bytes()
+    result.size_bytes = len(data)
     lines = data.split(b"\n")
     ends_clean = data.endswith(b"\n") or not data
     for number, raw in enumerate(lines, start=1):
@@ -204,16 +206,23 @@ def _remove_stale(path: Path) -> list[str]:
     return done
 
 
-def rewrite_records(path: str | os.PathLike[str], records: list[Trajectory]) -> None:
+def rewrite_records(path: str | os.PathLike[str], records: list[Trajectory], *,
+                    expected_size: int | None = None) -> None:
     """Replace a records file atomically: write ``<file>.tmp``, fsync, rename over the file.
 
     Until the rename is on disk the old file also lives on as ``<file>.bak`` (a hard link, or a
     copy where links are not possible), so a process killed at any point loses nothing. Raises
-    ``UserError`` while a ``RecordWriter`` (a run) is appending to the file.
+    ``UserError`` while a ``RecordWriter`` (a run) is appending to the file, and when
+    ``expected_size`` (``ReadResult.size_bytes`` of the read the records came from) no longer
+    matches: records appended since then would be lost.
     """
     path = Path(path)
     with _exclusive(path):
         _remove_stale(path)
+        size = path.stat().st_size if path.exists() else 0
+        if expected_size is not None and size != expected_size:
+            raise UserError(f"{path} changed since it was read ({expected_size} -> {size} bytes: a run "
+                            "wrote to it); nothing was rewritten, run the command again")
         _replace(path, (record.to_json().encode("utf-8") + b"\n" for record in records))
 
 

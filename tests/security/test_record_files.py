@@ -218,3 +218,17 @@ def test_bad_file_is_appended_never_overwritten(tmp_path):
     text = (tmp_path / "records.jsonl.bad").read_bytes()
     assert b"2\tnull\n" in text and b"2\t[1]\n" in text and text.count(b"# ") == 2
     assert json.loads(path.read_bytes())["seed"] == 0
+
+
+def test_a_rewrite_never_drops_records_appended_after_the_read(tmp_path):
+    path = tmp_path / "records.jsonl"
+    rewrite_records(path, [make_record(0)])
+    read = read_records(path)
+    with RecordWriter(path) as writer:  # a run appends while a (slow) regrade grades
+        writer.write(make_record(1))
+    grown = path.read_bytes()
+    with pytest.raises(UserError, match="changed since it was read"):
+        rewrite_records(path, read.records, expected_size=read.size_bytes)
+    assert path.read_bytes() == grown
+    rewrite_records(path, read_records(path).records, expected_size=len(grown))  # a fresh read may
+    assert [r.seed for r in read_records(path)] == [0, 1]
