@@ -70,7 +70,7 @@ def _jsonable(value: Any, depth: int) -> Any:
     if depth > MAX_RECORD_DEPTH:
         raise TypeError(f"cannot store a value nested deeper than {MAX_RECORD_DEPTH} levels in a trajectory record")
     if isinstance(value, dict):
-        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+        return {_utf8(str(k)): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v, depth + 1) for v in value]
     if isinstance(value, (set, frozenset)):
@@ -86,11 +86,24 @@ def _jsonable(value: Any, depth: int) -> Any:
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
         # json cannot write an int of more than 4,300 digits; nothing in a record needs 1,000 bits
         raise TypeError(f"cannot store an integer of {value.bit_length()} bits in a trajectory record")
-    if value is None or isinstance(value, (str, int, bool)):
+    if isinstance(value, str):
+        return _utf8(value)
+    if value is None or isinstance(value, (int, bool)):
         return value
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     raise TypeError(f"cannot store a {type(value).__name__} in a trajectory record: {short_repr(value)}")
+
+
+def _utf8(text: str) -> str:
+    """``text``, with lone surrogates (which no UTF-8 file can hold) replaced by ``?``."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:  # e.g. "\ud800" from an agent: the record line would not encode
+        return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def canonical_json(value: Any) -> str:

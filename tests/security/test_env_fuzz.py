@@ -16,6 +16,7 @@ import pytest
 import rsigym.envs  # noqa: F401
 from rsigym.action_limits import ActionLimits, action_limit_error, short_repr
 from rsigym.agents.base import register_agent
+from rsigym.jsonl import RecordWriter, read_records
 from rsigym.records import AgentSpec, EnvRef, Usage, canonical_json, to_jsonable
 from rsigym.runner import run_episode
 from rsigym.scenario import EpisodeSpec
@@ -27,6 +28,8 @@ def nested(depth: int, kind: str = "list") -> Any:
         value = [value] if kind == "list" else {"k": value}
     return value
 
+
+SURROGATE = {"message": "\ud800 a lone surrogate"}  # valid to the env; its record line must still encode
 
 # The review's crashing actions on ToolUse-v0 (240 retail and 204 airline crashes in 2,000).
 REVIEW_ATTACKS = [
@@ -44,6 +47,7 @@ REVIEW_ATTACKS = [
     {"tool": "get_order_details", "arguments": {"order_id": nested(1000)}},
     {"tool": "get_order_details", "arguments": {"order_id": 10**5000}},
     nested(1000), nested(1000, "dict"), 10**5000, None, object(),
+    SURROGATE,
 ]
 
 
@@ -53,6 +57,8 @@ def test_review_attacks_are_error_observations_and_snapshot_serialises(domain, a
     env = gym.make("rsigym/ToolUse-v0", domain=domain, max_invalid_actions=100).unwrapped
     env.reset(seed=0)
     observation, reward, terminated, truncated, info = env.step(attack)
+    if attack is SURROGATE:  # a message the user can read; only its record line is at stake
+        return
     assert "error" in info and info["invalid_actions"] + len(env.snapshot()["tool_calls"]) >= 1
     assert observation["event"] == 3 and env.observation_space.contains(observation)
     assert len(info["error"]) <= 1000  # the message quotes the action, cut
@@ -134,13 +140,24 @@ class HostileAgent:
 register_agent("test_hostile_actions")(HostileAgent)
 
 
-def test_runner_records_hostile_actions_as_agent_error_not_infra_error():
-    env = EnvRef("rsigym/ToolUse-v0", {"domain": "retail", "max_invalid_actions": len(REVIEW_ATTACKS) - 1},
+def test_runner_records_hostile_actions_as_agent_behaviour_not_infra_error(tmp_path):
+    env = EnvRef("rsigym/ToolUse-v0", {"domain": "retail", "max_invalid_actions": len(REVIEW_ATTACKS)},
                  "retail-000", None)
     record = run_episode(EpisodeSpec("0" * 32, env, AgentSpec("hostile", "test_hostile_actions"), 0, 0, 100))
-    assert record.termination == "agent_error", record.error
-    assert len(record.steps) >= len(REVIEW_ATTACKS)  # a call of a real tool is a tool error, not an invalid action
-    assert all("error" in step.info for step in record.steps)
-    line = record.to_json()  # the whole record, hostile actions included, is one JSON line
-    assert len(line) < 20_000_000 and json.loads(line)["termination"] == "agent_error"
+    # the last attack is a message the scripted user answers by ending the conversation
+    assert record.termination == "user_stop", record.error
+    assert len(record.steps) == len(REVIEW_ATTACKS)
+    assert all("error" in step.info for step in record.steps[:-1]) and "error" not in record.steps[-1].info
+    with RecordWriter(tmp_path / "records.jsonl") as writer:  # hostile actions included, one UTF-8 line
+        writer.write(record)
+    (again,) = read_records(tmp_path / "records.jsonl").records
+    assert again.termination == "user_stop" and len(again.steps) == len(record.steps)
+    assert again.steps[-1].action == {"message": "? a lone surrogate"}
     assert record.final is not None
+
+
+def test_invalid_actions_past_the_limit_end_as_agent_error(tmp_path):
+    env = EnvRef("rsigym/ToolUse-v0", {"domain": "retail", "max_invalid_actions": 3}, "retail-000", None)
+    record = run_episode(EpisodeSpec("1" * 32, env, AgentSpec("hostile", "test_hostile_actions"), 0, 0, 100))
+    assert record.termination == "agent_error" and len(record.steps) == 4
+    assert record.steps[-1].info["termination"] == "agent_error"
