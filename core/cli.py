@@ -108,6 +108,12 @@ def _run(args: argparse.Namespace) -> int:
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=not args.no_progress and sys.stderr.isatty(),
                            retry_infra_errors=args.retry_infra_errors)
+    if summary.bad_lines_moved:
+        print(f"rsigym: moved {summary.bad_lines_moved} unreadable lines of records.jsonl to "
+              "records.jsonl.bad (with their line numbers)", file=sys.stderr)
+    if summary.duplicate_keys:
+        print(f"rsigym: warning: {summary.duplicate_keys} records repeat an earlier record's episode key",
+              file=sys.stderr)
     print(f"{summary.total} episodes: {summary.skipped} already recorded, {summary.ran} run now, "
           f"{summary.infra_errors} infra errors; records in {summary.out_dir / 'records.jsonl'}")
     if summary.report:
@@ -167,8 +173,7 @@ def _override_judge_model(scenario: Any, model: str | None) -> Any:
     """Apply --judge-model to every grader of the scenario that has a ``model`` (an LLM judge)."""
     if model is None:
         return scenario
-    from rsigym.graders import get_grader
-
+    from .grader import get_grader
     from .scenario import NamedSpec, parse_scenario
 
     graders, judges = [], 0
@@ -185,17 +190,34 @@ def _override_judge_model(scenario: Any, model: str | None) -> Any:
     return parse_scenario(dict(scenario.raw, graders=graders), scenario.source)
 
 
-def _records_or_error(run_dir: Path) -> tuple[Path, list[Any]]:
-    from .jsonl import read_records
+def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, Any]:
+    """The path and ``ReadResult`` of a run folder's records. Unreadable lines are moved to
+    ``records.jsonl.bad`` (said on stderr); while a run is writing they are only skipped, unless
+    the caller is about to rewrite the file (regrade), which then fails with a clear line instead."""
+    from .jsonl import move_bad_lines, read_records, remove_stale_temporaries
     from .runner import RECORDS_FILE
 
     path = run_dir / RECORDS_FILE
     if not path.exists():
         raise UserError(f"no {RECORDS_FILE} in {run_dir}; is it a run folder?")
+    remove_stale_temporaries(path)
     result = read_records(path)
-    if result.bad_lines:
-        print(f"rsigym: warning: {len(result.bad_lines)} unreadable lines in {path} skipped", file=sys.stderr)
-    return path, result.records
+    unreadable = len(result.bad_lines) + result.torn_tail
+    if unreadable:
+        try:
+            moved = move_bad_lines(path)
+            print(f"rsigym: moved {moved} unreadable lines of {path} to {path.name}.bad (with their line "
+                  "numbers)", file=sys.stderr)
+            result = read_records(path)  # the file as it is now, for a rewrite's size check
+        except UserError:
+            if rewriting:
+                raise
+            print(f"rsigym: warning: {unreadable} unreadable lines in {path} skipped (not moved: another "
+                  "rsigym process is using the file)", file=sys.stderr)
+    if result.duplicate_keys:
+        print(f"rsigym: warning: {result.duplicate_keys} records repeat an earlier record's episode key",
+              file=sys.stderr)
+    return path, result
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -204,7 +226,7 @@ def _report(args: argparse.Namespace) -> int:
     from .report import write_report
     from .scenario import NamedSpec
 
-    _, records = _records_or_error(args.run_dir)
+    records = _records_or_error(args.run_dir)[1].records
     analyses: list[Any] = ["summary"]
     scenario_file = args.run_dir / "scenario.yaml"
     if scenario_file.exists():
@@ -229,9 +251,9 @@ def _regrade(args: argparse.Namespace) -> int:
             raise UserError(f"--param expects KEY=VALUE, got {item!r}")
         params[key] = yaml.safe_load(value)
     grader = get_grader(args.grader, **params)
-    path, records = _records_or_error(args.run_dir)
-    graded = regrade(records, grader)
-    rewrite_records(path, graded)
+    path, result = _records_or_error(args.run_dir, rewriting=True)
+    graded = regrade(result.records, grader)
+    rewrite_records(path, graded, expected_size=result.size_bytes)
     scores = [r.grades[-1].score for r in graded]
     valid = [s for s in scores if s is not None]
     mean = f"{sum(valid) / len(valid):.3f}" if valid else "n/a"

@@ -72,8 +72,11 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
             else:
                 scores[rule][cell].append(float(grade.score))
 
+    repeats = sum(n - 1 for n in Counter(r.episode_key for r in records).values())
     lines = [f"{len(records)} episodes. Scores: mean and {confidence:.0%} bootstrap CI "
-             "(percentile, 2000 resamples, seed 0); infra errors are not scored.", ""]
+             "(percentile, 2000 resamples, seed 0); infra errors are not scored."
+             + (f" {repeats} records repeat an earlier record's episode key (each one counted)." if repeats else ""),
+             ""]
     plots = []
     for (grader, version, params), cells in sorted(scores.items()):
         lines += [f"### {grader} (v{version}{', ' + params if params else ''})", "",
@@ -92,6 +95,8 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
         lines.append(f"| {agent} | {condition} | " + " | ".join(str(counts[t]) for t in all_terms) + " |")
     infra = sum(c["infra_error"] for c in terminations.values())
     verdict = (f"{len(records)} episodes, {infra} infra errors" if records else "no records")
+    if repeats:
+        verdict += f", {repeats} repeated episode keys"
     return ReportSection("Summary", "\n".join(lines), verdict, [p for p in plots if p])
 
 

@@ -12,6 +12,7 @@ import time
 import traceback
 from typing import Any
 
+from rsigym.action_limits import short_repr
 from rsigym.errors import InfraError
 from rsigym.records import FinalSnapshot, Step, Trajectory, Usage, to_jsonable, utc_now
 
@@ -93,8 +94,8 @@ def _charge_agent(record: Trajectory, exc: InfraError) -> None:
 def _jsonable_action(action: Any) -> Any:
     try:
         return to_jsonable(action)
-    except TypeError:  # an agent may emit anything; the record keeps its text
-        return repr(action)
+    except TypeError:  # an agent may emit anything, even a list 10,000 deep: the record keeps its text
+        return short_repr(action, 2000)
 
 
 def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:

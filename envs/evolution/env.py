@@ -124,6 +124,9 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
             "required": ["decision"], "additionalProperties": False,
         }
         self._actions = JsonActions(self.action_schema)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the schema)
+        self.example_actions: list[dict[str, Any]] = [
+            {"decision": "full", "rationale": "its parent scored well"}, {"decision": "discard"}, {"decision": 2}]
         self._task: EvolutionTask | None = None
         self._llm_usage = Usage()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import sqlite3
 from typing import Any, Callable
@@ -113,14 +114,17 @@ def calculate(db: sqlite3.Connection, expression: str) -> float:
         raise ToolError(f"expression is longer than {_MAX_EXPRESSION_CHARS} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         raise ToolError(f"cannot parse expression {expression!r}") from None
     try:
-        return round(float(_evaluate(tree)), 2)
+        result = float(_evaluate(tree))
     except ZeroDivisionError:
         raise ToolError(f"division by zero in {expression!r}") from None
     except OverflowError:
         raise ToolError(f"the result of {expression!r} is too large") from None
+    if not math.isfinite(result):  # 1e308 * 10 is inf, inf - inf is nan: no JSON number says so
+        raise ToolError(f"the result of {expression!r} is too large")
+    return round(result, 2)
 
 
 @tool("read")
