@@ -118,9 +118,9 @@ def feedback_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents: S
 
 def adaptation_names() -> list[str]:
     """The env's task ids: its twelve source-to-target adaptations."""
-    from .conditions import CONDITIONS  # the one place this module names the adaptation table
+    from .adaptations import ADAPTATIONS  # the one place this module names the adaptation table
 
-    return list(CONDITIONS)
+    return list(ADAPTATIONS)
 
 
 def swapped_description(task: str) -> str:
