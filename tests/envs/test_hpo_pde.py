@@ -308,7 +308,8 @@ def test_advection_data_are_cell_averages_of_the_exact_shift_kinks_included(cach
     assert (params.take_abs | params.use_window).any()  # the draw holds kinked or windowed profiles
     for index, time in enumerate(splits.t):
         reference = coarsen(params.cell_averages(512, shift=4.0 * time, nodes=8), 16)   # finer, other nodes
-        np.testing.assert_allclose(splits.test[:, index], reference, atol=2e-4)
+        # 4 Gauss nodes on 128 cells: ~4e-4 where a cell straddles a kink of |sin| (3e-6 relative at 1024)
+        np.testing.assert_allclose(splits.test[:, index], reference, atol=1e-3)
     # a whole-period shift returns the initial averages exactly (the profile is periodic)
     np.testing.assert_allclose(params.cell_averages(64, shift=3.0), params.cell_averages(64), atol=1e-12)
     # the solver from the same averages is close, but not equal: the data no longer carry its error

@@ -232,7 +232,7 @@ def test_benchmark_smoke_run(capsys):
     import hpo_trial
 
     results = hpo_trial.main(hpo_trial.Args(preset="tiny", configs=2, skip_paper=True, estimate_steps=2,
-                                            conditions=(ADAPTATION,), learning_rates=(1e-2,)))
+                                            adaptations=(ADAPTATION,), learning_rates=(1e-2,)))
     assert results["timing"]["tiny/1"] > 0 and results["timing"]["tiny/estimated"] > 0
     assert set(results["adaptation"]) == {ADAPTATION} and set(results["sources"]) == {s.key for s in SOURCES}
     out = capsys.readouterr().out
