@@ -297,7 +297,7 @@ def regrade_effect(pairs: Sequence[Pair], original_grader: str, regrade_grader: 
                    margin: float = 0.10, confidence: float = 0.95, seed: int = 0) -> RegradeEffect:
     """Paired effect under ``regrade_grader`` next to ``original_grader``, with a flip table.
 
-    Reads grades already in the records (``rsigym.graders.regrade`` or live grading writes
+    Reads grades already in the records (``rsigym.regrade`` or live grading writes
     them). When both names are the same, the original is the latest live grade and the regrade
     the latest ``source="regrade"`` grade. ``flips[side]["pass->fail"]`` counts records of that
     side (baseline, treatment) passing under the original and failing under the regrade.
