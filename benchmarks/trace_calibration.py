@@ -127,8 +127,9 @@ def cases() -> list[Case]:
     out.append(Case("infra errors hide 10 of 40 tasks", "withheld", infra, "paraphrase_descriptions"))
     out += _llm_like_cases()
     # The regrade that does not close the drop: -0.08 with a CI reaching -0.2, while 60% of the
-    # tasks behave differently (noise reference: identical reruns, which agree).
-    out.append(Case("regrade -0.08, 60% behave differently", "mixed", _paired(
+    # tasks behave differently (identical reruns agree). The grader part (-0.40) is clear; the
+    # behaviour part is neither excluded nor shown on 25 tasks: not an artifact, not yet mixed.
+    out.append(Case("regrade -0.08, 60% behave differently", "inconclusive", _paired(
         25, 2, RENAME, lambda i, r: (_am(1, 1), _am(0 if i < 12 else 1, 0 if 10 <= i < 12 else 1),
                                      0, 1 if i >= 10 else 0, "db-x" if 10 <= i < 12 else "db-gold")),
         "rename_tools", "action_match", "action_match_mapped"))
@@ -179,14 +180,14 @@ def _llm_like_cases() -> list[Case]:
 
 
 def judge(case: Case) -> str:
-    """The verdict of today's code on a case."""
-    from rsigym.graders.trace import behaviour_diff, pair_records, paired_effect, regrade_effect, verdict
+    """The verdict of the TRACE code on a case: one agent, noise from its baseline reruns."""
+    from rsigym.graders.trace import pair_records, rerun_behaviour
+    from rsigym.graders.trace_verdict import attribute
 
     pairs = pair_records(case.records, "identity", case.treatment)
-    effect = paired_effect(pairs, case.grader)
-    regrade = regrade_effect(pairs, case.grader, case.regrade) if case.regrade else None
-    return verdict(effect, [behaviour_diff(p) for p in pairs], regrade,
-                   positive_control=case.positive_control).label
+    noise = rerun_behaviour(case.records, "identity", "agent")
+    return attribute(pairs, case.grader, agent="agent", regrade_grader=case.regrade, noise=noise,
+                     positive_control=case.positive_control).verdict.label
 
 
 def main() -> tuple[int, int]:

@@ -4,7 +4,9 @@ import pytest
 
 from rsigym.envs.tooluse import get_domain, get_tasks
 from rsigym.graders.reruns import rerun_noise
-from rsigym.graders.trace import behaviour_diff, pair_records, paired_effect, regrade_effect, verdict
+from rsigym.graders.trace import behaviour_diff, pair_records, rerun_behaviour
+from rsigym.graders.trace_effects import paired_effect, regrade_effect
+from rsigym.graders.trace_verdict import attribute
 from rsigym.jsonl import read_records
 from rsigym.runner import RECORDS_FILE, run_scenario
 from rsigym.scenario import parse_scenario
@@ -50,7 +52,20 @@ def test_role_binding_under_rename_is_a_measurement_artifact(records, capsys):
     assert not any(d.changed for d in diffs)
     regraded = regrade_effect(pairs, "action_match", "action_match_mapped")
     assert round(regraded.delta, 3) == 0.000 and regraded.original.delta == effect.delta
-    assert verdict(effect, diffs, regraded).label == "measurement artifact"
+    assert (effect.n, effect.n_pairs) == (25, 50)  # the task is the unit
+    result = attribute(pair_records(records, "identity", "rename_tools"), "action_match", agent="role_binding",
+                       regrade_grader="action_match_mapped", noise=rerun_behaviour(records, "identity", "role_binding"))
+    assert result.verdict.label == "measurement artifact"
+
+
+def test_description_reader_under_rename_is_mixed(records):
+    result = attribute(pair_records(records, "identity", "rename_tools"), "action_match",
+                       agent="description_reader", regrade_grader="action_match_mapped",
+                       noise=rerun_behaviour(records, "identity", "description_reader"))
+    assert result.verdict.label == "mixed"
+    assert result.effect.delta == pytest.approx(-0.48)
+    assert result.grader_part.estimate == pytest.approx(-0.32) and result.grader_part.ci_high < 0
+    assert result.behaviour_part.estimate == pytest.approx(-0.16) and result.behaviour_part.ci_high < 0
 
 
 def test_name_bound_under_rename_is_a_behaviour_change(records):
@@ -59,14 +74,18 @@ def test_name_bound_under_rename_is_a_behaviour_change(records):
     assert db.delta < -0.1
     diffs = [behaviour_diff(p) for p in pairs]
     assert sum(d.changed for d in diffs) == round(rename_share() * len(pairs))
-    assert verdict(db, diffs).label == "behaviour change"
+    result = attribute(pair_records(records, "identity", "rename_tools"), "db_state", agent="name_bound",
+                       noise=rerun_behaviour(records, "identity", "name_bound"))
+    assert result.verdict.label == "behaviour change" and result.behaviour.noise == 0.0
 
 
 def test_misleading_names_positive_control_is_detected(records):
     pairs = agent_pairs(records, "description_reader", "misleading_names")
     effect = paired_effect(pairs, "reward")
     assert effect.delta <= -0.2
-    assert verdict(effect, [behaviour_diff(p) for p in pairs], positive_control=True).label == "detected"
+    result = attribute(pair_records(records, "identity", "misleading_names"), "reward",
+                       agent="description_reader", positive_control=True)
+    assert result.verdict.label == "detected"
 
 
 def test_identical_reruns_of_scripted_agents_never_flip(records):
