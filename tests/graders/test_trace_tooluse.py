@@ -1,6 +1,8 @@
 """TRACE on the controlled retail split, end to end: the issue's reproduction as tests."""
 
+import numpy as np
 import pytest
+from scipy.stats import binomtest
 
 from rsigym.envs.tooluse import get_domain, get_tasks
 from rsigym.graders.reruns import rerun_noise
@@ -102,3 +104,22 @@ def test_seeded_error_rate_gives_the_implied_flip_rate(tmp_path):
     noise = rerun_noise(recs, "reward")
     implied = 2 * p * (1 - p)  # two reruns disagree when exactly one of them slips
     assert noise.flip_ci_low <= implied <= noise.flip_ci_high, (noise.flip_rate, noise.flip_ci_low, noise.flip_ci_high)
+
+
+def test_error_rate_gives_paired_deltas_of_the_expected_variance(tmp_path):
+    # both arms of a pair slip independently with p: a delta is +-1 with probability 2p(1 - p)
+    p = 0.3
+    recs = battery(tmp_path, [{"kind": "role_binding", "params": {"error_rate": p}}],
+                   ["identity", "paraphrase_descriptions"], reps=4)
+    pairs = pair_records(recs, "identity", "paraphrase_descriptions")
+    deltas = [pair.treatment.grades[-1].score - pair.baseline.grades[-1].score for pair in pairs]
+    assert len(deltas) == 100 and set(deltas) <= {-1.0, 0.0, 1.0}
+    expected = 2 * p * (1 - p)  # 0.42; the old seeding (no condition in the key) gave 0
+    discordant = sum(d != 0 for d in deltas)
+    low, high = binomtest(discordant, len(deltas)).proportion_ci(0.99, method="wilson")
+    assert low <= expected <= high, (discordant, low, high)
+    variance = float(np.var(deltas, ddof=1))
+    assert abs(variance - expected) < 0.15, variance  # ~3.5 SE of a sample variance of 100 such deltas
+    # and the TRACE verdict sees noise, not an effect: within the margin or indistinguishable
+    result = attribute(pairs, "reward", agent="role_binding", noise=rerun_behaviour(recs, "identity", "role_binding"))
+    assert result.verdict.label in {"no effect", "indistinguishable from noise"}, result.verdict.sentence
