@@ -342,6 +342,10 @@ def test_rerun_noise_identical_and_constructed():
     assert noisy.sd_single_run_difference == pytest.approx(math.sqrt(5 / 9))
     assert noisy.mdd == pytest.approx(1.205609, abs=1e-5)
     assert noisy.per_task["a"][0] == pytest.approx(2 / 3) and noisy.per_task["b"][0] == 0.0
+    # per task: a and c flip, b does not; pass^k over the tasks with >= k reruns
+    assert noisy.task_flip_share == pytest.approx(2 / 3)
+    assert noisy.pass_hat_k[1] == pytest.approx((2 / 3 + 1 + 0.5) / 3)
+    assert noisy.pass_hat_k[2] == pytest.approx(0.5) and set(noisy.pass_hat_k) == {1, 2, 3, 4}
     # a condition filter and infra errors leave records out
     mixed = rerun_records({"a": [1.0, 0.0]}) + rerun_records({"a": [1.0, 1.0]}, RENAME)
     assert rerun_noise(mixed, "reward", condition="none").flip_rate == 1.0
@@ -378,7 +382,9 @@ def test_registered_analyses_write_markdown_and_plots(tmp_path):
     # in 12 tasks, which is not enough to bound a possible effect within 0.10 without assumptions
     assert "**scripted / rename_tools: indistinguishable from noise.**" in text
     assert "**scripted / hide_cancel: behaviour change.**" in text
-    assert "| llm | 2 | 0.500 |" in text  # reruns: 1 of 2 rerun pairs flips
+    # reruns, per agent and condition: 1 of 2 rerun pairs flips, 1 of 2 tasks; pass^1 3/4, pass^2 1/2
+    assert "| llm | none | 2 | 0.500 |" in text and "| 0.500 | [" in text
+    assert "| scripted | rename_tools" not in text.split("## Rerun noise")[1]  # no reruns there
     # the default trace section gets the plain plot name, the other one a suffix: no overwrite
     plots = sorted(p.name for p in tmp_path.glob("trace_*.png"))
     assert len(plots) == 3 and "trace_effects.png" in plots and "trace_flip_rates.png" in plots
