@@ -123,3 +123,22 @@ def test_error_rate_gives_paired_deltas_of_the_expected_variance(tmp_path):
     # and the TRACE verdict sees noise, not an effect: within the margin or indistinguishable
     result = attribute(pairs, "reward", agent="role_binding", noise=rerun_behaviour(recs, "identity", "role_binding"))
     assert result.verdict.label in {"no effect", "indistinguishable from noise"}, result.verdict.sentence
+
+
+def test_replication_split_is_fresh_and_replicates_the_artifact(tmp_path):
+    controlled, fresh = get_tasks("retail", "controlled"), get_tasks("retail", "replication")
+    assert len(fresh) == 48 and not {t.task_id for t in fresh} & {t.task_id for t in controlled}
+    assert {t.template for t in fresh} <= {t.template for t in controlled}
+    assert all(t.split == "test" for t in fresh)
+    with pytest.raises(ValueError, match="replication"):
+        get_tasks("retail", "nope")
+    scenario = parse_scenario({
+        "name": "replication-test", "env": {"id": "rsigym/ToolUse-v0", "kwargs": {"domain": "retail"}},
+        "tasks": {"split": "replication"}, "conditions": ["identity", "rename_tools"],
+        "agents": [{"kind": "role_binding"}], "seeds": [0], "reps": 1, "max_steps": 30, "graders": GRADERS})
+    run_scenario(scenario, tmp_path, workers=0, progress=False, report=False)
+    recs = read_records(tmp_path / RECORDS_FILE).records
+    result = attribute(pair_records(recs, "identity", "rename_tools"), "action_match", agent="role_binding",
+                       regrade_grader="action_match_mapped")
+    assert result.effect.n == 48 and result.effect.delta < -0.1
+    assert result.verdict.label == "measurement artifact", result.verdict.sentence
