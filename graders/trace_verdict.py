@@ -202,6 +202,12 @@ def _decide(pairs: Pairs, effect: Effect, regrade: RegradeEffect | None, behavio
                 case = "worst" if worst else "best"
                 return "withheld", parts + (f"; {len(units)} incomplete pairs imputed as the {case} case "
                                             f"give delta {imputed.delta:+.3f}: {klass} could change")
+    if klass == "indistinguishable from noise" and effect.part.constant and effect.n:
+        m = abs(effect.delta)
+        if m < margin:  # how many equal tasks the distribution-free TOST would need
+            needed = math.ceil(math.log(1 - confidence) / math.log(1 - (margin - m) / (1 + m)))
+            parts += (f"; every task has the same delta, and {effect.n} equal tasks cannot bound an "
+                      f"effect within {margin:.2f} without assumptions ({needed} can)")
     if positive_control or klass != "moved":
         return klass, parts
     beyond_noise = behaviour.excess.established(+1)
