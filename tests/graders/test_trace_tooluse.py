@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from rsigym.graders.stats import paired_bootstrap_ci
+
 from rsigym.envs.tooluse import get_domain, get_tasks
 from rsigym.graders.reruns import rerun_noise
 from rsigym.graders.trace import behaviour_diff, pair_records, rerun_behaviour
@@ -102,8 +104,16 @@ def test_seeded_error_rate_gives_the_implied_flip_rate(tmp_path):
     calm = battery(tmp_path / "calm", [{"kind": "role_binding"}], ["identity"], reps=3)
     assert rerun_noise(calm, "reward").flip_rate == 0.0
     noise = rerun_noise(recs, "reward")
-    implied = 2 * p * (1 - p)  # two reruns disagree when exactly one of them slips
-    assert noise.flip_ci_low <= implied <= noise.flip_ci_high, (noise.flip_rate, noise.flip_ci_low, noise.flip_ci_high)
+    # episodes slip independently: the share of failed episodes estimates p (Wilson, 200 episodes)
+    failed = sum(r.grades[-1].score == 0.0 for r in recs)
+    low, high = binomtest(failed, len(recs)).proportion_ci(0.99, method="wilson")
+    assert low <= p <= high, (failed, low, high)
+    # two reruns disagree when exactly one of them slips: 2p(1 - p). Rerun pairs of one task share
+    # reruns, so the interval is over tasks (the pooled Wilson interval is too narrow for this)
+    implied = 2 * p * (1 - p)
+    low, high = paired_bootstrap_ci([rate for rate, _, _ in noise.per_task.values()], confidence=0.99)
+    assert low <= implied <= high, (noise.flip_rate, low, high)
+    assert noise.task_flip_share > 0.5  # 1 - (1-p)^8 - p^8 = 0.94 of tasks flip
 
 
 def test_error_rate_gives_paired_deltas_of_the_expected_variance(tmp_path):
