@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema
 
-from rsigym.envs.spaces import invalid_action
+from rsigym.spaces import invalid_action
 from rsigym.records import AgentSpec, Usage
 
 from .base import register_agent

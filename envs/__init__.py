@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from .conditions import Condition, ConditionRegistry
-from .spaces import INVALID_ACTION_KEY, TEXT_CHARSET, JsonActions, invalid_action, text_space
+from rsigym.conditions import Condition, ConditionRegistry
+from rsigym.spaces import INVALID_ACTION_KEY, TEXT_CHARSET, JsonActions, invalid_action, text_space
 
 __all__ = ["Condition", "ConditionRegistry", "JsonActions", "INVALID_ACTION_KEY", "TEXT_CHARSET",
            "invalid_action", "text_space", "ENV_IDS"]

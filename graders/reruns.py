@@ -18,8 +18,8 @@ from typing import Sequence
 from rsigym.records import Trajectory, canonical_json
 from rsigym.report import ReportSection, condition_label, register_analysis
 
-from .stats import (flip_rate, icc_oneway, minimum_detectable_difference, pass_hat_k, single_run_difference_sd,
-                    task_flip_share)
+from rsigym.stats import (flip_rate, icc_oneway, minimum_detectable_difference, pass_hat_k, single_run_difference_sd,
+                          task_flip_share)
 from .trace import matches_condition, record_score
 from .trace_report import plot_name
 

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..spaces import TEXT_CHARSET, JsonActions, text_space
+from rsigym.spaces import TEXT_CHARSET, JsonActions, text_space
 from .objectives import (LAYERS_RANGE, LEARNING_RATE_RANGE, MOMENTUM_RANGE, OPTIMIZERS,
                          BlackBoxTask, make_task, task_ids)
 

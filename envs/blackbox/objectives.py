@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..spaces import split_task_ids
+from rsigym.spaces import split_task_ids
 
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from ..spaces import TEXT_CHARSET, JsonActions, text_space
+from rsigym.spaces import TEXT_CHARSET, JsonActions, text_space
 from .evaluation import N_GROUPS, PENALTY, random_subsets, score_submission, validate_submission
 from .pools import POOL_NAMES, DataPool, PoolSpec, cached_scores, make_pool, warm_scores
 from .workspace import AnalysisWorkspace

@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from rsigym.sandbox import Sandbox, SandboxLimits, open_sandbox
 
-from ..spaces import JsonActions, text_space
+from rsigym.spaces import JsonActions, text_space
 from .archive import Archive, Program
 from .evaluator import SandboxEvaluator
 from .render import TEXT_LENGTH, observation_text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spaces import TEXT_CHARSET
+from rsigym.spaces import TEXT_CHARSET
 
 __all__ = ["observation_text", "TEXT_LENGTH", "CODE_CHARS"]
 

@@ -37,7 +37,7 @@ def _by_agent(records: Sequence[Trajectory], agents: Sequence[str] | None) -> di
 
 
 def _mean_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
-    from rsigym.graders.stats import paired_bootstrap_ci
+    from rsigym.stats import paired_bootstrap_ci
 
     clean = [v for v in values if math.isfinite(v)]
     if not clean:

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..spaces import JsonActions, text_space
+from rsigym.spaces import JsonActions, text_space
 from .render import observation_text
 from .space import ACTION_SCHEMA, Config, action_space, config_from_action
 

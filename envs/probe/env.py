@@ -11,8 +11,8 @@ from gymnasium import spaces
 from rsigym.errors import InfraError
 from rsigym.sandbox import Sandbox, open_sandbox
 
-from ..conditions import Condition, ConditionRegistry
-from ..spaces import JsonActions, text_space
+from rsigym.conditions import Condition, ConditionRegistry
+from rsigym.spaces import JsonActions, text_space
 from .tasks import ProbeTask, make_task, task_ids
 
 __all__ = ["ProbeEnv", "PROBE_CONDITIONS", "run_oracle"]

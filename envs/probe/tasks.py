@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from ..spaces import split_task_ids
+from rsigym.spaces import split_task_ids
 
 __all__ = ["ProbeTask", "make_task", "task_ids", "ORACLE_TEMPLATE", "parse_task_id"]
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..conditions import ConditionRegistry
+from rsigym.conditions import ConditionRegistry
 from .domain import Domain
 
 __all__ = ["ToolView", "TOOLUSE_CONDITIONS", "identity_view"]

@@ -9,8 +9,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..conditions import Condition
-from ..spaces import JsonActions, text_space
+from rsigym.conditions import Condition
+from rsigym.spaces import JsonActions, text_space
 from .catalog import get_domain, get_tasks, load_task
 from .conditions import TOOLUSE_CONDITIONS, identity_view
 from .domain import Task, open_episode_db, state_sha256

@@ -10,7 +10,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import rsigym.envs  # noqa: F401
-from rsigym.agents.dataselect_selectors import selector_script
+from rsigym.envs.dataselect.selectors import selector_script
 from rsigym.envs.dataselect.digits_track import DigitsPool
 from rsigym.envs.dataselect.pools import PoolSpec, cached_scores
 

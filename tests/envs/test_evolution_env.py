@@ -138,7 +138,7 @@ def test_deterministic_results_are_cached_on_disk_and_timeouts_are_not():
 
 
 def test_the_text_carries_the_same_sibling_failure_rate_as_the_numbers():
-    from rsigym.agents.allocation_policy import parse_features
+    from rsigym.envs.evolution.allocation_policy import parse_features
 
     env = make(task="circle_packing_26", budget=12)
     obs, _ = env.reset(seed=3)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from rsigym.graders.stats import paired_bootstrap_ci
+from rsigym.stats import paired_bootstrap_ci
 
 from rsigym.envs.tooluse import get_domain, get_tasks
 from rsigym.graders.reruns import rerun_noise

@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any
 
-from .offline import OfflineReply, OfflineRequest, register_offline_policy
+from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 
 __all__ = ["prior_learning_rate", "heuristic_proposal", "blind_proposal"]
 

@@ -13,9 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from rsigym.graders.base import get_grader, register_grader, snapshot_state
 from rsigym.records import Grade, Trajectory, canonical_json
-
-from .base import get_grader, register_grader, snapshot_state
 
 __all__ = ["DbStateMatch", "OutputsTold", "ActionMatch", "ActionMatchMapped", "LLMJudge", "TaskReward"]
 

@@ -1,7 +1,7 @@
 """Agents for DataSelection-v0: scripted selectors, and the offline LLM ``rsigym/dataselect_heuristic``.
 
 Both follow the same plan from the observation text alone: ask the env for every row's base
-loss, send the selector (``dataselect_selectors``, numpy only) to ``run_python``, which writes
+loss, send the selector (``selectors``, numpy only) to ``run_python``, which writes
 ``submission.csv`` in the sandbox, and submit that file. The scripted agent
 (kind ``dataselect-selector``, params ``{"selector": name}``) runs any selector; the offline
 model runs the stratified-coverage selector through ``LLMAgent``, the same code path as a
@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rsigym.agents.base import register_agent
+from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 from rsigym.records import AgentSpec, Usage
 
-from .base import register_agent
-from .dataselect_selectors import SELECTORS, selector_script
-from .offline import OfflineReply, OfflineRequest, register_offline_policy
+from .selectors import SELECTORS, selector_script
 
 __all__ = ["DataSelectorAgent", "next_selection_action"]
 

@@ -23,10 +23,9 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
+from rsigym.graders.base import register_grader, snapshot_state
 from rsigym.records import Grade, Trajectory
 from rsigym.report import ReportSection, register_analysis
-
-from .base import register_grader, snapshot_state
 
 __all__ = ["EvolutionBestScore", "best_curve", "evaluations_to_reach", "mean_curve", "first_crossing",
            "evolution_analysis"]

@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rsigym.graders.base import register_grader, snapshot_state
 from rsigym.records import Grade, Trajectory
-
-from .base import register_grader, snapshot_state
 
 __all__ = ["SelectionGain", "TopGroupIsBest", "OrderSpearman"]
 

@@ -23,10 +23,10 @@ import random
 import re
 from typing import Any, Callable
 
+from rsigym.agents.base import register_agent
+from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 from rsigym.records import AgentSpec, Usage, canonical_json
 
-from .base import register_agent
-from .offline import OfflineReply, OfflineRequest, register_offline_policy
 
 __all__ = ["ToolUsePlanAgent", "CHOOSERS", "final_message"]
 

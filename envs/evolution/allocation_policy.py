@@ -12,7 +12,13 @@ import re
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-__all__ = ["PolicyParams", "Features", "decide", "policy_text", "parse_policy", "parse_features", "DEFAULT_POLICY"]
+__all__ = ["PolicyParams", "Features", "decide", "policy_text", "parse_policy", "parse_features", "DEFAULT_POLICY",
+           "ALLOCATOR_PREAMBLE"]
+
+# The system preamble every LLM allocator (oneshot_llm, evoalloc) starts from.
+ALLOCATOR_PREAMBLE = ("You allocate the evaluation budget of a program-evolution run. For each candidate program "
+                      "choose discard, partial (a cheaper, partial evaluation) or full. Full evaluations are the "
+                      "budget; missing a new best candidate is the worst mistake.")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from rsigym.records import AgentSpec, EnvRef
 from rsigym.runner import run_episode
 from rsigym.scenario import EpisodeSpec, NamedSpec
 
-from ..envs import toy_domain  # noqa: F401  (registers the "toy" domain)
+from . import toy_domain  # noqa: F401  (registers the "toy" domain)
 
 GRADERS = tuple(NamedSpec(g) for g in ("db_state", "outputs", "action_match", "action_match_mapped", "reward"))
 

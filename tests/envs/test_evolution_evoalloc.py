@@ -11,10 +11,10 @@ import pytest
 
 import rsigym.envs  # noqa: F401
 from rsigym.agents import make_agent
-from rsigym.agents.allocation_policy import (DEFAULT_POLICY, Features, PolicyParams, decide, parse_features,
+from rsigym.envs.evolution.allocation_policy import (DEFAULT_POLICY, Features, PolicyParams, decide, parse_features,
                                              parse_policy, policy_text)
-from rsigym.agents.evoalloc import Case, accept_challenger, summarise_experience
-from rsigym.agents.evoalloc_offline import revise_policy
+from rsigym.envs.evolution.evoalloc import Case, accept_challenger, summarise_experience
+from rsigym.envs.evolution.policies import revise_policy
 
 PC = 8 / 30  # the bin-packing partial cost
 

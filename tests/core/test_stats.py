@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from rsigym.graders.stats import (flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference,
+from rsigym.stats import (flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference,
                                   ndcg_at_k, paired_bootstrap_ci, regret_at_k, single_run_difference_sd,
                                   spearman, tost_paired)
 
@@ -120,7 +120,7 @@ def test_ranking_metrics():
 
 
 def test_sign_flip_test_is_exact_and_needs_no_variance():
-    from rsigym.graders.stats import sign_flip_test
+    from rsigym.stats import sign_flip_test
 
     # 12 equal drops: only the all-negative and all-positive flips are as extreme: 2 / 2^12
     assert sign_flip_test([-1.0] * 12) == pytest.approx(2 / 4096)
@@ -147,7 +147,7 @@ def test_tost_bound_for_a_constant_sample():
 
 
 def test_task_flip_share_and_pass_hat_k():
-    from rsigym.graders.stats import pass_hat_k, task_flip_share
+    from rsigym.stats import pass_hat_k, task_flip_share
 
     table = {"a": [1.0, 1.0, 0.0], "b": [1.0, 1.0], "c": [0.0, 1.0, 1.0, 0.0], "d": [1.0]}
     share, low, high, tasks = task_flip_share(table)

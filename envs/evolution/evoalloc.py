@@ -20,16 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rsigym.envs.spaces import invalid_action
+from rsigym.agents.base import register_agent
+from rsigym.agents.litellm_loader import load_litellm
+from rsigym.agents.llm_messages import extract_json
 from rsigym.records import AgentSpec, Usage
+from rsigym.spaces import invalid_action
 
-from .allocation_policy import DEFAULT_POLICY, policy_text
+from .allocation_policy import ALLOCATOR_PREAMBLE, DEFAULT_POLICY, policy_text
 
 SCORE_BOUND = 1e6  # ProgramEvolution-v0 shows -SCORE_BOUND as its best score before any full evaluation
-from .allocators import ALLOCATOR_PREAMBLE
-from .base import register_agent
-from .litellm_loader import load_litellm
-from .llm_messages import extract_json
 
 __all__ = ["EvoAllocAgent", "Case", "Verdict", "accept_challenger", "path_cost", "summarise_experience",
            "REVISE_MARKER", "DECIDE_MARKER"]

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rsigym.graders.base import register_grader
 from rsigym.records import Grade, Trajectory
 from rsigym.sandbox import open_sandbox
-
-from .base import register_grader
 
 __all__ = ["ProbeAnswerCheck", "ProbeGuessEfficiency"]
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
+
 from .allocation_policy import DEFAULT_POLICY, decide, parse_features, parse_policy, policy_text
-from .offline import OfflineReply, OfflineRequest, register_offline_policy
 
 __all__ = ["revise_policy"]
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rsigym.graders.base import register_grader, snapshot_state
 from rsigym.records import Grade, Trajectory
-
-from .base import register_grader, snapshot_state
 
 __all__ = ["FinalTestError", "BestValidationError"]
 

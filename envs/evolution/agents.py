@@ -12,17 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rsigym.agents.base import register_agent
+from rsigym.agents.llm import LLMAgent
 from rsigym.records import AgentSpec, Usage
 
-from .allocation_policy import DEFAULT_POLICY, policy_text
-from .base import register_agent
-from .llm import LLMAgent
+from .allocation_policy import ALLOCATOR_PREAMBLE, DEFAULT_POLICY, policy_text
 
 __all__ = ["AlwaysFullAgent", "CascadeAgent", "oneshot_llm_agent", "ALLOCATOR_PREAMBLE"]
-
-ALLOCATOR_PREAMBLE = ("You allocate the evaluation budget of a program-evolution run. For each candidate program "
-                      "choose discard, partial (a cheaper, partial evaluation) or full. Full evaluations are the "
-                      "budget; missing a new best candidate is the worst mistake.")
 
 
 class AlwaysFullAgent:
