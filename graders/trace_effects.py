@@ -130,8 +130,9 @@ def per_task(scored: Scored) -> tuple[TaskDelta, ...]:
 
 def task_effect(grader: str, scored: Scored, *, ungraded: int = 0, margin: float = 0.10,
                 confidence: float = 0.95, seed: int = 0) -> Effect:
-    """The ``Effect`` of scored pairs, aggregated to tasks first. Scores are taken to lie in
-    [0, 1], which bounds a task delta by 1 for the constant-sample TOST."""
+    """The ``Effect`` of scored pairs, aggregated to tasks first. A task delta is bounded by the
+    score range for the constant-sample TOST: 1 for scores in [0, 1], the observed range when
+    scores spread wider."""
     tasks = per_task(scored)
     deltas = [t.delta for t in tasks]
     low, high = paired_bootstrap_ci(deltas, confidence=confidence, seed=seed)
@@ -139,10 +140,12 @@ def task_effect(grader: str, scored: Scored, *, ungraded: int = 0, margin: float
     c = sum(t.mean_treatment >= PASS_THRESHOLD > t.mean_baseline for t in tasks)
     mean = (lambda v: float(np.mean(v)) if v else math.nan)
     alpha = 1 - confidence  # TOST at alpha 0.05 is the usual 90% interval inside the margin
+    values = [v for _, x, y in scored for v in (x, y)]
+    bound = max(1.0, max(values) - min(values)) if values else 1.0
     return Effect(grader, len(tasks), len(scored), mean([t.mean_baseline for t in tasks]),
                   mean([t.mean_treatment for t in tasks]), mean(deltas), low, high,
                   sign_flip_test(deltas, seed=seed), mcnemar_exact(b, c), b, c,
-                  tost_paired(deltas, margin, alpha=alpha, bound=1.0), confidence, ungraded, tasks)
+                  tost_paired(deltas, margin, alpha=alpha, bound=bound), confidence, ungraded, tasks)
 
 
 def paired_effect(pairs: Sequence[Pair], grader: str, *, margin: float = 0.10,
