@@ -1,0 +1,1 @@
+"""Calibration cases for benchmarks/analysis_calibration.py, one module per family."""
