@@ -1,9 +1,11 @@
 """Judge study: do two LLM judges agree on the same trajectories, and does a judge keep its grade
 when only the presentation of a trajectory changes?
 
-Judge grades carry the judge's identity in the grade name, ``<grader>:<rubric>:<model>``, with
-``@<presentation>`` appended when the trajectory was re-rendered (tools renamed or reordered) for
-the judge; several judges and presentations thus coexist on one record. The ``judges`` analysis
+Judge grades carry the judge's identity in the grade name, ``<grader>/<rubric>/<model>``, the
+rubric followed by ``@<presentation>`` when the trajectory was re-rendered (tools renamed or
+reordered) for the judge; several judges and presentations thus coexist on one record. (No ``:``
+or ``|``: grade names end up in file names and Markdown tables; the model, which may hold ``/``
+or ``@``, comes last.) The ``judges`` analysis
 reads them back: per pair of judges, on the records both graded, pass/fail agreement, Cohen's
 kappa and the disagreement rate, each with a CI from a bootstrap over tasks (records of one task
 are not independent); per judge and presentation, the share of records whose grade changed.
@@ -38,24 +40,26 @@ class JudgeId:
 
     @property
     def judge(self) -> str:
-        return f"{self.grader}:{self.rubric}:{self.model}"
+        return f"{self.grader}/{self.rubric}/{self.model}"
 
 
 def judge_grade_name(grader: str, rubric: str, model: str, presentation: str = "") -> str:
-    """The grade name of a judge: ``grader:rubric:model`` (+ ``@presentation``)."""
-    for part, value in (("rubric", rubric), ("model", model), ("presentation", presentation)):
-        if "@" in value or (part != "model" and ":" in value):
-            raise ValueError(f"judge {part} may not contain '@'{'' if part == 'model' else ' or :'}: {value!r}")
-    return f"{grader}:{rubric}:{model}" + (f"@{presentation}" if presentation else "")
+    """The grade name of a judge: ``grader/rubric/model``, or ``grader/rubric@presentation/model``."""
+    for part, value in (("grader", grader), ("rubric", rubric), ("presentation", presentation)):
+        if any(c in value for c in "/@:|"):
+            raise ValueError(f"judge {part} may not contain '/', '@', ':' or '|': {value!r}")
+    if not (grader and rubric and model):
+        raise ValueError(f"judge grader, rubric and model must be non-empty, got {grader!r}, {rubric!r}, {model!r}")
+    return f"{grader}/{rubric}" + (f"@{presentation}" if presentation else "") + f"/{model}"
 
 
 def parse_judge_grade_name(name: str) -> JudgeId | None:
     """The ``JudgeId`` of a judge grade name, None for any other grade."""
-    head, _, presentation = name.partition("@")
-    parts = head.split(":", 2)
+    parts = name.split("/", 2)
     if len(parts) != 3 or not all(parts):
         return None
-    return JudgeId(parts[0], parts[1], parts[2], presentation)
+    rubric, _, presentation = parts[1].partition("@")
+    return JudgeId(parts[0], rubric, parts[2], presentation) if rubric else None
 
 
 def _judge_scores(records: Sequence[Trajectory], grader: str) -> dict[JudgeId, dict[str, tuple[str, float]]]:
@@ -175,8 +179,8 @@ def judges_analysis(records: Sequence[Trajectory], out_dir: Path, *, grader: str
     """Judge agreement (Cohen's kappa, disagreement rate, CIs over tasks) and presentation invariance."""
     pairs = judge_agreement(records, grader, confidence=confidence)
     invariance = presentation_invariance(records, grader)
-    lines = [f"Judges are grades named `{grader}:<rubric>:<model>` (`@<presentation>` when the "
-             "trajectory was re-rendered for the judge). Pass = score >= 0.5. Agreement, Cohen's "
+    lines = [f"Judges are grades named `{grader}/<rubric>/<model>` (`<rubric>@<presentation>` when "
+             "the trajectory was re-rendered for the judge). Pass = score >= 0.5. Agreement, Cohen's "
              f"kappa and the disagreement rate on the records both judges graded, {confidence:.0%} "
              "CIs from a bootstrap over tasks.", ""]
     if not pairs and not invariance:

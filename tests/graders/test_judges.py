@@ -23,14 +23,16 @@ def graded(task, rep, grades):
 
 
 def test_grade_names_carry_the_judge_and_parse_back():
-    assert LENIENT == "llm_judge:outcome:rsigym/judge_lenient"
-    renamed = judge_grade_name("llm_judge", "outcome", "openai/gpt-4o-mini", "renamed")
-    assert renamed == "llm_judge:outcome:openai/gpt-4o-mini@renamed"
+    assert LENIENT == "llm_judge/outcome/rsigym/judge_lenient"
+    renamed = judge_grade_name("llm_judge", "outcome", "vertex_ai/claude@2024", "renamed")
+    assert renamed == "llm_judge/outcome@renamed/vertex_ai/claude@2024"
     found = parse_judge_grade_name(renamed)
-    assert (found.judge, found.presentation) == ("llm_judge:outcome:openai/gpt-4o-mini", "renamed")
+    assert (found.judge, found.presentation) == ("llm_judge/outcome/vertex_ai/claude@2024", "renamed")
     assert parse_judge_grade_name("llm_judge") is None and parse_judge_grade_name("reward") is None
     with pytest.raises(ValueError, match="rubric"):
         judge_grade_name("llm_judge", "out@come", "m")
+    with pytest.raises(ValueError, match="non-empty"):
+        judge_grade_name("llm_judge", "outcome", "")
 
 
 def test_kappa_and_disagreement_by_hand():
@@ -59,5 +61,5 @@ def test_two_judges_on_one_record_and_invariance_in_the_report(tmp_path):
     assert (pair.records, pair.tasks) == (12, 6) and pair.disagreement == pytest.approx(0.5)
     assert math.isnan(pair.kappa) is False and pair.kappa == pytest.approx(0.0)
     text = write_report(tmp_path, records, [NamedSpec("judges", {})]).read_text()
-    assert "| `llm_judge:outcome:rsigym/judge_lenient` | `llm_judge:process:rsigym/judge_strict` | 12 | 6 |" in text
-    assert "| `llm_judge:outcome:rsigym/judge_lenient` | renamed | 12 | 2 | 2 | **no** |" in text
+    assert "| `llm_judge/outcome/rsigym/judge_lenient` | `llm_judge/process/rsigym/judge_strict` | 12 | 6 |" in text
+    assert "| `llm_judge/outcome/rsigym/judge_lenient` | renamed | 12 | 2 | 2 | **no** |" in text
