@@ -63,3 +63,50 @@ def test_two_judges_on_one_record_and_invariance_in_the_report(tmp_path):
     text = write_report(tmp_path, records, [NamedSpec("judges", {})]).read_text()
     assert "| `llm_judge/outcome/rsigym/judge_lenient` | `llm_judge/process/rsigym/judge_strict` | 12 | 6 |" in text
     assert "| `llm_judge/outcome/rsigym/judge_lenient` | renamed | 12 | 2 | 2 | **no** |" in text
+
+
+def test_offline_judge_study_end_to_end(tmp_path):
+    from rsigym.jsonl import read_records
+    from rsigym.runner import RECORDS_FILE, run_scenario
+    from rsigym.scenario import parse_scenario
+
+    judges = [{"name": "llm_judge", "params": {"model": f"rsigym/judge_{kind}", "rubric": rubric, "presentation": p}}
+              for kind, rubric in (("lenient", "outcome"), ("strict", "process")) for p in ("", "renamed")]
+    scenario = parse_scenario({
+        "name": "judges-test", "env": {"id": "rsigym/ToolUse-v0", "kwargs": {"domain": "retail"}},
+        "tasks": {"split": "controlled", "limit": 6}, "conditions": ["identity", "rename_tools"],
+        "agents": [{"kind": "role_binding"}, {"kind": "name_bound"}], "seeds": [0], "reps": 1,
+        "max_steps": 30, "graders": ["reward", *judges], "analyses": ["judges"]})
+    run_scenario(scenario, tmp_path, workers=0, progress=False)
+    records = read_records(tmp_path / RECORDS_FILE).records
+    assert len(records) == 24
+    names = {g.grader for g in records[0].grades}
+    assert {LENIENT, STRICT, "llm_judge/outcome@renamed/rsigym/judge_lenient"} <= names  # coexisting judges
+    assert all(g.score is not None for r in records for g in r.grades), [g.error for r in records for g in r.grades]
+    (pair,) = judge_agreement(records)
+    assert pair.records == 24 and pair.tasks == 6 and not math.isnan(pair.kappa_ci[0])
+    # the strict process judge wants a confirmation before each change; the scripted agents never ask
+    assert pair.disagreement > 0.3
+    assert all(inv.invariant for inv in presentation_invariance(records))
+    text = (tmp_path / "report.md").read_text()
+    assert "## Judges" in text and "Cohen's kappa" in text
+
+
+def test_judge_input_has_results_user_turns_and_end_state_but_no_gold():
+    from rsigym.envs.tooluse.graders import LLMJudge
+    from rsigym.envs.tooluse.judging import judge_transcript
+    from rsigym.runner import run_episode
+    from rsigym.scenario import EpisodeSpec
+
+    env = EnvRef("rsigym/ToolUse-v0", {"domain": "retail"}, "retail-000", None)
+    record = run_episode(EpisodeSpec("0" * 32, env, AgentSpec("a", "role_binding"), 0, 0, 30, ()))
+    text = judge_transcript(record)
+    assert "- Customer: " in text and "result: " in text and "## End state" in text
+    assert "Changes that went through: 1" in text and record.final.state["gold_db_sha256"] not in text
+    renamed = judge_transcript(record, "renamed")
+    assert "cancel_pending_order" in text and "cancel_pending_order" not in renamed
+    with pytest.raises(ValueError, match="presentation"):
+        LLMJudge(presentation="sideways")
+    with pytest.raises(ValueError, match="rubric"):
+        LLMJudge(rubric="vibes")
+    assert LLMJudge(model="rsigym/judge_strict", rubric="process").name == STRICT
