@@ -77,7 +77,7 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
         pairs = pair_records(records, baseline, treatment)
         notes.append(f"- {treatment}: {len(pairs)} pairs, {pairs.infra_excluded} infra-error records "
                      f"left out, {pairs.unpaired} records without a partner, {pairs.duplicates} "
-                     "duplicate records counted once")
+                     "repeated records (same episode key) left out")
         # an agent whose every pair broke still gets its row; one that never ran the treatment does not
         broken = {r.agent.id for r in pairs.left_out if r.termination == "infra_error"}
         for agent in sorted({p.agent_id for p in pairs} | broken):
