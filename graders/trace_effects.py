@@ -186,7 +186,7 @@ def regrade_effect(pairs: Sequence[Pair], original_grader: str, regrade_grader: 
     """Task-level effect under ``regrade_grader`` next to ``original_grader``, the grader part,
     and a flip table.
 
-    Reads grades already in the records (``rsigym.graders.regrade`` or live grading writes
+    Reads grades already in the records (``rsigym.regrade`` or live grading writes
     them). When both names are the same, the original is the latest live grade and the regrade
     the latest ``source="regrade"`` grade. ``flips[side]["pass->fail"]`` counts records of that
     side (baseline, treatment) passing under the original and failing under the regrade.
