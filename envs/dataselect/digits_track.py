@@ -115,7 +115,7 @@ class DigitsPool:
         return f"label {int(self._y[row])}"
 
     def recipe_key(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(RECIPE), "start": "base"}
+        return {**dataclasses.asdict(RECIPE), "start": f"base/{BASE_SIZE}"}
 
     def train_and_score(self, rows: Sequence[int], seed: int) -> dict[str, float]:
         torch.set_num_threads(1)

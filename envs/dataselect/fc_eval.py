@@ -3,8 +3,9 @@
 The pool (and the base model's pool) phrase every request with the templates of ``fc_tools``;
 the evaluation never uses them. It phrases requests with its own templates (``HELD_OUT``, two
 per tool, none equal to a pool template) and paraphrases them (a lead-in or a tail from
-``LEAD_INS`` / ``TAILS``, and held-out vague wordings ``EVAL_VAGUE`` for a missing value), so
-a student is scored on requests it has not seen in any form. Values come from the same value
+``LEAD_INS`` / ``TAILS``), so a student is scored on request sentences it has not seen in any
+form. The words that stand in for a missing value are the track's lexicon (``fc_pool.VAGUE``,
+like the value shapes), not a template. Values come from the same value
 makers (ids are embedded by shape, never memorised).
 
 Disjointness from the pool is checked twice for every evaluation item: its (tool, arguments)
@@ -20,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .fc_pool import NO_CALL_TEXT, _distractor_turns, _offered, _pick_tool, _values, combination_key
+from .fc_pool import NO_CALL_TEXT, VAGUE, _distractor_turns, _offered, _pick_tool, _values, combination_key
 from .fc_tools import ASK_TEXT, FILLERS, FcTool, fc_tools
 
-__all__ = ["HELD_OUT", "LEAD_INS", "TAILS", "EVAL_VAGUE", "EVAL_CATEGORIES", "normalise", "generate_eval"]
+__all__ = ["HELD_OUT", "LEAD_INS", "TAILS", "EVAL_CATEGORIES", "normalise", "generate_eval"]
 
 EVAL_CATEGORIES = ("base", "missing_function", "missing_parameter", "long_context")
 
@@ -76,13 +77,6 @@ HELD_OUT: dict[tuple[str, str], tuple[str, ...]] = {
 }
 LEAD_INS = ("", "", "hey there ,", "good morning ,", "quick question :", "excuse me ,")
 TAILS = ("", "", ", thank you", ", appreciate it", ", if possible")
-EVAL_VAGUE = {
-    "order_id": "the order i placed", "user_id": "my profile", "email": "my mail address", "first_name": "my first name",
-    "last_name": "my surname", "zip": "my postcode", "product_id": "the item", "payment_method_id": "a different card",
-    "payment_id": "my usual card", "reservation_id": "my trip", "flight_number": "the flight", "date": "the usual day",
-    "origin": "my city", "destination": "the coast", "amount": "a fair amount", "total_baggages": "a few",
-    "nonfree_baggages": "several",
-}
 _PUNCTUATION = re.compile(r"[^\w@#.\- ]")
 
 
@@ -118,7 +112,7 @@ def _make(category: str, rng: np.random.Generator) -> dict[str, Any]:
         item["target"] = {"type": "no_call", "text": NO_CALL_TEXT}
     elif category == "missing_parameter":
         param = tool.params[int(rng.integers(len(tool.params)))]
-        item["request"] = " ".join(EVAL_VAGUE[param] if w == values[param] else w for w in item["request"].split())
+        item["request"] = " ".join(VAGUE[param] if w == values[param] else w for w in item["request"].split())
         item["target"] = {"type": "ask", "missing": param, "text": ASK_TEXT.format(param=param.replace("_", " "))}
     elif category == "long_context":
         item["history"] = _held_out_turns(tool, rng)

@@ -34,7 +34,7 @@ import numpy as np
 
 from .fc_tools import (ASK_TEXT, CONFUSABLE, FILLERS, ROLE_SWAPS, VALUE_MAKERS, FcTool, fc_tools)
 
-__all__ = ["FACTOR_SHARES", "generate_pool", "generate_base_pool",
+__all__ = ["FACTOR_SHARES", "BASE_SHARES", "generate_pool", "generate_base_pool",
            "combination_key", "VAGUE"]
 
 FACTOR_SHARES: dict[str, float] = {
@@ -214,7 +214,15 @@ def generate_pool(size: int, seed: int) -> tuple[list[dict[str, Any]], list[str]
     return [items[i] for i in order], [factors[i] for i in order]
 
 
+BASE_SHARES: dict[str, float] = {"clean": 0.55, "missing_function": 0.15, "missing_parameter": 0.15,
+                                  "long_context": 0.10, "recovery": 0.05}
+"""The base model's training mix: every correct skill, no wrong labels (a capable model to fine-tune)."""
+
+
 def generate_base_pool(size: int, seed: int) -> list[dict[str, Any]]:
-    """Clean base-category items (a separate seed) that train the frozen base model."""
+    """Correctly labelled items of every skill (``BASE_SHARES``; a separate seed) that train the
+    base model: the model ``base_losses``/``embed`` probe and every student starts from."""
     rng = np.random.default_rng([seed, 0xBA5E])
-    return [make_item("clean", rng) for _ in range(size)]
+    factors = list(BASE_SHARES)
+    shares = np.array([BASE_SHARES[f] for f in factors])
+    return [make_item(factors[int(rng.choice(len(factors), p=shares / shares.sum()))], rng) for _ in range(size)]

@@ -19,6 +19,8 @@ from .pools import PoolSpec
 __all__ = ["FunctionCallingPool", "BASE_POOL_SIZE"]
 
 BASE_POOL_SIZE = 3000
+BASE_VERSION = "dataselect-fc-base/2"
+"""Part of the base model's cache key and of every student's: bump it when the base pool changes."""
 
 
 class FunctionCallingPool:
@@ -50,7 +52,7 @@ class FunctionCallingPool:
 
     def recipe_key(self) -> dict[str, Any]:
         # students fine-tune the base model (the one base_losses/embed probe), so it is part of the key
-        return {**self.recipe.key(), "start": f"base/{BASE_POOL_SIZE}"}
+        return {**self.recipe.key(), "start": f"{BASE_VERSION}/{BASE_POOL_SIZE}"}
 
     def train_and_score(self, rows: Sequence[int], seed: int) -> dict[str, float]:
         """Fine-tune the base model (the model ``base_losses``/``embed`` expose) on ``rows`` with
@@ -66,9 +68,11 @@ class FunctionCallingPool:
 
     # -- the frozen base model ----------------------------------------------------------------
     def base_model(self) -> FcStudent:
-        """The student architecture trained once on a disjoint clean base-category pool (cached)."""
+        """The student architecture trained once on a disjoint pool of correctly labelled items of
+        every skill (``fc_pool.BASE_SHARES``; cached): probed by ``base_losses``/``embed``, and the
+        starting point of every student."""
         if self._base is None:
-            key = cache_key("dataselect-fc-base/1", BASE_POOL_SIZE, self.spec.data_seed, self.recipe.key())
+            key = cache_key(BASE_VERSION, BASE_POOL_SIZE, self.spec.data_seed, self.recipe.key())
             path = cache_dir("dataselect", "base") / f"{key}.pt"
             model = FcStudent(self.recipe)
             if path.exists():
