@@ -52,9 +52,10 @@ class DataSelectionEnv(gym.Env[dict, Any]):
     A pool (``function_calling``: BFCL-like items over the retail and airline tools;
     ``digits``: scikit-learn's digits) hides a quality factor per row. The agent analyses it
     with a budget of actions, then submits five groups and their predicted order. Each group
-    trains fresh students (``student_seeds`` seeds, one fixed recipe) that are scored on hidden
-    evaluation items the agent never sees; a random reference of ``n_random`` random subsets
-    is trained with the same seeds (see ``evaluation``).
+    fine-tunes the base model (the one ``base_losses``/``embed`` probe; ``student_seeds`` seeds,
+    one fixed recipe) and the students are scored on hidden evaluation items the agent never sees
+    (function calling: held-out templates and paraphrases, see ``fc_eval``); a random reference
+    of ``n_random`` random subsets is trained with the same seeds (see ``evaluation``).
 
     ## Observation
     ``Dict(text, actions_left)``; ``text`` says what the last action returned. Structured
@@ -71,7 +72,7 @@ class DataSelectionEnv(gym.Env[dict, Any]):
 
     ## Reward
     0 per analysis action; on a scored submission the top group's gain over the random
-    reference. An invalid submission returns its errors and allows one retry; a second invalid
+    reference (with a t interval whose coverage is measured, ``evaluation.gain_ci``). An invalid submission returns its errors and allows one retry; a second invalid
     one is scored by ``evaluation.PENALTY`` (gain -1.0).
 
     ## Episode End
