@@ -15,7 +15,7 @@ from rsigym.envs.dataselect.evaluation import (gain_ci, parse_csv, score_submiss
                                                validate_submission)
 from rsigym.envs.dataselect.fc_eval import EVAL_CATEGORIES, HELD_OUT, generate_eval, normalise
 from rsigym.envs.dataselect.fc_pool import FACTOR_SHARES, combination_key, generate_pool
-from rsigym.envs.dataselect.fc_student import FcRecipe, encode_items, item_correct, predict, train_student
+from rsigym.envs.dataselect.fc_student import FcRecipe, FcStudent, encode_items, item_correct, predict, train_student
 from rsigym.envs.dataselect.fc_tools import fc_tools, tool_spec
 
 
@@ -230,3 +230,27 @@ def test_selection_plan_reads_only_the_observation_text():
     assert second["action"] == "run_python" and "select('stratified'" in second["code"] and ", 40, 0)" in second["code"]
     last = next_selection_action([intro, "Base-model losses of 200 rows", "wrote submission.csv"], "stratified", 0)
     assert last == {"action": "submit", "csv_file": "submission.csv", "order": [0, 1, 2, 3, 4]}
+
+
+def test_students_fine_tune_the_base_model_the_agent_probes(monkeypatch):
+    from rsigym.envs.dataselect import fc_track
+    from rsigym.envs.dataselect.pools import PoolSpec
+
+    pool = fc_track.FunctionCallingPool(PoolSpec("function_calling", 300, 20, 2, 0), recipe=FcRecipe(epochs=1))
+    base = FcStudent(pool.recipe)
+    monkeypatch.setattr(pool, "base_model", lambda: base)
+    seen = {}
+
+    def fake_train(encoded, rows, seed, recipe, init=None):
+        seen["init"] = init
+        return base
+
+    monkeypatch.setattr(fc_track, "train_student", fake_train)
+    pool.train_and_score([0, 1, 2], 0)
+    assert seen["init"] is not None and all(torch.equal(seen["init"][k], v) for k, v in base.state_dict().items())
+    assert pool.recipe_key()["start"].startswith(fc_track.BASE_VERSION)  # the base is part of every score's key
+    # and the base model learns from every correct skill, never from a wrong label
+    from rsigym.envs.dataselect.fc_pool import BASE_SHARES, generate_base_pool
+
+    kinds = {item["target"]["type"] for item in generate_base_pool(200, 0)}
+    assert kinds == {"call", "ask", "no_call"} and set(BASE_SHARES) <= set(FACTOR_SHARES)
