@@ -24,7 +24,7 @@ from rsigym.envs.dataselect.analyses import _floor_warning
 from rsigym.envs.dataselect.evaluation import (gain_ci, random_subsets, score_submission,
                                                simulate_gain_ci_coverage)
 from rsigym.envs.dataselect.pools import PoolSpec, cached_scores, make_pool, warm_scores
-from rsigym.envs.dataselect.selectors import select
+from rsigym.envs.dataselect.subset_selectors import select
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = 0.93

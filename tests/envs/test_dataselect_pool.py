@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rsigym.envs.dataselect.agents import next_selection_action
-from rsigym.envs.dataselect.selectors import SELECTORS, select, stratum, suspicion, value_missing
+from rsigym.envs.dataselect.subset_selectors import SELECTORS, select, stratum, suspicion, value_missing
 from rsigym.envs.dataselect.evaluation import (gain_ci, parse_csv, score_submission, simulate_gain_ci_coverage,
                                                validate_submission)
 from rsigym.envs.dataselect.fc_eval import EVAL_CATEGORIES, HELD_OUT, generate_eval, normalise
