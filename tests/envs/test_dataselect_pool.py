@@ -254,3 +254,18 @@ def test_students_fine_tune_the_base_model_the_agent_probes(monkeypatch):
 
     kinds = {item["target"]["type"] for item in generate_base_pool(200, 0)}
     assert kinds == {"call", "ask", "no_call"} and set(BASE_SHARES) <= set(FACTOR_SHARES)
+
+
+def test_report_section_verdicts_and_floor_warning():
+    from rsigym.envs.dataselect.analyses import _agent_verdict, _floor_warning
+
+    assert _agent_verdict({"better": 0, "indistinguishable": 0, "worse": 2}, 2) == "worse than random"
+    assert _agent_verdict({"better": 1, "indistinguishable": 1, "worse": 0}, 2).startswith("mixed")
+
+    def run(level):
+        return score_submission([[g] for g in range(5)], [0, 1, 2, 3, 4], [0, 1], [[8], [9]],
+                                lambda rows, seed: {"score": level, "ask": 0.0 if level < 0.05 else 0.6})
+    warning = _floor_warning({("p", "a"): [run(0.0)]})
+    assert warning is not None and "ask, score" not in warning and "categories ask" in warning
+    assert "5 of 5 groups" in warning
+    assert _floor_warning({("p", "a"): [run(0.6)]}) is None
