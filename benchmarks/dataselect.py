@@ -12,8 +12,11 @@ the uncached runs of Table 1; and the wall time of the full evaluation of one su
 groups and ``n_random`` random subsets, ``seeds`` seeds each) from a cold score cache.
 
 Table 3, selectors. For each selector (run on the visible items and base losses only): the top
-group's gain over the paired random reference with its 95% bootstrap CI, the percentile among
-the random draws, the five groups' scores and the Spearman of the predicted order.
+group's gain over the paired random reference with its 95% t interval (``evaluation.gain_ci``)
+and the verdict it gives (better / indistinguishable / worse than random), the percentile among
+the random draws, the five groups' scores, whether the top group is best (or tied) and the
+Spearman of the predicted order. Students fine-tune the base model (the one ``base_losses``
+probes); the evaluation uses held-out request templates (``fc_eval``).
 
 Run: ``python benchmarks/dataselect.py [--pool-size 10000] [--group-size 1000] [--seeds 3]``.
 """
@@ -152,7 +155,8 @@ def main(args: Args) -> dict[str, Any]:
                                 "full_evaluation_s": full_s, "full_evaluation_cpu_s": full_cpu_s}
     if "selectors" in args.parts:
         table = Table(title=f"Selectors vs the random reference ({args.n_random} random subsets x {args.seeds} seeds, paired)")
-        for column in ("selector", "top score", "random", "gain", "95% CI", "percentile", "group scores", "top best", "Spearman"):
+        for column in ("selector", "top score", "random", "gain", "95% CI", "vs random", "percentile", "group scores",
+                       "top best", "Spearman"):
             table.add_column(column, justify="right")
         for name in args.selectors:
             groups, order = select(name, items, losses, args.group_size, 0)
@@ -160,9 +164,9 @@ def main(args: Args) -> dict[str, Any]:
                                  prefetch=lambda jobs: warm_scores(spec, jobs, args.workers))
             args.results[name] = m
             table.add_row(name, f"{m['top_score']:.4f}", f"{m['random_mean']:.4f}", f"{m['gain']:+.4f}",
-                          f"[{m['gain_ci'][0]:+.4f}, {m['gain_ci'][1]:+.4f}]", f"{m['percentile']:.0f}",
+                          f"[{m['gain_ci'][0]:+.4f}, {m['gain_ci'][1]:+.4f}]", m["gain_verdict"], f"{m['percentile']:.0f}",
                           " ".join(f"{s:.3f}" for s in m["group_scores"]),
-                          "tie" if m["top_tie"] else str(m["top_is_best"]), f"{m['spearman']:.2f}")
+                          m["top_verdict"], f"{m['spearman']:.2f}")
         console.print(table)
     return args.results
 

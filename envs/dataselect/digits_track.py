@@ -47,10 +47,14 @@ def _mlp() -> nn.Sequential:
     return nn.Sequential(nn.Linear(64, RECIPE.hidden), nn.ReLU(), nn.Linear(RECIPE.hidden, 10))
 
 
-def _train(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = RECIPE.epochs) -> nn.Sequential:
-    """The fixed recipe (``RECIPE``): full-batch Adam with weight decay."""
+def _train(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = RECIPE.epochs,
+           init: dict[str, torch.Tensor] | None = None) -> nn.Sequential:
+    """The fixed recipe (``RECIPE``): full-batch Adam with weight decay, from ``init`` (a state
+    dict: the base model's when fine-tuning) or from scratch."""
     torch.manual_seed(seed)
     model = _mlp()
+    if init is not None:
+        model.load_state_dict(init)
     optimizer = torch.optim.Adam(model.parameters(), lr=RECIPE.lr, weight_decay=RECIPE.weight_decay)
     xs, ys = torch.from_numpy(x), torch.from_numpy(y)
     for _ in range(epochs):
@@ -111,12 +115,13 @@ class DigitsPool:
         return f"label {int(self._y[row])}"
 
     def recipe_key(self) -> dict[str, Any]:
-        return dataclasses.asdict(RECIPE)
+        return {**dataclasses.asdict(RECIPE), "start": f"base/{BASE_SIZE}"}
 
     def train_and_score(self, rows: Sequence[int], seed: int) -> dict[str, float]:
         torch.set_num_threads(1)
         rows_array = np.asarray(rows, dtype=np.int64)
-        model = _train(self._x[rows_array] / 16.0, self._y[rows_array], seed)
+        # students fine-tune the base model that base_losses/embed probe (as the paper fine-tunes the probed model)
+        model = _train(self._x[rows_array] / 16.0, self._y[rows_array], seed, init=self._base_model().state_dict())
         with torch.no_grad():
             predicted = model(torch.from_numpy(self._test_x)).argmax(1).numpy()
         correct = predicted == self._test_y

@@ -12,6 +12,7 @@ from gymnasium import spaces
 from rsigym.action_limits import action_limit_error
 from rsigym.json_space import JsonText
 from rsigym.spaces import TEXT_CHARSET, JsonActions, text_space
+from .workspace import SANDBOX_POLICIES, require_sandbox
 from .evaluation import N_GROUPS, PENALTY, random_subsets, score_submission, validate_submission
 from .pools import POOL_NAMES, DataPool, PoolSpec, cached_scores, make_pool, warm_scores
 from .workspace import AnalysisWorkspace
@@ -53,9 +54,10 @@ class DataSelectionEnv(gym.Env[dict, Any]):
     A pool (``function_calling``: BFCL-like items over the retail and airline tools;
     ``digits``: scikit-learn's digits) hides a quality factor per row. The agent analyses it
     with a budget of actions, then submits five groups and their predicted order. Each group
-    trains fresh students (``student_seeds`` seeds, one fixed recipe) that are scored on hidden
-    evaluation items the agent never sees; a random reference of ``n_random`` random subsets
-    is trained with the same seeds (see ``evaluation``).
+    fine-tunes the base model (the one ``base_losses``/``embed`` probe; ``student_seeds`` seeds,
+    one fixed recipe) and the students are scored on hidden evaluation items the agent never sees
+    (function calling: held-out templates and paraphrases, see ``fc_eval``); a random reference
+    of ``n_random`` random subsets is trained with the same seeds (see ``evaluation``).
 
     ## Observation
     ``Dict(text, actions_left)``; ``text`` says what the last action returned. Structured
@@ -72,7 +74,7 @@ class DataSelectionEnv(gym.Env[dict, Any]):
 
     ## Reward
     0 per analysis action; on a scored submission the top group's gain over the random
-    reference. An invalid submission returns its errors and allows one retry; a second invalid
+    reference (with a t interval whose coverage is measured, ``evaluation.gain_ci``). An invalid submission returns its errors and allows one retry; a second invalid
     one is scored by ``evaluation.PENALTY`` (gain -1.0).
 
     ## Episode End
@@ -81,9 +83,17 @@ class DataSelectionEnv(gym.Env[dict, Any]):
 
     ## Arguments
     ``pool``, ``pool_size``, ``group_size``, ``eval_per_category`` (defaults ``DEFAULT_SIZES``),
-    ``student_seeds`` (3), ``n_random`` (10), ``max_actions`` (30), ``base_loss_rows`` /
-    ``inspect_rows`` (row budgets, default the pool size), ``sandbox`` (``auto``), ``data_seed``,
-    ``eval_workers`` (1: processes that train the students after a submission).
+    ``student_seeds`` (3), ``n_random`` (10, at least 2), ``max_actions`` (30), ``base_loss_rows`` /
+    ``inspect_rows`` (row budgets, default the pool size), ``sandbox`` (``docker``; see below),
+    ``data_seed``, ``eval_workers`` (1: processes that train the students after a submission).
+
+    ## Sandbox
+    ``run_python`` runs agent code. With ``sandbox: docker`` (the default) it runs only in the
+    Docker sandbox, and the env refuses to be made when no engine answers or the image is missing
+    (so a battery stops before any episode, with one line naming Docker and the opt-in). Running
+    agent code as a local subprocess (which can import rsigym and read the hidden evaluation) needs
+    the explicit opt-in ``sandbox: local_unsafe``. The provider that ran is in ``sandbox_info``,
+    the episode record and the report.
 
     ## Version History
     v0: initial version.
@@ -94,7 +104,7 @@ class DataSelectionEnv(gym.Env[dict, Any]):
     def __init__(self, pool: str = "function_calling", pool_size: int | None = None, group_size: int | None = None,
                  eval_per_category: int | None = None, student_seeds: int = 3, n_random: int = 10,
                  max_actions: int = 30, base_loss_rows: int | None = None, inspect_rows: int | None = None,
-                 sandbox: str = "auto", data_seed: int = 0, max_invalid_actions: int = 5,
+                 sandbox: str = "docker", data_seed: int = 0, max_invalid_actions: int = 5,
                  python_timeout_s: float = 120.0, eval_workers: int = 1, render_mode: str | None = None) -> None:
         if pool not in POOL_NAMES:
             raise ValueError(f"unknown pool {pool!r}; expected one of {', '.join(POOL_NAMES)}")
@@ -106,8 +116,13 @@ class DataSelectionEnv(gym.Env[dict, Any]):
         self.spec_pool = self._specs[pool]
         if N_GROUPS * self.spec_pool.group_size > self.spec_pool.size:
             raise ValueError(f"{N_GROUPS} groups of {self.spec_pool.group_size} exceed the pool of {self.spec_pool.size}")
-        if student_seeds < 1 or n_random < 1:
-            raise ValueError(f"student_seeds and n_random must be >= 1, got {student_seeds}, {n_random}")
+        if student_seeds < 1 or n_random < 2:
+            raise ValueError(f"student_seeds must be >= 1 and n_random >= 2 (the gain CI needs the spread of "
+                             f"the random draws), got {student_seeds}, {n_random}")
+        if sandbox not in SANDBOX_POLICIES:
+            raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_POLICIES)} (run_python runs agent code; "
+                             f"'local_unsafe' is the explicit opt-in to running it unsandboxed), got {sandbox!r}")
+        require_sandbox(sandbox)
         self.student_seeds, self.n_random = int(student_seeds), int(n_random)
         self.max_actions, self.max_invalid_actions = int(max_actions), int(max_invalid_actions)
         self.base_loss_rows = base_loss_rows
@@ -231,13 +246,14 @@ class DataSelectionEnv(gym.Env[dict, Any]):
     @property
     def sandbox_info(self) -> dict[str, Any] | None:
         """Which sandbox ran ``run_python`` this episode (kept after the workspace closes), or None."""
-        return self._workspace.sandbox_info if self._workspace is not None else None
+        opened = self._workspace.sandbox_info if self._workspace is not None else None
+        return {"policy": self.sandbox_provider, "opened": opened is not None, **(opened or {})}
 
     def snapshot(self) -> dict[str, Any]:
         """The end state graders read: the pool spec, the submission and its metrics."""
         return {"pool": self.spec_pool.key() | {"group_size": self.spec_pool.group_size},
                 "student_seeds": self.student_seeds, "n_random": self.n_random,
-                "submission": self._submission, "metrics": self._metrics,
+                "submission": self._submission, "metrics": self._metrics, "sandbox": self.sandbox_info,
                 "invalid_submissions": self._invalid_submissions, "used": dict(self._used)}
 
     # -- views ------------------------------------------------------------------------------

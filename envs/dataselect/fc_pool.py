@@ -20,9 +20,8 @@ Factors and their shares in the pool (``FACTOR_SHARES``):
 * ``near_duplicate`` 8%: a clean item again with a pleasantry added.
 * ``truncated`` 6%: the request is cut before its last value; the label is still the full call.
 
-The hidden evaluation has four categories (``EVAL_CATEGORIES``), 200 items each by default,
-generated from a separate seed; an evaluation item whose (tool, arguments) combination occurs
-in the pool is drawn again, so the two never overlap.
+The hidden evaluation is not made here: ``fc_eval`` builds it from held-out templates and
+paraphrases, disjoint from the pool by (tool, arguments) and by normalised request text.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ import numpy as np
 
 from .fc_tools import (ASK_TEXT, CONFUSABLE, FILLERS, ROLE_SWAPS, VALUE_MAKERS, FcTool, fc_tools)
 
-__all__ = ["FACTOR_SHARES", "EVAL_CATEGORIES", "generate_pool", "generate_eval", "generate_base_pool",
+__all__ = ["FACTOR_SHARES", "BASE_SHARES", "generate_pool", "generate_base_pool",
            "combination_key", "VAGUE"]
 
 FACTOR_SHARES: dict[str, float] = {
@@ -43,7 +42,6 @@ FACTOR_SHARES: dict[str, float] = {
     "recovery": 0.06, "wrong_tool": 0.07, "wrong_roles": 0.05, "guess_not_ask": 0.06,
     "near_duplicate": 0.08, "truncated": 0.06,
 }
-EVAL_CATEGORIES = ("base", "missing_function", "missing_parameter", "long_context")
 GUESSED_PARAMS = ("date", "payment_method_id", "payment_id")
 NO_CALL_TEXT = "Sorry , none of my tools can do that ."
 ERRORS = ("error : not found", "error : no such record", "error : invalid id")
@@ -216,27 +214,15 @@ def generate_pool(size: int, seed: int) -> tuple[list[dict[str, Any]], list[str]
     return [items[i] for i in order], [factors[i] for i in order]
 
 
-def generate_eval(per_category: int, seed: int, pool: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The hidden evaluation: ``per_category`` items of each category, disjoint from ``pool``."""
-    rng = np.random.default_rng([seed, 0xE7A1])
-    taken = {combination_key(item) for item in pool}
-    items: list[dict[str, Any]] = []
-    categories: list[str] = []
-    for category in EVAL_CATEGORIES:
-        made = 0
-        while made < per_category:
-            item = make_item("clean" if category == "base" else category, rng)
-            key = combination_key(item)
-            if key in taken:
-                continue
-            taken.add(key)
-            items.append(item)
-            categories.append(category)
-            made += 1
-    return items, categories
+BASE_SHARES: dict[str, float] = {"clean": 0.55, "missing_function": 0.15, "missing_parameter": 0.15,
+                                  "long_context": 0.10, "recovery": 0.05}
+"""The base model's training mix: every correct skill, no wrong labels (a capable model to fine-tune)."""
 
 
 def generate_base_pool(size: int, seed: int) -> list[dict[str, Any]]:
-    """Clean base-category items (a separate seed) that train the frozen base model."""
+    """Correctly labelled items of every skill (``BASE_SHARES``; a separate seed) that train the
+    base model: the model ``base_losses``/``embed`` probe and every student starts from."""
     rng = np.random.default_rng([seed, 0xBA5E])
-    return [make_item("clean", rng) for _ in range(size)]
+    factors = list(BASE_SHARES)
+    shares = np.array([BASE_SHARES[f] for f in factors])
+    return [make_item(factors[int(rng.choice(len(factors), p=shares / shares.sum()))], rng) for _ in range(size)]

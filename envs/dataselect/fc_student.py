@@ -212,10 +212,14 @@ def _length_buckets(order: np.ndarray, lengths: np.ndarray, batch_size: int,
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def train_student(encoded: FcEncoded, rows: Sequence[int], seed: int, recipe: FcRecipe) -> FcStudent:
-    """Train a fresh student on ``rows`` of ``encoded`` with the fixed recipe."""
+def train_student(encoded: FcEncoded, rows: Sequence[int], seed: int, recipe: FcRecipe,
+                  init: dict[str, torch.Tensor] | None = None) -> FcStudent:
+    """Train a student on ``rows`` of ``encoded`` with the fixed recipe: from ``init`` (a state
+    dict, e.g. the base model's: fine-tuning the probed model) or from scratch when None."""
     torch.manual_seed(seed)
     model = FcStudent(recipe)
+    if init is not None:
+        model.load_state_dict(init)
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate, weight_decay=recipe.weight_decay)
     rows_array = np.asarray(rows, dtype=np.int64)
     rng = np.random.default_rng(seed)

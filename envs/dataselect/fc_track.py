@@ -11,13 +11,16 @@ import torch
 
 from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
 
-from .fc_pool import EVAL_CATEGORIES, generate_base_pool, generate_eval, generate_pool
+from .fc_eval import EVAL_CATEGORIES, generate_eval
+from .fc_pool import generate_base_pool, generate_pool
 from .fc_student import FcRecipe, FcStudent, encode_items, item_correct, label_losses, predict, train_student
 from .pools import PoolSpec
 
 __all__ = ["FunctionCallingPool", "BASE_POOL_SIZE"]
 
 BASE_POOL_SIZE = 3000
+BASE_VERSION = "dataselect-fc-base/2"
+"""Part of the base model's cache key and of every student's: bump it when the base pool changes."""
 
 
 class FunctionCallingPool:
@@ -29,7 +32,8 @@ class FunctionCallingPool:
         self.spec = spec
         self.recipe = recipe or FcRecipe()
         self.items, self.factors = generate_pool(spec.size, spec.data_seed)
-        # The evaluation comes from a separate seed and is checked disjoint from the pool.
+        # The evaluation: held-out templates and paraphrases (fc_eval), a separate seed, checked
+        # disjoint from the pool by (tool, arguments) and by normalised request text.
         self._eval_items, self._eval_categories = generate_eval(spec.eval_per_category, spec.data_seed + 10_007, self.items)
         self._encoded = encode_items(self.items)
         self._eval_encoded = encode_items(self._eval_items)
@@ -47,11 +51,14 @@ class FunctionCallingPool:
         return json.dumps(self.item(row)).lower()
 
     def recipe_key(self) -> dict[str, Any]:
-        return self.recipe.key()
+        # students fine-tune the base model (the one base_losses/embed probe), so it is part of the key
+        return {**self.recipe.key(), "start": f"{BASE_VERSION}/{BASE_POOL_SIZE}"}
 
     def train_and_score(self, rows: Sequence[int], seed: int) -> dict[str, float]:
+        """Fine-tune the base model (the model ``base_losses``/``embed`` expose) on ``rows`` with
+        the fixed recipe and student seed ``seed``; accuracy per evaluation category."""
         torch.set_num_threads(1)
-        model = train_student(self._encoded, rows, seed, self.recipe)
+        model = train_student(self._encoded, rows, seed, self.recipe, init=self.base_model().state_dict())
         predictions = predict(model, self._eval_encoded)
         correct = np.array([item_correct(p, item["target"]) for p, item in zip(predictions, self._eval_items)])
         categories = np.array(self._eval_categories)
@@ -61,9 +68,11 @@ class FunctionCallingPool:
 
     # -- the frozen base model ----------------------------------------------------------------
     def base_model(self) -> FcStudent:
-        """The student architecture trained once on a disjoint clean base-category pool (cached)."""
+        """The student architecture trained once on a disjoint pool of correctly labelled items of
+        every skill (``fc_pool.BASE_SHARES``; cached): probed by ``base_losses``/``embed``, and the
+        starting point of every student."""
         if self._base is None:
-            key = cache_key("dataselect-fc-base/1", BASE_POOL_SIZE, self.spec.data_seed, self.recipe.key())
+            key = cache_key(BASE_VERSION, BASE_POOL_SIZE, self.spec.data_seed, self.recipe.key())
             path = cache_dir("dataselect", "base") / f"{key}.pt"
             model = FcStudent(self.recipe)
             if path.exists():

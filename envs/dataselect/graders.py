@@ -25,28 +25,30 @@ class SelectionGain:
     """The top group's score minus the paired random reference (a penalised submission: -1)."""
 
     name: ClassVar[str]
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"  # 2: t interval (gain_ci) and its verdict
     needs: ClassVar[frozenset[str]] = frozenset({"final_state"})
 
     def grade(self, record: Trajectory) -> Grade:
         m = _metrics(record)
-        details = {k: m.get(k) for k in ("gain_ci", "percentile", "top_score", "random_mean", "penalised")}
+        details = {k: m.get(k) for k in ("gain_ci", "gain_verdict", "percentile", "top_score", "random_mean", "penalised")}
         return Grade(self.name, self.version, float(m["gain"]), details)
 
 
 @register_grader("dataselect_top_is_best")
 @dataclass(frozen=True)
 class TopGroupIsBest:
-    """1.0 when the predicted top group scored best (a near tie is reported in details, scored 0)."""
+    """1.0 when the predicted top group is the unique best (outside the tie margin of every other
+    group); a tie at the top, even a three-way one at the floor, is reported in details and scores 0."""
 
     name: ClassVar[str]
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"  # 2: ties (within the margin) are never "best"
     needs: ClassVar[frozenset[str]] = frozenset({"final_state"})
 
     def grade(self, record: Trajectory) -> Grade:
         m = _metrics(record)
         return Grade(self.name, self.version, float(bool(m["top_is_best"])),
-                     {"tie": m.get("top_tie"), "actual_best": m.get("actual_best")})
+                     {"tie": m.get("top_tie"), "verdict": m.get("top_verdict"), "tied_groups": m.get("tied_groups"),
+                      "actual_best": m.get("actual_best")})
 
 
 @register_grader("dataselect_spearman")

@@ -21,9 +21,10 @@ from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
 __all__ = ["DataPool", "PoolSpec", "POOL_NAMES", "make_pool", "cached_scores", "warm_scores"]
 
 POOL_NAMES = ("function_calling", "digits")
-DATA_VERSION = 2
+DATA_VERSION = 3
 """Part of every score's cache key: bump it when a pool's items or its evaluation set change
-(2: evaluation ask / no-call items made disjoint from the pool too)."""
+(2: evaluation ask / no-call items made disjoint from the pool too; 3: function-calling
+evaluation from held-out templates and paraphrases, students fine-tune the base model)."""
 
 
 @dataclass(frozen=True)

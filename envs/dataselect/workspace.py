@@ -1,7 +1,8 @@
 """The agent's analysis tools: inspect, search, stats, base losses, embeddings, and ``run_python``.
 
-``run_python`` runs the agent's code in a sandbox (``rsigym.sandbox``; docker when an engine
-answers) opened on first use. Its work dir holds ``pool/items.jsonl`` (the visible items, made
+``run_python`` runs the agent's code in a sandbox (``rsigym.sandbox``) opened on first use:
+Docker under the ``docker`` policy (never a silent local fallback), a local subprocess only under
+the explicit opt-in ``local_unsafe`` (``SANDBOX_POLICIES``). Its work dir holds ``pool/items.jsonl`` (the visible items, made
 read-only with mode 0444 before any agent code runs) and ``analysis/base_losses.json`` /
 ``analysis/embeddings.json`` (every result the agent obtained so far). Nothing of the hidden
 evaluation, the factors or the student is written there; with docker the container has no
@@ -16,22 +17,38 @@ from typing import Any
 
 import numpy as np
 
-from rsigym.sandbox import Sandbox, SandboxLimits, open_sandbox
+from rsigym.sandbox import Sandbox, SandboxLimits, open_sandbox, resolve_provider
 
 from .evaluation import parse_csv
 from .pools import DataPool
 
-__all__ = ["AnalysisWorkspace"]
+__all__ = ["AnalysisWorkspace", "SANDBOX_POLICIES", "require_sandbox"]
 
 OUTPUT_CHARS = 8000
+SANDBOX_POLICIES = {"docker": "docker", "local_unsafe": "local"}
+"""Sandbox policy -> the ``rsigym.sandbox`` provider that runs ``run_python``."""
+
+
+def require_sandbox(policy: str) -> None:
+    """Raise a one-line ``ValueError`` when ``policy`` is ``docker`` and Docker cannot run it."""
+    if policy != "docker":
+        return
+    used, reason = resolve_provider("auto")
+    if used != "docker":
+        why = " ".join(str(reason).split())
+        raise ValueError(f"run_python needs Docker and Docker is not usable: {why}. Start Docker (and run "
+                         f"`rsigym sandbox build`), or opt in to running agent code unsandboxed with "
+                         f"`sandbox: local_unsafe` in env.kwargs")
 
 
 class AnalysisWorkspace:
     """One episode's analysis state: results so far and the lazily opened sandbox."""
 
-    def __init__(self, pool: DataPool, provider: str, timeout_s: float) -> None:
+    def __init__(self, pool: DataPool, policy: str, timeout_s: float) -> None:
+        if policy not in SANDBOX_POLICIES:
+            raise ValueError(f"unknown sandbox policy {policy!r}; expected one of {', '.join(SANDBOX_POLICIES)}")
         self.pool = pool
-        self.provider, self.timeout_s = provider, timeout_s
+        self.policy, self.timeout_s = policy, timeout_s
         self.losses: dict[int, float] = {}
         self.embeddings: dict[int, list[float]] = {}
         self._sandbox: Sandbox | None = None
@@ -98,11 +115,12 @@ class AnalysisWorkspace:
     # -- the sandbox ------------------------------------------------------------------------
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            sandbox = open_sandbox(self.provider, SandboxLimits(memory_mb=1024, file_size_mb=64))
+            # "docker" raises when no engine answers: never a silent fallback to a local process
+            sandbox = open_sandbox(SANDBOX_POLICIES[self.policy], SandboxLimits(memory_mb=1024, file_size_mb=64))
             lines = "\n".join(json.dumps(self.pool.item(r)) for r in range(len(self.pool)))
             sandbox.write_files({"pool/items.jsonl": lines + "\n"})
             sandbox.exec(["chmod", "-R", "a-w", "pool"], timeout=30)
-            self._sandbox, self.sandbox_info = sandbox, sandbox.info
+            self._sandbox, self.sandbox_info = sandbox, {**sandbox.info, "policy": self.policy}
         return self._sandbox
 
     def run_python(self, code: str) -> dict[str, Any]:

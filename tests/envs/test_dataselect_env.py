@@ -14,7 +14,7 @@ from rsigym.envs.dataselect.subset_selectors import selector_script
 from rsigym.envs.dataselect.digits_track import DigitsPool
 from rsigym.envs.dataselect.pools import PoolSpec, cached_scores
 
-SMALL = {"pool": "digits", "pool_size": 400, "group_size": 20, "student_seeds": 2, "n_random": 2, "sandbox": "local"}
+SMALL = {"pool": "digits", "pool_size": 400, "group_size": 20, "student_seeds": 2, "n_random": 2, "sandbox": "local_unsafe"}
 
 
 def make(**kwargs):
@@ -182,9 +182,87 @@ def test_offline_heuristic_runs_through_llm_agent(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["dataselect_quick", "dataselect_paper"])
-def test_scenarios_validate(name):
+def test_scenarios_validate(name, monkeypatch):
     from rsigym.scenario import expand, load_scenario
     from tests.conftest import REPO
 
+    monkeypatch.setattr("rsigym.envs.dataselect.env.require_sandbox", lambda policy: None)  # Docker or not
     episodes = expand(load_scenario(REPO / "scenarios" / f"{name}.yaml"))
     assert episodes and all(e.env.id == "rsigym/DataSelection-v0" for e in episodes)
+
+
+def _no_docker(monkeypatch):
+    """Make every Docker probe of this process answer 'no engine'."""
+    from rsigym.sandbox import factory
+
+    monkeypatch.setattr(factory, "_PROBES", {})
+    monkeypatch.setattr(factory, "_probe_uncached", lambda image: (False, "no Docker engine answers (ConnectionError:\n refused)"))
+
+
+@pytest.mark.parametrize("policy", ["local", "auto", "unsafe"])
+def test_local_execution_needs_the_explicit_opt_in(policy):
+    with pytest.raises(ValueError, match="sandbox must be one of docker, local_unsafe"):
+        make(sandbox=policy)
+
+
+def test_without_docker_the_env_refuses_and_agent_code_never_runs_locally(monkeypatch, tmp_path):
+    # The attack: agent code that imports rsigym and prints the hidden factors and evaluation.
+    # Without the opt-in there is no way to run it: the env cannot be made, and a workspace under
+    # the docker policy asks for docker only (never a local fallback).
+    _no_docker(monkeypatch)
+    with pytest.raises(ValueError) as error:
+        make(sandbox="docker")
+    message = str(error.value)
+    assert "\n" not in message and "Docker" in message and "sandbox: local_unsafe" in message
+    from rsigym.envs.dataselect import workspace
+    from rsigym.errors import SandboxUnavailable
+
+    asked: list[str] = []
+
+    def no_engine(provider, limits=None, image=None):
+        asked.append(provider)
+        raise SandboxUnavailable("no Docker engine answers")
+
+    monkeypatch.setattr(workspace, "open_sandbox", no_engine)
+    env = make()  # made under local_unsafe, then switched to the docker policy behind the env's back
+    env.reset(seed=0)
+    env._workspace = workspace.AnalysisWorkspace(env.pool, "docker", 30.0)
+    leak = "import rsigym.envs.dataselect.pools as p; print('LEAK')"
+    with pytest.raises(SandboxUnavailable):
+        env.step({"action": "run_python", "code": leak})
+    assert asked == ["docker"] and env._workspace.sandbox_info is None
+
+
+def test_rsigym_run_stops_before_any_episode_without_docker(tmp_path):
+    # A real unreachable engine: DOCKER_HOST points at a socket that does not exist.
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
+    out = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "rsigym", "run", "dataselect_quick", "--out", str(out),
+                             "--no-progress"], capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Docker" in lines[0] and "sandbox: local_unsafe" in lines[0], lines
+    assert not (out / "records.jsonl").exists() or (out / "records.jsonl").read_text() == ""
+
+
+def test_the_record_and_report_say_which_sandbox_ran(tmp_path):
+    env = make()
+    env.reset(seed=0)
+    assert env.sandbox_info == {"policy": "local_unsafe", "opened": False}
+    env.step({"action": "run_python", "code": "print(1)"})
+    assert env.sandbox_info["opened"] and env.sandbox_info["provider"] == "local"
+    assert env.snapshot()["sandbox"]["policy"] == "local_unsafe"
+    from types import SimpleNamespace
+
+    from rsigym.envs.dataselect.analyses import _sandbox_line
+
+    records = [SimpleNamespace(sandbox=env.sandbox_info), SimpleNamespace(sandbox={"policy": "docker", "opened": False}),
+               SimpleNamespace(sandbox={"policy": "docker", "opened": True, "provider": "docker"})]
+    line = _sandbox_line(records)  # type: ignore[arg-type]
+    assert "local subprocess, UNSANDBOXED (opt-in local_unsafe) in 1 episodes" in line
+    assert "docker in 1 episodes" in line and "not used (policy docker) in 1 episodes" in line
+    env.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -10,10 +11,11 @@ import torch
 
 from rsigym.envs.dataselect.agents import next_selection_action
 from rsigym.envs.dataselect.subset_selectors import SELECTORS, select, stratum, suspicion, value_missing
-from rsigym.envs.dataselect.evaluation import gain_ci, parse_csv, score_submission, validate_submission
-from rsigym.envs.dataselect.fc_pool import (EVAL_CATEGORIES, FACTOR_SHARES, combination_key, generate_eval,
-                                            generate_pool)
-from rsigym.envs.dataselect.fc_student import FcRecipe, encode_items, item_correct, predict, train_student
+from rsigym.envs.dataselect.evaluation import (gain_ci, parse_csv, score_submission, simulate_gain_ci_coverage,
+                                               validate_submission)
+from rsigym.envs.dataselect.fc_eval import EVAL_CATEGORIES, HELD_OUT, generate_eval, normalise
+from rsigym.envs.dataselect.fc_pool import FACTOR_SHARES, combination_key, generate_pool
+from rsigym.envs.dataselect.fc_student import FcRecipe, FcStudent, encode_items, item_correct, predict, train_student
 from rsigym.envs.dataselect.fc_tools import fc_tools, tool_spec
 
 
@@ -67,6 +69,24 @@ def test_evaluation_is_disjoint_from_the_pool(pool):
         return json.dumps({**item, "tools": sorted(item["tools"])}, sort_keys=True)
 
     assert not {canonical(i) for i in items} & {canonical(i) for i in eval_items}
+    # normalised request text is disjoint too, and no evaluation request fits a pool template
+    assert not {normalise(i["request"]) for i in items} & {normalise(i["request"]) for i in eval_items}
+    import re
+
+    pool_templates = [re.compile("^" + re.sub(r"\\\{\w+\\\}", r"\\S+", re.escape(p)) + "$")
+                      for t in fc_tools() for p in t.phrasings]
+    for item in eval_items:
+        assert not any(t.match(item["request"]) for t in pool_templates), item["request"]
+
+
+def test_held_out_templates_differ_from_the_pool_and_fill_every_slot():
+    pool_templates = {normalise(p) for t in fc_tools() for p in t.phrasings}
+    for tool in fc_tools():
+        templates = HELD_OUT[(tool.domain, tool.name)]
+        for template in templates:
+            assert normalise(template) not in pool_templates
+            assert set(re.findall(r"\{(\w+)\}", template)) == set(tool.params), template
+    assert normalise("Hello , PLEASE check order #W1 !") == "check order #w1"
 
 
 def test_ast_match_normalises_arguments_and_checks_each_part():
@@ -90,7 +110,7 @@ def test_student_learns_the_base_category(pool):
     base = [i for i, c in zip(eval_items, categories) if c == "base"]
     predictions = predict(model, encode_items(base))
     accuracy = np.mean([item_correct(p, i["target"]) for p, i in zip(predictions, base)])
-    assert accuracy > 0.3  # chance is ~0 (exact match of function and every argument)
+    assert accuracy > 0.2  # chance is ~0 (exact match of function and every argument); held-out phrasings
 
 
 def test_submission_errors_are_clear():
@@ -124,27 +144,48 @@ def test_metrics_match_hand_computed_values():
     m = score_submission(groups, [4, 3, 2, 1, 0], [0, 1], [[100, 101], [102, 103]], score)
     assert m["top_score"] == pytest.approx(0.405) and m["random_mean"] == pytest.approx(0.255)
     assert m["gain"] == pytest.approx(0.15)
-    assert m["gain_ci"][0] == pytest.approx(0.1) and m["gain_ci"][1] == pytest.approx(0.2)
+    # t interval with R - 1 = 1 degree of freedom: sd(0.205, 0.305) * sqrt(1 + 1/2) * t(0.975, 1)
+    half = 12.7062047 * np.std([0.205, 0.305], ddof=1) * np.sqrt(1.5)
+    assert m["gain_ci"][0] == pytest.approx(0.15 - half) and m["gain_ci"][1] == pytest.approx(0.15 + half)
+    assert m["gain_verdict"] == "indistinguishable"
     assert m["percentile"] == 100.0 and m["top_is_best"] and m["spearman"] == pytest.approx(1.0)
+    assert m["top_verdict"] == "best" and m["tied_groups"] == [4]
     assert m["spearman_ceiling"] == pytest.approx(1.0)
-    worst_first = score_submission(groups, [0, 1, 2, 3, 4], [0, 1], [[100, 101]], score)
+    worst_first = score_submission(groups, [0, 1, 2, 3, 4], [0, 1], [[100, 101], [102, 103]], score)
     assert worst_first["spearman"] == pytest.approx(-1.0) and not worst_first["top_is_best"]
     assert not worst_first["top_tie"]  # 0.4 apart with zero seed variance: no tie
 
 
 
-def test_gain_ci_covers_a_zero_gain_at_its_nominal_rate():
-    # True gain 0; a seed effect shared by every subset, per-seed noise and a draw-to-draw effect.
-    # Resampling the R x S differences one by one (as if independent) covers 0 only about half the time.
+@pytest.mark.parametrize("seeds, draws", [(3, 10), (2, 8), (1, 3)])
+def test_gain_ci_covers_a_zero_gain_at_its_nominal_rate(seeds, draws):
+    # True gain 0: the top group is a subset like the random ones (a seed effect shared by all,
+    # a subset effect, per-seed noise). The old two-way percentile bootstrap covered 0.84-0.88 at
+    # 3 x 10 and 0.57 at 1 x 3; the t interval reaches the nominal 0.95 within simulation error.
+    assert simulate_gain_ci_coverage(seeds, draws, trials=1500, seed=1) >= 0.93
+    # and with no subset effect at all (a fixed top group), it is conservative, never below
+    assert simulate_gain_ci_coverage(seeds, draws, trials=500, seed=2, draw_sd=0.0) >= 0.93
+
+
+def test_gain_ci_detects_a_real_gain_and_refuses_one_draw():
     rng = np.random.default_rng(0)
-    covered = 0
-    for _ in range(300):
-        seed_effect = rng.normal(0, 0.02, 3)
-        top = 0.5 + seed_effect + rng.normal(0, 0.02, 3)
-        randoms = 0.5 + rng.normal(0, 0.01, (10, 1)) + seed_effect + rng.normal(0, 0.02, (10, 3))
-        low, high = gain_ci(top, randoms, seed=int(rng.integers(1 << 30)), resamples=1000)
-        covered += low <= 0 <= high
-    assert covered / 300 > 0.8
+    randoms = 0.5 + rng.normal(0, 0.01, (10, 3))
+    low, high = gain_ci(np.array([0.6, 0.61, 0.59]), randoms)
+    assert low > 0.05 and high < 0.15
+    with pytest.raises(ValueError, match="at least 2 random draws"):
+        gain_ci(np.array([0.5]), randoms[:1])
+
+
+def test_a_three_way_tie_is_a_tie_not_top_is_best():
+    # every group at the floor: the top group "has the highest score" only as one of five equals
+    m = score_submission([[0], [1], [2], [3], [4]], [0, 1, 2, 3, 4], [0], [[9], [8]],
+                         lambda rows, seed: {"score": 0.0, "base": 0.0})
+    assert m["top_verdict"] == "tie" and not m["top_is_best"] and m["top_tie"] and m["tied_groups"] == [0, 1, 2, 3, 4]
+    assert m["floor_categories"] == ["base"]
+    table = {0: 0.5, 1: 0.5, 2: 0.5, 3: 0.1, 4: 0.1, 9: 0.2, 8: 0.3}
+    m = score_submission([[0], [1], [2], [3], [4]], [1, 0, 2, 3, 4], [0], [[9], [8]],
+                         lambda rows, seed: {"score": table[rows[0]], "base": table[rows[0]]})
+    assert m["top_verdict"] == "tie" and m["tied_groups"] == [0, 1, 2] and m["floor_categories"] == []
 
 
 def test_near_tie_uses_the_seed_paired_standard_error():
@@ -153,12 +194,12 @@ def test_near_tie_uses_the_seed_paired_standard_error():
     def run(top_offsets):
         table = {(0,): [0.5 + 0.1 * s for s in range(3)], (1,): [0.5 + 0.1 * s + d for s, d in enumerate(top_offsets)],
                  (2,): [0.0] * 3, (3,): [0.0] * 3, (4,): [0.0] * 3, (9,): [0.0] * 3}
-        return score_submission([[0], [1], [2], [3], [4]], [1, 0, 2, 3, 4], [0, 1, 2], [[9]],
+        return score_submission([[0], [1], [2], [3], [4]], [1, 0, 2, 3, 4], [0, 1, 2], [[9], [9]],
                                 lambda rows, seed: {"score": table[tuple(rows)][seed]})
     steady = run([-0.01, -0.01, -0.01])
-    assert not steady["top_is_best"] and not steady["top_tie"]
+    assert not steady["top_is_best"] and not steady["top_tie"] and steady["top_verdict"] == "not_best"
     noisy = run([-0.05, 0.04, -0.02])
-    assert not noisy["top_is_best"] and noisy["top_tie"]
+    assert not noisy["top_is_best"] and noisy["top_tie"] and noisy["top_verdict"] == "tie"
 
 
 def test_selectors_are_valid_and_stratified_keeps_coverage(pool):
@@ -189,3 +230,42 @@ def test_selection_plan_reads_only_the_observation_text():
     assert second["action"] == "run_python" and "select('stratified'" in second["code"] and ", 40, 0)" in second["code"]
     last = next_selection_action([intro, "Base-model losses of 200 rows", "wrote submission.csv"], "stratified", 0)
     assert last == {"action": "submit", "csv_file": "submission.csv", "order": [0, 1, 2, 3, 4]}
+
+
+def test_students_fine_tune_the_base_model_the_agent_probes(monkeypatch):
+    from rsigym.envs.dataselect import fc_track
+    from rsigym.envs.dataselect.pools import PoolSpec
+
+    pool = fc_track.FunctionCallingPool(PoolSpec("function_calling", 300, 20, 2, 0), recipe=FcRecipe(epochs=1))
+    base = FcStudent(pool.recipe)
+    monkeypatch.setattr(pool, "base_model", lambda: base)
+    seen = {}
+
+    def fake_train(encoded, rows, seed, recipe, init=None):
+        seen["init"] = init
+        return base
+
+    monkeypatch.setattr(fc_track, "train_student", fake_train)
+    pool.train_and_score([0, 1, 2], 0)
+    assert seen["init"] is not None and all(torch.equal(seen["init"][k], v) for k, v in base.state_dict().items())
+    assert pool.recipe_key()["start"].startswith(fc_track.BASE_VERSION)  # the base is part of every score's key
+    # and the base model learns from every correct skill, never from a wrong label
+    from rsigym.envs.dataselect.fc_pool import BASE_SHARES, generate_base_pool
+
+    kinds = {item["target"]["type"] for item in generate_base_pool(200, 0)}
+    assert kinds == {"call", "ask", "no_call"} and set(BASE_SHARES) <= set(FACTOR_SHARES)
+
+
+def test_report_section_verdicts_and_floor_warning():
+    from rsigym.envs.dataselect.analyses import _agent_verdict, _floor_warning
+
+    assert _agent_verdict({"better": 0, "indistinguishable": 0, "worse": 2}, 2) == "worse than random"
+    assert _agent_verdict({"better": 1, "indistinguishable": 1, "worse": 0}, 2).startswith("mixed")
+
+    def run(level):
+        return score_submission([[g] for g in range(5)], [0, 1, 2, 3, 4], [0, 1], [[8], [9]],
+                                lambda rows, seed: {"score": level, "ask": 0.0 if level < 0.05 else 0.6})
+    warning = _floor_warning({("p", "a"): [run(0.0)]})
+    assert warning is not None and "ask, score" not in warning and "categories ask" in warning
+    assert "5 of 5 groups" in warning
+    assert _floor_warning({("p", "a"): [run(0.6)]}) is None
