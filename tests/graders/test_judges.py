@@ -110,3 +110,16 @@ def test_judge_input_has_results_user_turns_and_end_state_but_no_gold():
     with pytest.raises(ValueError, match="rubric"):
         LLMJudge(rubric="vibes")
     assert LLMJudge(model="rsigym/judge_strict", rubric="process").name == STRICT
+
+
+def test_offline_judges_and_the_analysis_are_entry_points():
+    from rsigym.envs.tooluse import judging
+    from rsigym.graders import judges
+    from rsigym.registry import ANALYSES, OFFLINE_POLICIES
+
+    for kind in ("judge_lenient", "judge_strict", "judge_noisy"):
+        ep = OFFLINE_POLICIES.entry_point(kind)
+        assert ep is not None and ep.value == f"rsigym.envs.tooluse.judging:{kind}_policy"
+        assert OFFLINE_POLICIES[kind] is getattr(judging, f"{kind}_policy")
+    ep = ANALYSES.entry_point("judges")
+    assert ep is not None and ANALYSES["judges"] is judges.judges_analysis
