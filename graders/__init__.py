@@ -18,6 +18,7 @@ from .trace import BehaviourDiff, Pair, Pairs, behaviour_diff, pair_records, rer
 from .trace_effects import Effect, Part, RegradeEffect, TaskDelta, paired_effect, regrade_effect
 from .trace_verdict import Attribution, BehaviourRate, Missing, Verdict, attribute
 from .trace_report import trace_analysis
+from .judges import judge_agreement, judge_grade_name, judges_analysis, presentation_invariance
 
 __all__ = [
     "ENTRY_POINT_GROUP", "NEEDS", "Grader",
@@ -27,5 +28,6 @@ __all__ = [
     "Verdict", "behaviour_diff", "flip_rate", "icc_oneway", "mcnemar_exact", "minimum_detectable_difference",
     "ndcg_at_k", "pair_records", "paired_bootstrap_ci", "paired_effect", "regrade_effect", "regret_at_k",
     "rerun_noise", "reruns_analysis", "single_run_difference_sd", "spearman", "tost_paired",
+    "judge_agreement", "judge_grade_name", "judges_analysis", "presentation_invariance",
     "trace_analysis", "attribute", "Attribution", "BehaviourRate", "Missing", "Part", "rerun_behaviour",
 ]

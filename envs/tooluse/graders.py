@@ -9,7 +9,6 @@ tool rename; ``action_match_mapped`` is its correction.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -125,10 +124,17 @@ _JUDGE_PROMPT = {
 @register_grader("llm_judge")
 @dataclass(frozen=True)
 class LLMJudge:
-    """An LLM (through ``rsigym.llm``) scores the transcript with an ``outcome`` or ``process`` rubric.
+    """An LLM (through ``rsigym.llm``, role ``judge``) scores an episode with an ``outcome`` or
+    ``process`` rubric.
 
-    The call's usage (tokens, cost, calls, retries) is in the grade's details; a provider that
-    fails for good gives a grade with no score and an ``infra_error`` error.
+    The judge reads ``judging.judge_transcript``: the goal, the tools as the agent saw them, the
+    conversation with tool results and customer turns, and an end-state summary, in the chosen
+    ``presentation`` ("" as run, ``renamed``, ``reordered``). Its grade is named for the judge,
+    ``llm_judge/<rubric>[@<presentation>]/<model>`` (``rsigym.graders.judges``), so several
+    judges and presentations coexist on one record. Offline judges: ``rsigym/judge_lenient``,
+    ``rsigym/judge_strict``, ``rsigym/judge_noisy``. The call's usage (tokens, cost, calls,
+    retries) is in the grade's details; a provider that fails for good gives a grade with no
+    score and an ``infra_error`` error.
     """
 
     model: str = "openai/gpt-4o-mini"
@@ -138,21 +144,31 @@ class LLMJudge:
     max_retries: int = 4
     backoff_base_s: float = 1.0
     timeout_s: float = 120.0
+    presentation: str = ""
 
     name: ClassVar[str]
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     needs: ClassVar[frozenset[str]] = frozenset({"trajectory", "final_state"})
+
+    def __post_init__(self) -> None:
+        from rsigym.graders.judges import judge_grade_name
+
+        from .judging import PRESENTATIONS
+
+        if self.rubric not in _JUDGE_PROMPT:
+            raise ValueError(f"rubric must be one of {sorted(_JUDGE_PROMPT)}, got {self.rubric!r}")
+        if self.presentation not in PRESENTATIONS:
+            raise ValueError(f"presentation must be one of {PRESENTATIONS}, got {self.presentation!r}")
+        # the registered name is "llm_judge"; each instance grades under its judge's own name
+        object.__setattr__(self, "name", judge_grade_name(type(self).name, self.rubric, self.model,
+                                                          self.presentation))
 
     def grade(self, record: Trajectory) -> Grade:
         from rsigym.agents.llm_messages import extract_json
 
-        if self.rubric not in _JUDGE_PROMPT:
-            raise ValueError(f"rubric must be one of {sorted(_JUDGE_PROMPT)}, got {self.rubric!r}")
-        state = _state(record)
-        task = _task(state)
-        transcript = "\n".join(f"- {json.dumps(step.action)}" for step in record.steps)
-        prompt = (f"{_JUDGE_PROMPT[self.rubric]}\n\nCustomer's goal: {task.instructions.get('intent')}\n"
-                  f"Request: {task.instructions.get('request')}\n\nAgent actions and messages:\n{transcript}\n\n"
+        from .judging import judge_transcript
+
+        prompt = (f"{_JUDGE_PROMPT[self.rubric]}\n\n{judge_transcript(record, self.presentation)}\n\n"
                   'Answer with JSON only: {"score": a number from 0 to 1, "reason": "one sentence"}.')
         reply = complete([{"role": "user", "content": prompt}], model=self.model, role="judge",
                          api_base=self.api_base, params={"temperature": self.temperature, "seed": 0},

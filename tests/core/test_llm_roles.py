@@ -148,7 +148,7 @@ def test_judge_rate_limit_is_retried_and_its_usage_is_in_the_grade():
     with FakeOpenAI() as server:
         server.script(RATE_LIMITED, Behaviour(content='{"score": 1, "reason": "done"}'))
         record = run_episode(judged_episode(server))
-    grade = record.grade("llm_judge")
+    grade = record.grade("llm_judge/outcome/openai/fake-judge")  # the grade is named for its judge
     assert grade is not None and grade.score == 1.0 and grade.error is None
     assert (grade.details["usage"]["model_calls"], grade.details["usage"]["provider_retries"]) == (2, 1)
 
@@ -157,7 +157,7 @@ def test_judge_persistent_500_is_an_infra_error_grade_with_its_calls():
     with FakeOpenAI(default=ALWAYS_500) as server:
         record = run_episode(judged_episode(server))
     assert record.termination == "user_stop"  # the episode itself was fine
-    grade = record.grade("llm_judge")
+    grade = record.grade("llm_judge/outcome/openai/fake-judge")
     assert grade is not None and grade.score is None
     assert grade.error is not None and grade.error.startswith("infra_error: LLMError: judge model openai/fake-judge")
     assert grade.details["usage"]["model_calls"] == 3 and grade.details["usage"]["provider_retries"] == 2
@@ -185,7 +185,7 @@ def test_user_and_judge_model_flags_reach_the_user_and_the_judge(tmp_path, capsy
     [record] = read_records(tmp_path / "out" / "records.jsonl").records
     assert set(models) == {"cli-user", "cli-judge"}
     assert record.usage_by_role["user"].model_calls == models.count("cli-user") > 0
-    grade = record.grade("llm_judge")
+    grade = record.grade("llm_judge/outcome/openai/cli-judge")  # the flag's model names the judge
     assert grade is not None and grade.score == 0.5 and grade.params["model"] == "openai/cli-judge"
     assert "openai/cli-user" in (tmp_path / "out" / "scenario.yaml").read_text()  # the run says what ran
 

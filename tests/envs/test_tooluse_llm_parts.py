@@ -43,5 +43,7 @@ def test_llm_judge_scores_fixed_trajectories():
         broken = grade_record(judge, record, source="regrade")
         prompt = server.requests[0]["messages"][0]["content"]
     assert (grade.score, grade.details["reason"], grade.params["rubric"]) == (0.75, "cancelled as asked", "process")
-    assert "followed the policy" in prompt and '"tool": "cancel_order"' in prompt
+    assert "followed the policy" in prompt and "- Agent calls cancel_order [write]" in prompt
+    assert "- Customer: " in prompt and "## End state" in prompt  # tool results, user turns, end state
+    assert grade.grader == "llm_judge/process/openai/fake-judge"  # the judge's identity
     assert broken.score is None and broken.error  # a judge that does not answer is recorded, not fatal
