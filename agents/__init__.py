@@ -7,7 +7,7 @@ join through the ``rsigym.agents`` entry-point group, like any third-party agent
 
 from rsigym.agent import Agent, available_agents, make_agent, register_agent
 
-from .llm import LLMAgent
+from .llm_agent import LLMAgent
 from .offline import OfflineReply, OfflineRequest, offline_policies, register_offline_policy
 from .optuna_agents import OptunaParams, RandomSearchAgent, TPEAgent, TPEParams
 from .optuna_space import action_from_params, optuna_distributions

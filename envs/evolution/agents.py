@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from rsigym.agent import register_agent
-from rsigym.agents.llm import LLMAgent
+from rsigym.agents.llm_agent import LLMAgent
 from rsigym.records import AgentSpec, Usage
 
 from .allocation_policy import ALLOCATOR_PREAMBLE, DEFAULT_POLICY, policy_text
