@@ -27,7 +27,9 @@ from rsigym.graders.base import register_grader, snapshot_state
 from rsigym.records import Grade, Trajectory
 from rsigym.report import ReportSection, register_analysis
 
-__all__ = ["EvolutionBestScore", "best_curve", "evaluations_to_reach", "mean_curve", "first_crossing",
+from .evoalloc import POLICY_EVENT, missed_new_bests_estimate
+
+__all__ = ["EvolutionBestScore", "EvolutionHeldOut", "best_curve", "missed_new_bests", "policy_events", "evaluations_to_reach", "mean_curve", "first_crossing",
            "evolution_analysis"]
 
 
@@ -53,9 +55,94 @@ class EvolutionBestScore:
             "partial_evaluations": state["counts"]["partial"], "exploration": state["exploration"]})
 
 
+def _spent(point: dict[str, Any], x: str) -> float:
+    if x == "with_exploration":  # full-evaluation equivalents, counterfactual exploration included
+        return float(point["full_equivalents"]) + float(point.get("exploration_cost", 0.0))
+    return float(point[x])
+
+
+@register_grader("evolution_heldout")
+@dataclass(frozen=True)
+class EvolutionHeldOut:
+    """The recorded best program re-executed on held-out instances in a fresh sandbox (higher is better).
+
+    Search and the ``evolution_best`` score use the same instances; this grader rebuilds the task
+    from the record's spec with ``instance_seed + seed_offset`` (instances the search never saw),
+    runs the recorded best program and the task's seed program there (fully, uncached), and grades
+    the best program's held-out score; details carry the seed's held-out score, the gain over it,
+    the search-time score and the sandbox that ran. So fixed trajectories can be regraded against a
+    ruler the search never saw. A task without generated instances (circle packing: one fixed
+    problem) has nothing to hold out: its best program is re-executed on the same problem and the
+    details say ``held_out: False``.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    needs: ClassVar[frozenset[str]] = frozenset({"final_state", "sandbox"})
+    seed_offset: int = 1_000_003
+    sandbox: str = "docker"
+
+    def grade(self, record: Trajectory) -> Grade:
+        from rsigym.sandbox import open_sandbox
+
+        from .env import EVOLUTION_LIMITS
+        from .evaluator import SandboxEvaluator
+        from .tasks import make_task
+
+        state = _state(record)
+        code = state.get("best_program")
+        if not code:
+            raise ValueError("no program was fully evaluated")
+        spec = {k: v for k, v in dict(state["task"]).items() if k != "timeout_s"}
+        name = spec.pop("name")
+        held_out = "instance_seed" in spec
+        if held_out:
+            spec["instance_seed"] = int(spec["instance_seed"]) + int(self.seed_offset)
+        task = make_task(name, **spec)
+        with open_sandbox(self.sandbox, EVOLUTION_LIMITS) as sandbox:
+            evaluator = SandboxEvaluator(task, sandbox, cache=False)
+            prepare = getattr(evaluator, "prepare", None)
+            if callable(prepare):
+                prepare()
+            best = evaluator.evaluate(code, "full")
+            seed = evaluator.evaluate(task.seed_program, "full")
+            provider = sandbox.info.get("provider")
+        if not best.ok:
+            raise ValueError(f"the recorded best program failed on the held-out instances: {best.reason}")
+        return Grade(self.name, self.version, float(best.score), {  # type: ignore[arg-type]
+            "held_out": held_out, "instance_seed": spec.get("instance_seed"), "search_score": state.get("best_score"),
+            "seed_heldout": seed.score, "gain_over_seed": (float(best.score) - float(seed.score))  # type: ignore[arg-type]
+            if seed.ok else None, "sandbox": provider})
+
+
 def best_curve(record: Trajectory, x: str = "full_evaluations") -> list[tuple[float, float]]:
-    """``(spent, best score)`` after each evaluation, ``spent`` measured by ``x``."""
-    return [(float(p[x]), float(p["best_score"])) for p in _state(record)["curve"] if p["best_score"] is not None]
+    """``(spent, best score)`` after each evaluation, ``spent`` measured by ``x``.
+
+    ``x``: ``full_evaluations``, ``full_equivalents`` (partials counted) or ``with_exploration``
+    (full equivalents plus the counterfactual evaluations exploration ran, which the agent's budget
+    does not pay but the run does).
+    """
+    return [(_spent(p, x), float(p["best_score"])) for p in _state(record)["curve"] if p["best_score"] is not None]
+
+
+def turned_away(state: dict[str, Any]) -> int:
+    """Candidates the agent turned away: discarded, or stopped after a partial evaluation (not duplicates)."""
+    counts = state["counts"]
+    stopped = int(counts["partial"]) - int(counts["rest"]) - int(counts.get("duplicate", 0))
+    return int(counts["discard"]) + max(stopped, 0)
+
+
+def missed_new_bests(states: Sequence[dict[str, Any]]) -> str:
+    """Estimated new bests among turned-away candidates (explored ones weighted by 1/explore_p), with a 95% CI."""
+    away = sum(turned_away(s) for s in states)
+    explored = sum(int(s["exploration"]["evaluations"]) for s in states)
+    found = sum(int(s["exploration"]["missed_new_bests"]) for s in states)
+    if away == 0:
+        return "0 (nothing turned away)"
+    estimate, low, high = missed_new_bests_estimate(away, min(explored, away), min(found, explored, away))
+    if explored == 0:
+        return f"unknown (0 of {away} explored; CI [0, {away}])"
+    return f"{estimate:.2g} [{low:.2g}, {high:.2g}] ({found} seen in {explored} of {away} explored)"
 
 
 def _best_at(curve: list[tuple[float, float]], spent: float) -> float:
@@ -107,15 +194,18 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
         lines += [f"### {task}", "", f"Target: {_fmt(target)} ({'given' if (targets or {}).get(task) is not None else f'mean final best of {baseline}'}); "
                   f"fixed budget for the best-score column: {budget} full evaluations.", "",
                   "| allocator | runs | full evals to target (mean curve) | full-equivalents to target (mean curve, "
-                  "partials counted) | median per run | tokens to target (median) | "
-                  f"best at {budget} full | final best (mean) | partial evals (mean) | missed new bests | exploration cost |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "partials counted) | full-equivalents to target incl. exploration (mean curve) | median per run | "
+                  f"tokens to target (median) | best at {budget} full | final best (mean) | partial evals (mean) | "
+                  "missed new bests (est. [95% CI], explored x 1/explore_p) | exploration cost |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
         per_run: dict[str, dict[tuple[int, int], float | None]] = {}
         for agent, group in sorted(agents.items()):
             xs, ys = mean_curve(group)
             crossing = first_crossing(xs, ys, target) if target is not None else None
             xe, ye = mean_curve(group, x="full_equivalents")
             crossing_equivalents = first_crossing(xe, ye, target) if target is not None else None
+            xx, yx = mean_curve(group, x="with_exploration")
+            crossing_exploring = first_crossing(xx, yx, target) if target is not None else None
             reach = {(r.seed, r.rep): (evaluations_to_reach(r, target) if target is not None else None) for r in group}
             per_run[agent] = reach
             reached = [v for v in reach.values() if v is not None]
@@ -124,12 +214,13 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
             states = [_state(r) for r in group]
             lines.append(
                 f"| {agent} | {len(group)} | {_fmt(crossing, 'g')} | {_fmt(crossing_equivalents, 'g')} | "
+                f"{_fmt(crossing_exploring, 'g')} | "
                 f"{_fmt(float(np.median(reached)) if len(reached) == len(group) else None, 'g')} | "
                 f"{_fmt(float(np.median(tokens_reached)) if len(tokens_reached) == len(group) else None, '.0f')} | "
                 f"{np.mean([_best_at(best_curve(r), budget) for r in group]):.4g} | "
                 f"{np.mean([s['best_score'] for s in states]):.4g} | "
                 f"{np.mean([s['counts']['partial'] for s in states]):.1f} | "
-                f"{sum(s['exploration']['missed_new_bests'] for s in states)} | "
+                f"{missed_new_bests(states)} | "
                 f"{sum(s['exploration']['cost'] for s in states):.2f} |")
             reached_text = "not reached" if crossing is None else f"{crossing:g} full evals"
             verdicts.append(f"{task}/{agent}: {reached_text} to {_fmt(target)}")
@@ -141,10 +232,40 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
         for agent, reach in sorted(per_run.items()):
             lines.append(f"| {agent} | " + " | ".join(_fmt(reach.get(key), "g") for key in runs) + " |")
         lines.append("")
+        lines += _policy_history(agents)
         plots.append(_plot(out_dir, task, agents, target))
     if not groups:
         return ReportSection("Program evolution", "no program-evolution records", "no records")
     return ReportSection("Program evolution", "\n".join(lines), "; ".join(verdicts), plots)
+
+
+def policy_events(record: Trajectory) -> list[str]:
+    """The policy-history lines (``[policy] ...``) an allocator wrote into its action rationales."""
+    events = []
+    for step in record.steps:
+        rationale = step.action.get("rationale") if isinstance(step.action, dict) else None
+        for line in str(rationale or "").splitlines():
+            if line.startswith(POLICY_EVENT):
+                events.append(line[len(POLICY_EVENT):])
+    return events
+
+
+def _policy_history(agents: dict[str, list[Trajectory]]) -> list[str]:
+    """Each challenger of each run: proposed when, the disagreements, accepted or rejected and why."""
+    lines: list[str] = []
+    for agent, group in sorted(agents.items()):
+        runs = [(r, policy_events(r)) for r in sorted(group, key=lambda r: (r.seed, r.rep))]
+        if not any(events for _, events in runs):
+            continue
+        lines += [f"Policy history of {agent}:", ""]
+        for record, events in runs:
+            verdicts = [e for e in events if " accepted at " in e or " rejected at " in e]
+            accepted = sum(" accepted at " in e for e in verdicts)
+            lines.append(f"- seed {record.seed} rep {record.rep}: {sum(' proposed at ' in e for e in events)} "
+                         f"challengers, {accepted} accepted, {len(verdicts) - accepted} rejected")
+            lines += [f"  - {e}" for e in events]
+        lines.append("")
+    return lines
 
 
 def _tokens_at(record: Trajectory, target: float | None) -> int | None:
