@@ -42,7 +42,9 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
     Counterfactual exploration: with probability ``explore_p`` a discarded candidate (or one
     stopped after a partial evaluation) is fully evaluated anyway; the result is shown in the
     next observation and in ``info["counterfactual"]``, costs nothing from the agent's budget
-    and is reported apart (``info["exploration"]``). It never enters the search.
+    and is reported apart (``info["exploration"]``; ``info["explore_p"]`` gives the probability, and
+    the snapshot's curve carries the exploration cost so far, so reports can count it). It never
+    enters the search.
 
     ## Observation
     ``Dict(text, budget_left, stage, partial_available, best_score, parent_score, partial_score,

@@ -177,3 +177,56 @@ def test_mutate_source_is_seeded_and_varies_quality():
     operators = {source.propose(task.seed_program, 0.98, None, task.library, "", np.random.default_rng(s)).operator.split()[0]
                  for s in range(30)}
     assert {"crossover", "constant"} <= operators
+
+
+def _scripted_evoalloc(monkeypatch, **params):
+    agent: Any = make_agent({"kind": "evoalloc", "model": "rsigym/evoalloc_heuristic", "params": params})
+    agent.reset({}, 0)
+    prompts: list[str] = []
+
+    def complete(messages):
+        prompts.append(messages[0]["content"])
+        if "[evoalloc:revise]" in messages[0]["content"]:
+            return policy_text(DEFAULT_POLICY.scaled(2.0), 2)
+        return '{"decision": "%s"}' % script[0]
+
+    script = ["discard"]
+    monkeypatch.setattr(agent, "_complete", complete)
+    return agent, prompts, script
+
+
+def _decide(agent, decision_status, counterfactual=None, best=-5.0):
+    obs = {"text": "Candidate code: x", "best_score": best, "stage": 0, "partial_available": 0}
+    agent.act(obs)
+    info = {"decided": {"id": 1, "status": decision_status, "score": -4.0 if decision_status == "full" else None},
+            "explore_p": 0.2}
+    if counterfactual is not None:
+        info["counterfactual"] = {"program_id": 1, "score": counterfactual}
+    agent.observe(0.0, obs, info)
+
+
+def test_revision_waits_for_enough_full_results_not_candidates(monkeypatch):
+    agent, prompts, script = _scripted_evoalloc(monkeypatch, revise_after_full=3, trial_candidates=2)
+    for _ in range(10):
+        _decide(agent, "discarded")        # ten candidates, no full result: no proposal
+    assert [h["event"] for h in agent.history] == ["initial"]
+    _decide(agent, "discarded", counterfactual=-6.0)  # counterfactual results count as full results
+    script[0] = "full"
+    _decide(agent, "full")
+    assert agent.challenger is None
+    _decide(agent, "full")
+    assert agent.challenger is not None and agent.history[-1]["full_results"] == 3
+    assert agent._explore_p == 0.2  # read from the env's info for the acceptance rule
+
+
+def test_the_decision_prompt_carries_the_experience(monkeypatch):
+    agent, prompts, _ = _scripted_evoalloc(monkeypatch)
+    _decide(agent, "discarded")
+    assert "Experience so far" not in prompts[0]
+    _decide(agent, "discarded", counterfactual=-4.0)   # a missed new best: a refuting case
+    _decide(agent, "discarded")
+    assert "Experience so far" in prompts[-1] and "refuting (missed or near-best candidates turned away): 1" in prompts[-1]
+    quiet, quiet_prompts, _ = _scripted_evoalloc(monkeypatch, experience_in_prompt=False)
+    _decide(quiet, "discarded", counterfactual=-4.0)
+    _decide(quiet, "discarded")
+    assert not any("Experience so far" in p for p in quiet_prompts)
