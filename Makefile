@@ -1,8 +1,12 @@
-# The main job in one command: install rsigym in .venv and run the offline TRACE quickstart.
+# One command per job; each sets up what it needs in .venv first.
+#   make demo       the main job: the offline TRACE quickstart
+#   make test       the test suite (Docker tests skip without an engine, fail under RSIGYM_REQUIRE_DOCKER=1)
+#   make typecheck  mypy over the package as installed, cached in .cache/mypy
+#   make sandbox    build and check the sandbox image (needs Docker and debootstrap)
 PYTHON ?= python3
 VENV := .venv
 
-.PHONY: demo test clean-demo
+.PHONY: demo test typecheck sandbox clean-demo
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -10,12 +14,22 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/python -m pip install -q -e .
 	touch $@
 
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -e ".[test,ray]"
+	touch $@
+
 demo: $(VENV)/.installed
 	$(VENV)/bin/rsigym run trace_quickstart --out runs/trace_quickstart
 
-test: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e ".[test,ray]"
+test: $(VENV)/.installed-test
 	$(VENV)/bin/python -m pytest -q -ra
+
+typecheck: $(VENV)/.installed-test
+	PYTHON=$(VENV)/bin/python .ci/typecheck
+
+sandbox: $(VENV)/.installed
+	$(VENV)/bin/rsigym sandbox build
+	$(VENV)/bin/rsigym sandbox check
 
 clean-demo:
 	rm -rf runs/trace_quickstart

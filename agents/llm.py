@@ -4,26 +4,26 @@ Each turn it sends the observation's ``text`` (as the answer to its previous too
 user message), asks for one action through native tool calling or JSON output, validates it
 against the env's ``action_schema``, and feeds a validation error back for a bounded number of
 retries; after that it returns an explicit invalid action, which the env records as an error
-observation. Provider failures are retried with backoff (see ``llm_provider``); when retries run
-out the episode ends as ``infra_error``.
+observation. Every request goes through the kernel's LLM client (``rsigym.llm.complete``):
+provider failures are retried with backoff there, and when retries run out the episode ends as
+``infra_error`` with the failed attempts counted in its usage.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
-import time
 from typing import Any
 
 import jsonschema
 
+from rsigym.llm import LLMError, LLMReply, RetryEvent, RetryPolicy, complete, load_litellm
 from rsigym.spaces import invalid_action
 from rsigym.records import AgentSpec, Usage
 
-from .base import register_agent
-from .litellm_loader import load_litellm
+from rsigym.agent import register_agent
 from .llm_messages import ACT_TOOL, act_tool, parse_env_tool_reply, parse_reply, system_prompt
-from .llm_provider import ProviderError, RetryEvent, RetryPolicy, call_with_retries
 
 __all__ = ["LLMAgent"]
 
@@ -118,8 +118,11 @@ class LLMAgent:
         self._add_observation(str(observation.get("text", observation)))
         usage = Usage()
         for attempt in range(self.max_invalid_retries + 1):
-            message, call_usage = self._complete()
-            usage = usage + call_usage
+            try:
+                reply = self._complete()
+            except LLMError as exc:  # the turn's earlier calls count too
+                raise exc.with_usage(usage) from exc
+            message, usage = reply.message, usage + reply.usage
             parsed = (parse_env_tool_reply(message, self._tool_validators) if self.env_tools
                       else parse_reply(message, self._validator))
             self.messages.append(_assistant_dict(message))
@@ -150,98 +153,43 @@ class LLMAgent:
         else:
             self.messages.append({"role": "user", "content": text})
 
-    def _request(self) -> dict[str, Any]:
-        request: dict[str, Any] = {
-            "model": self.model, "messages": self.messages, "timeout": self.timeout_s,
-            "seed": self.seed, "max_retries": 0,  # retries are ours, counted and recorded
-            "drop_params": True,  # a provider without e.g. seed support ignores it, not fails
-        }
+    def _complete(self) -> LLMReply:
+        params: dict[str, Any] = {"seed": self.seed}
         if self.temperature is not None:
-            request["temperature"] = self.temperature
+            params["temperature"] = self.temperature
         if self.max_tokens is not None:
-            request["max_tokens"] = self.max_tokens
-        if self.api_base:
-            request["api_base"] = self.api_base
-        key = self._credentials()
-        if key:
-            request["api_key"] = key
+            params["max_tokens"] = self.max_tokens
+        params.update(self.litellm_kwargs)
+        tools: list[dict[str, Any]] | None = None
+        tool_choice: Any = None
         if self.env_tools:  # messages to the user are actions too: the model may answer in text
-            request["tools"] = self.env_tools
+            tools = self.env_tools
         elif self.mode == "tools":
-            request["tools"] = [act_tool(self.schema)]
+            tools = [act_tool(self.schema)]
             if self.tool_choice == "required":
-                request["tool_choice"] = {"type": "function", "function": {"name": ACT_TOOL}}
-            elif self.tool_choice is not None:
-                request["tool_choice"] = self.tool_choice
-        request.update(self.litellm_kwargs)
-        return request
+                tool_choice = {"type": "function", "function": {"name": ACT_TOOL}}
+            else:
+                tool_choice = self.tool_choice
+        return complete(self.messages, model=self.model, role="agent", api_base=self.api_base,
+                        api_key=self._credentials(), params=params, tools=tools, tool_choice=tool_choice,
+                        json_schema=self.schema if self.mode == "json" else None, timeout_s=self.timeout_s,
+                        retry=self.retry_policy, rng=self._rng, on_retry=self.retry_log.append)
 
     def _credentials(self) -> str | None:
-        """The key to send, or None to let LiteLLM find one; fails fast when none can be found.
+        """The key named by ``api_key_env`` (or given), or None to let the client find one.
 
-        A missing key is not worth retrying: it ends the episode at once with a message that
-        names the variable to set. A local server (``api_base``) without a key gets a
-        placeholder, as vLLM and Ollama accept any.
+        A variable that is named but not set is not worth a request: it ends the episode at once
+        with a message that names it.
         """
-        key = self._api_key or (_env_key(self._api_key_env) if self._api_key_env else None)
-        if key:
-            return key
-        if self._api_key_env:
-            raise ProviderError(f"{self.model}: the environment variable {self._api_key_env} "
-                                "named by api_key_env is not set")
-        try:
-            missing = self._litellm.validate_environment(model=self.model).get("missing_keys") or []
-        except Exception:  # a provider LiteLLM cannot check: let the call itself say
+        if self._api_key:
+            return self._api_key
+        if not self._api_key_env:
             return None
-        if missing and self.api_base:
-            return "not-needed"
-        if missing:
-            raise ProviderError(f"{self.model}: no credentials; set {' or '.join(missing)} "
-                                "(or name a variable with api_key_env)")
-        return None
-
-    def _complete(self) -> tuple[Any, Usage]:
-        litellm, request = self._litellm, self._request()
-        started = time.perf_counter()
-        calls, slept_s = 0, 0.0
-
-        def call() -> Any:
-            nonlocal calls
-            calls += 1
-            return litellm.completion(**request)
-
-        def sleep(seconds: float) -> None:
-            nonlocal slept_s
-            slept_s += seconds
-            time.sleep(seconds)
-
-        response = call_with_retries(call, litellm, self.retry_policy, self._rng, sleep=sleep,
-                                     on_retry=self.retry_log.append)
-        latency_s = time.perf_counter() - started - slept_s  # model time, backoff waits excluded
-        reported = getattr(response, "usage", None)
-        cost = _cost_usd(litellm, response, self.model)
-        usage = Usage(prompt_tokens=int(getattr(reported, "prompt_tokens", 0) or 0),
-                      completion_tokens=int(getattr(reported, "completion_tokens", 0) or 0),
-                      cost_usd=cost, latency_s=max(latency_s, 0.0), model_calls=calls,
-                      provider_retries=calls - 1)
-        return response.choices[0].message, usage
-
-
-def _cost_usd(litellm: Any, response: Any, model: str) -> float:
-    """LiteLLM's price of the response; 0 where the model has no price."""
-    hidden = getattr(response, "_hidden_params", None) or {}
-    if hidden.get("response_cost") is not None:  # already computed by LiteLLM for this call
-        return float(hidden["response_cost"])
-    try:
-        return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
-    except Exception:  # no price known for this model
-        return 0.0
-
-
-def _env_key(name: str) -> str | None:
-    import os
-
-    return os.environ.get(name)
+        key = os.environ.get(self._api_key_env)
+        if not key:
+            raise LLMError(f"{self.model}: the environment variable {self._api_key_env} "
+                           "named by api_key_env is not set", role="agent", model=self.model)
+        return key
 
 
 def _reply_text(message: Any) -> str:

@@ -2,7 +2,8 @@
 
 ``LLMAgent(model="rsigym/random")`` runs the very same code path as a hosted model (messages,
 tool calling or JSON output, validation, usage and cost) with no key and no network: LiteLLM
-routes the call to ``OfflineProvider``, a LiteLLM ``CustomLLM`` in ``litellm.custom_provider_map``.
+routes the call to ``OfflineProvider``, a LiteLLM ``CustomLLM`` in ``litellm.custom_provider_map``,
+which this module installs through the LLM client's ``on_load`` hook.
 Env families add their own policies with ``@register_offline_policy("name")``.
 """
 
@@ -15,6 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from rsigym.registry import OFFLINE_POLICIES
+from rsigym.llm import on_load
 
 from .schema_sampling import sample_instance
 
@@ -48,7 +52,7 @@ class OfflineReply:
 
 
 Policy = Callable[[OfflineRequest], OfflineReply]
-_POLICIES: dict[str, Policy] = {}
+_POLICIES = OFFLINE_POLICIES  # name -> policy; plug-ins join through the rsigym.offline_policies entry points
 _REGISTERED_MODELS: set[str] = set()  # policies already announced to LiteLLM's model map
 
 
@@ -56,7 +60,8 @@ def register_offline_policy(name: str) -> Callable[[Policy], Policy]:
     """Serve ``policy`` as the LiteLLM model ``rsigym/<name>``."""
 
     def decorate(policy: Policy) -> Policy:
-        _POLICIES[name] = policy
+        _POLICIES.unregister(name)  # a later registration replaces an earlier one
+        _POLICIES.register(name, policy)
         _REGISTERED_MODELS.discard(name)
         return policy
 
@@ -64,7 +69,8 @@ def register_offline_policy(name: str) -> Callable[[Policy], Policy]:
 
 
 def offline_policies() -> list[str]:
-    return sorted(_POLICIES)
+    """Every offline model name (``rsigym/<name>``), entry points included."""
+    return list(_POLICIES)
 
 
 @register_offline_policy("random")
@@ -114,8 +120,9 @@ def install_offline_provider(litellm: Any) -> None:
             def completion(self, model: str, messages: list[dict[str, Any]], *args: Any,
                            optional_params: dict[str, Any] | None = None, **kwargs: Any) -> Any:
                 name = model.split("/", 1)[-1]
-                if name not in _POLICIES:
-                    raise ValueError(f"no offline policy {name!r}; known: {', '.join(offline_policies())}")
+                if name not in _POLICIES:  # an unknown model: not worth a retry
+                    raise litellm.NotFoundError(f"no offline policy {name!r}; known: {', '.join(offline_policies())}",
+                                                model=model, llm_provider=PROVIDER)
                 params = optional_params or {}
                 schema, tool_name = _request_schema(messages, params.get("tools"))
                 reply = _POLICIES[name](OfflineRequest(messages, schema, tool_name,
@@ -150,3 +157,6 @@ def install_offline_provider(litellm: Any) -> None:
             "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
         } for name in new})
         _REGISTERED_MODELS.update(new)
+
+
+on_load(install_offline_provider)  # every LLM call in a process that has offline policies sees them

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
+from rsigym.agent import register_agent
 from rsigym.records import AgentSpec, Usage
 
-from .base import register_agent
 from .optuna_space import action_from_params, optuna_distributions
 
 if TYPE_CHECKING:
@@ -163,5 +163,5 @@ class TPEAgent(_OptunaAgent):
                           multivariate=params.multivariate, constant_liar=params.constant_liar)
 
 
-register_agent("random-search")(RandomSearchAgent)
+register_agent("random_search")(RandomSearchAgent)
 register_agent("tpe")(TPEAgent)

@@ -1,4 +1,4 @@
-"""Scripted agents with no model: a seeded random policy and the Probe bisection policy."""
+"""A scripted agent with no model: the seeded random policy."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from rsigym.agent import register_agent
 from rsigym.records import AgentSpec, Usage
 
-from .base import register_agent
-
-__all__ = ["RandomAgent", "ProbeBisectAgent"]
+__all__ = ["RandomAgent"]
 
 
 class RandomAgent:
@@ -30,35 +29,4 @@ class RandomAgent:
         return self._space.sample()
 
 
-class ProbeBisectAgent:
-    """Binary search on Probe-v0 from the shown feedback; deterministic.
-
-    It trusts the feedback, so under the ``reverse_hints`` condition it fails: the positive
-    control that shows a battery can detect an agent that uses its feedback.
-    """
-
-    def __init__(self, spec: AgentSpec) -> None:
-        if spec.params:
-            raise TypeError(f"probe-bisect takes no params, got {sorted(spec.params)}")
-        self.spec = spec
-        self.last_usage = Usage()
-
-    def reset(self, task_info: dict[str, Any], seed: int) -> None:
-        space = task_info["action_space"]["guess"]
-        self._min, self._max = int(space.start), int(space.start + space.n - 1)
-        self._low, self._high = self._min, self._max
-
-    def act(self, observation: dict[str, Any]) -> Any:
-        feedback = int(observation["feedback"])
-        last = int(observation["last_guess"])
-        if feedback == 1:       # higher
-            self._low = max(self._low, last + 1)
-        elif feedback == 2:     # lower
-            self._high = min(self._high, last - 1)
-        if self._low > self._high:  # contradictory feedback: keep guessing inside the range
-            self._low, self._high = self._high, self._low
-        return {"guess": min(max((self._low + self._high) // 2, self._min), self._max)}
-
-
 register_agent("random")(RandomAgent)
-register_agent("probe-bisect")(ProbeBisectAgent)

@@ -34,7 +34,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from rsigym.envs.dataselect.selectors import select
+from rsigym.envs.dataselect.subset_selectors import select
 from rsigym.envs.dataselect.evaluation import random_subsets, score_submission
 from rsigym.envs.dataselect.pools import PoolSpec, cached_scores, make_pool, warm_scores
 

@@ -1,17 +1,23 @@
 """Full evaluations per second of ProgramEvolution-v0 candidates: pooled docker sandbox vs a bare subprocess.
 
 For each task the same full evaluations (the task's hand-written library, cycled) run two ways,
-interleaved so that load drifts hit both alike:
+interleaved so that load drifts hit both alike, with the same protocol:
 
 * ``docker``: ``SandboxEvaluator`` on one warm container from the shared pool (``open_sandbox
-  ("docker")``, the env's limits): one harness exec per evaluation, the candidate on stdin;
-* ``bare``: the same evaluator on a bare local subprocess (a temp dir, ``subprocess.run`` of
-  this interpreter, no limits): the reference cost of the evaluation itself.
+  ("docker")``, the env's limits): per evaluation one fresh runner exec as the user (the
+  candidate on stdin) and, for bin packing, at the same time one harness exec as the harness
+  identity that asks for one item at a time over a Unix socket;
+* ``bare``: the same evaluator on bare local subprocesses (a temp dir, ``subprocess.run`` of this
+  interpreter, no limits, no second identity): the reference cost of the evaluation itself.
+
+A third column measures what enforcing online bin packing costs by itself: ``bare`` against the
+former, forgeable scheme (``in-process``: the candidate and the instances in one process, which
+calls ``priority()`` directly; a bare subprocess too).
 
 Prints evaluations per second (from the median seconds per evaluation) and the in-run ratio
-docker/bare (target >= 0.7), and checks that both give the same scores. The evaluator does a
-task's whole full evaluation (all 30 bin-packing instances) in one exec, so container overhead
-is paid once per evaluation, not per instance.
+docker/bare (target >= 0.7), and checks that all ways give the same scores. The evaluator does a
+task's whole full evaluation (all 30 bin-packing instances) in one pair of execs, so container
+overhead is paid once per evaluation, not per instance.
 
 Run: ``python benchmarks/evaluation_throughput.py [--evaluations 12] [--items 1000]``.
 """
@@ -19,7 +25,7 @@ Run: ``python benchmarks/evaluation_throughput.py [--evaluations 12] [--items 10
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import shutil
 import statistics
 import subprocess
@@ -29,10 +35,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 from rsigym.envs.evolution import EVOLUTION_LIMITS, SandboxEvaluator, make_task
+from rsigym.envs.evolution.harness import RUNNER_PRELUDE, parse_result
 from rsigym.sandbox import ExecResult, open_sandbox
 
 RATIO_TARGET = 0.7
@@ -51,26 +59,73 @@ class Args:
 
 
 class BareSubprocess:
-    """The least a local evaluation can cost: a temp dir and ``subprocess.run``, nothing else."""
+    """The least a local evaluation can cost: a temp dir and ``subprocess.run``, nothing else.
+
+    It accepts the sandbox's ``as_user`` and ``persist`` and ignores them (one identity, nothing
+    killed after an exec), and runs concurrent execs from several threads.
+    """
 
     provider = "bare"
+    info: dict[str, Any] = {"provider": "bare", "image": None}
 
     def __init__(self) -> None:
         self.work_dir = tempfile.mkdtemp(prefix="rsigym-bare-")
 
-    def write_files(self, files: Mapping[str, bytes | str]) -> None:
-        for path, content in files.items():
-            with open(os.path.join(self.work_dir, path), "wb") as fh:
-                fh.write(content.encode() if isinstance(content, str) else content)
-
-    def exec(self, argv: Sequence[str], *, stdin: str | None = None, timeout: float = 30.0, **_: Any) -> ExecResult:
+    def exec(self, argv: Sequence[str], *, stdin: bytes | str | None = None, timeout: float = 30.0,
+             **_: Any) -> ExecResult:
         argv = [sys.executable if argv[0] in ("python", "python3") else argv[0], *argv[1:]]
+        data = stdin.encode() if isinstance(stdin, str) else stdin
         started = time.monotonic()
-        done = subprocess.run(argv, cwd=self.work_dir, input=stdin, capture_output=True, text=True, timeout=timeout)
-        return ExecResult(done.stdout, done.stderr, done.returncode, False, time.monotonic() - started)
+        done = subprocess.run(argv, cwd=self.work_dir, input=data, capture_output=True, timeout=timeout)
+        return ExecResult(done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"),
+                          done.returncode, False, time.monotonic() - started)
 
     def close(self) -> None:
         shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+# The former, forgeable scheme as a speed reference: the candidate's own process holds the
+# instances (here: after the candidate on stdin) and calls priority() directly.
+IN_PROCESS = RUNNER_PRELUDE + r'''
+import base64
+import numpy as np
+_source, _, _blob = _source.partition("\n#@@instances@@\n")
+candidate = load_candidate()
+priority = candidate["priority"]
+_task = json.loads(_blob.partition("\n")[0])
+_sizes = np.array(json.loads(_blob.partition("\n")[2]), dtype=float)
+_bounds = np.cumsum([0] + _task["items"])
+capacity, assignments = float(_task["capacity"]), []
+for index in range(len(_bounds) - 1):
+    items = _sizes[_bounds[index]:_bounds[index + 1]]
+    remaining, assign, opened = np.zeros(len(items)), np.zeros(len(items), dtype=np.int32), 0
+    for k, item in enumerate(items):
+        fits = np.nonzero(remaining[:opened] >= item)[0]
+        choice = int(np.argmax(np.asarray(priority(float(item), np.append(remaining[fits], capacity)), dtype=float)))
+        if choice == len(fits):
+            remaining[opened], assign[k], opened = capacity - item, opened, opened + 1
+        else:
+            remaining[fits[choice]] -= item
+            assign[k] = fits[choice]
+    assignments.append(base64.b64encode(assign.tobytes()).decode())
+emit({"first": _task["first"], "assignments": assignments})
+'''
+
+
+class InProcessEvaluator:
+    """Bin packing the former way (see ``IN_PROCESS``) on a bare subprocess: speed reference only."""
+
+    def __init__(self, task: Any, bare: BareSubprocess) -> None:
+        self.task, self.bare = task, bare
+
+    def evaluate(self, code: str, kind: str) -> Any:
+        header, _, blob = self.task.harness_input(kind).partition(b"\n")
+        sizes = json.dumps(np.frombuffer(blob, dtype="<f8").tolist())
+        stdin = (json.dumps({"shared_dirs": []}) + "\n" + code + "\n#@@instances@@\n" + header.decode() + "\n" + sizes)
+        run = self.bare.exec(["python3", "-I", "-c", IN_PROCESS], stdin=stdin, timeout=600.0)
+        payload = parse_result(run.stdout)
+        assert payload is not None and "error" not in payload, (payload, run.stderr[-500:])
+        return self.task.score(kind, payload)
 
 
 def measure(task_name: str, args: Args) -> dict[str, Any]:
@@ -78,10 +133,13 @@ def measure(task_name: str, args: Args) -> dict[str, Any]:
     programs = list(task.library.values())
     docker_sandbox, bare = open_sandbox("docker", EVOLUTION_LIMITS), BareSubprocess()
     try:
-        evaluators = {"docker": SandboxEvaluator(task, docker_sandbox), "bare": SandboxEvaluator(task, bare)}  # type: ignore[arg-type]
+        evaluators: dict[str, Any] = {"docker": SandboxEvaluator(task, docker_sandbox),
+                                      "bare": SandboxEvaluator(task, bare)}
+        if task.harness_program is not None:
+            evaluators["in_process"] = InProcessEvaluator(task, bare)
         seconds: dict[str, list[float]] = {name: [] for name in evaluators}
         scores: dict[str, list[float | None]] = {name: [] for name in evaluators}
-        for i in range(args.evaluations + 1):  # the first round warms up both
+        for i in range(args.evaluations + 1):  # the first round warms up every way
             code = programs[i % len(programs)]
             for name, evaluator in evaluators.items():
                 started = time.perf_counter()
@@ -93,9 +151,10 @@ def measure(task_name: str, args: Args) -> dict[str, Any]:
         docker_sandbox.close()
         bare.close()
     rates = {name: 1.0 / statistics.median(values) for name, values in seconds.items()}
+    agree = all(_agree(scores["docker"], scores[name]) for name in scores)
     return {"task": task_name, "docker": rates["docker"], "bare": rates["bare"],
-            "ratio": rates["docker"] / rates["bare"], "scores_agree": _agree(scores["docker"], scores["bare"]),
-            "evaluations": args.evaluations}
+            "ratio": rates["docker"] / rates["bare"], "in_process": rates.get("in_process"),
+            "scores_agree": agree, "evaluations": args.evaluations}
 
 
 def _agree(a: list[float | None], b: list[float | None]) -> bool:
@@ -105,15 +164,21 @@ def _agree(a: list[float | None], b: list[float | None]) -> bool:
 
 def main(args: Args) -> list[dict[str, Any]]:
     rows = [measure(task, args) for task in args.tasks]
-    table = Table(title=f"full evaluations per second, median of {args.evaluations} (bin packing: 30 x {args.items} items)")
-    for column in ("task", "docker pool evals/s", "bare subprocess evals/s", "ratio", "target", "verdict", "same scores"):
+    title = f"full evaluations per second, median of {args.evaluations} (bin packing: 30 x {args.items} items)"
+    table = Table(title=title)
+    columns = ("task", "docker pool evals/s", "bare subprocess evals/s", "ratio", "target", "verdict",
+               "bare in-process evals/s", "online protocol cost", "same scores")
+    for column in columns:
         table.add_column(column, justify="left" if column == "task" else "right", no_wrap=True)
     for row in rows:
         ok = row["ratio"] >= RATIO_TARGET
+        reference = row["in_process"]
         table.add_row(row["task"], f"{row['docker']:.2f}", f"{row['bare']:.2f}", f"{row['ratio']:.2f}",
                       f">= {RATIO_TARGET}", "[green]PASS[/green]" if ok else "[red]MISS[/red]",
+                      "-" if reference is None else f"{reference:.2f}",
+                      "-" if reference is None else f"x{reference / row['bare']:.2f} time",
                       "yes" if row["scores_agree"] else "[red]no[/red]")
-    Console(width=150).print(table)
+    Console(width=190).print(table)
     return rows
 
 

@@ -1,6 +1,6 @@
 """Cost of one HyperparamSearch-v0 trial, and whether fine-tuning beats the un-fine-tuned source model.
 
-Table 1, trial time. Data and the source model of ``TIMING_CONDITION`` are prepared first, then
+Table 1, trial time. Data and the source model of ``TIMING_ADAPTATION`` are prepared first, then
 ``--configs`` different configurations are fine-tuned with ``training.fine_tune`` (the uncached
 path, so every trial really trains) and timed end to end: training plus scoring the validation
 rollouts. The test rollouts are scored once per episode (for the best configuration), timed apart
@@ -14,7 +14,7 @@ source weights do not change the cost, so that probe starts from an un-pretraine
 from timed optimizer and rollout steps on random tensors is printed for both presets, so its
 error against the measured rows can be judged.
 
-Table 2, adaptation. Each source model's rollout nRMSE on its own equation; then per condition the
+Table 2, adaptation. Each source model's rollout nRMSE on its own equation; then per adaptation the
 validation nRMSE of the un-fine-tuned source model (zero-shot) next to the best fine-tuned one
 over ``--learning-rates`` x adam x mse (cached trials: rerunning the table is cheap).
 
@@ -34,13 +34,13 @@ from rich.console import Console
 from rich.table import Table
 
 from rsigym.envs.hpo import training
-from rsigym.envs.hpo.conditions import CONDITIONS, SOURCES
+from rsigym.envs.hpo.adaptations import ADAPTATIONS, SOURCES
 from rsigym.envs.hpo.data import Preset, dataset, get_preset
 from rsigym.envs.hpo.fno import FNO1d, rollout
 from rsigym.envs.hpo.training import TrialConfig, TrialRunner
 
 TARGET_S = {"default": 10.0}
-TIMING_CONDITION = "adv0.4->adv1.0"  # advection data are quick to generate; trial cost is the same for all
+TIMING_ADAPTATION = "adv0.4->adv1.0"  # advection data are quick to generate; trial cost is the same for all
 TIMING_CONFIGS = (
     TrialConfig(1e-3, "adam", "mse"), TrialConfig(3e-4, "adamw", "l1"), TrialConfig(1e-2, "sgd_momentum", "huber"),
     TrialConfig(1e-4, "rmsprop", "relative_l2"), TrialConfig(3e-3, "adam", "relative_l2"),
@@ -63,8 +63,8 @@ class Args:
     """configurations whose ``paper`` epoch is measured (0: estimate only)"""
     estimate_steps: int = 20
     """optimizer steps (and rollout steps) timed per estimate"""
-    conditions: tuple[str, ...] = ()
-    """conditions of table 2 (all twelve when empty)"""
+    adaptations: tuple[str, ...] = ()
+    """adaptations (task ids) of table 2 (all twelve when empty)"""
     learning_rates: tuple[float, ...] = (1e-4, 1e-3, 1e-2)
     """the fine-tuning grid of table 2 (with adam and mse)"""
     seed: int = 0
@@ -74,11 +74,11 @@ class Args:
 
 
 def measure_trials(preset: Preset, configs: int, seed: int) -> tuple[list[float], list[float]]:
-    """Seconds per uncached trial of ``TIMING_CONDITION`` (train + validation), and per test scoring.
+    """Seconds per uncached trial of ``TIMING_ADAPTATION`` (train + validation), and per test scoring.
 
     Data and pretraining are prepared beforehand.
     """
-    adaptation = CONDITIONS[TIMING_CONDITION]
+    adaptation = ADAPTATIONS[TIMING_ADAPTATION]
     dataset(adaptation.target, preset, seed)
     training.source_model(adaptation.source, preset)
     seconds, test_seconds = [], []
@@ -99,7 +99,7 @@ def measure_by_epoch(preset: Preset, configs: int, seed: int) -> tuple[list[floa
     Real data of ``preset`` and the trial's own loop (``training._fit`` for one epoch, then
     ``training._score`` on the validation split), from an un-pretrained network of the same shape.
     """
-    adaptation = CONDITIONS[TIMING_CONDITION]
+    adaptation = ADAPTATIONS[TIMING_ADAPTATION]
     splits = dataset(adaptation.target, preset, seed)
     trials, epochs, vals = [], [], []
     for config in TIMING_CONFIGS[:configs]:
@@ -149,15 +149,15 @@ def estimate_trial(preset: Preset, steps: int) -> float:
     return train_steps * train_step + rollout_steps * rollout_step
 
 
-def adaptation_rows(preset: Preset, conditions: tuple[str, ...], learning_rates: tuple[float, ...],
+def adaptation_rows(preset: Preset, adaptations: tuple[str, ...], learning_rates: tuple[float, ...],
                     seed: int) -> tuple[list[tuple[str, float]], list[tuple[str, float, float, float]]]:
-    """Source models on their own equation; per condition (zero-shot, best fine-tuned, its lr)."""
+    """Source models on their own equation; per adaptation (zero-shot, best fine-tuned, its lr)."""
     sources = []
     for source in SOURCES:
         state, _ = training.source_model(source, preset)
         sources.append((source.key, training.evaluate(state, source, preset, seed)[0]))
     runner, rows = TrialRunner(preset), []
-    for name in conditions or tuple(CONDITIONS):
+    for name in adaptations or tuple(ADAPTATIONS):
         zero_shot = runner.zero_shot(name, seed)[0]
         tuned = {lr: runner.run(name, seed, TrialConfig(lr, "adam", "mse")).val_nrmse for lr in learning_rates}
         best_lr = min(tuned, key=tuned.__getitem__)
@@ -214,7 +214,7 @@ def main(args: Args | None = None) -> dict:
                        "-", "check" if estimated is preset else "report")
     console.print(timing)
 
-    sources, rows = adaptation_rows(preset, args.conditions, args.learning_rates, args.seed)
+    sources, rows = adaptation_rows(preset, args.adaptations, args.learning_rates, args.seed)
     own = Table(title=f"Source models on their own equation ({preset.name}, val nRMSE)")
     own.add_column("source")
     own.add_column("val nRMSE", justify="right")
@@ -223,13 +223,13 @@ def main(args: Args | None = None) -> dict:
     console.print(own)
     adapt = Table(title=f"Zero-shot vs fine-tuned ({preset.name}, val nRMSE, adam + mse, "
                         f"lr in {{{', '.join(f'{lr:g}' for lr in args.learning_rates)}}})")
-    for column in ("condition", "zero-shot", "best fine-tuned", "best lr", "fine-tuning helps"):
-        adapt.add_column(column, justify="left" if column == "condition" else "right")
+    for column in ("adaptation", "zero-shot", "best fine-tuned", "best lr", "fine-tuning helps"):
+        adapt.add_column(column, justify="left" if column == "adaptation" else "right")
     for name, zero_shot, tuned, lr in rows:
         adapt.add_row(name, f"{zero_shot:.4f}", f"{tuned:.4f}", f"{lr:g}", "yes" if tuned < zero_shot else "no")
     console.print(adapt)
     helped = sum(tuned < zero_shot for _, zero_shot, tuned, _ in rows)
-    console.print(f"fine-tuning helps on {helped} of {len(rows)} conditions")
+    console.print(f"fine-tuning helps on {helped} of {len(rows)} adaptations")
     results.update(sources=dict(sources), adaptation={name: {"zero_shot": z, "fine_tuned": t, "lr": lr}
                                                       for name, z, t, lr in rows})
     return results
@@ -242,12 +242,12 @@ def _parse() -> Args:
     parser.add_argument("--skip-paper", action="store_true")
     parser.add_argument("--paper-configs", type=int, default=3)
     parser.add_argument("--estimate-steps", type=int, default=20)
-    parser.add_argument("--conditions", nargs="*", default=[])
+    parser.add_argument("--adaptations", "--conditions", dest="adaptations", nargs="*", default=[])
     parser.add_argument("--learning-rates", type=float, nargs="*", default=[1e-4, 1e-3, 1e-2])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, nargs="*", default=[1])
     ns = parser.parse_args()
-    return Args(ns.preset, ns.configs, ns.skip_paper, ns.paper_configs, ns.estimate_steps, tuple(ns.conditions),
+    return Args(ns.preset, ns.configs, ns.skip_paper, ns.paper_configs, ns.estimate_steps, tuple(ns.adaptations),
                 tuple(ns.learning_rates), ns.seed, tuple(ns.threads))
 
 

@@ -36,6 +36,11 @@ from rich.table import Table
 # folder of the source tree -> dotted package it installs as (pyproject's package-dir)
 PACKAGE_DIRS = {"core": "rsigym", "envs": "rsigym.envs", "agents": "rsigym.agents", "graders": "rsigym.graders"}
 UPWARD = ("rsigym.envs", "rsigym.agents", "rsigym.graders")
+# File names that mean the same role in every family folder (envs/<family>/env.py is always the
+# Gymnasium env, graders.py its graders, ...) and in every tool-use domain (tau2-bench's
+# data_model.py + tools.py); a shared name outside these is a clash.
+CONVENTIONAL_NAMES = frozenset({"env.py", "tasks.py", "agents.py", "policies.py", "graders.py", "analyses.py",
+                                "conditions.py", "render.py", "data_model.py", "tools.py"})
 # module-name prefixes that mark a module outside envs/<family>/ as the family's own (the layout
 # before issue 15 kept EvoAlloc's agents as agents/evoalloc*.py and agents/allocat*.py)
 FAMILY_ALIASES = {"evolution": ("evoalloc", "allocat")}
@@ -69,6 +74,10 @@ def _imports(path: Path, module: str) -> tuple[list[str], list[str], list[str]]:
     names: list[str] = []
     statements: list[str] = []
     strings: list[str] = []
+    # an entry-point group's name (``Registry("grader", "rsigym.graders")``) is not a module to import
+    groups = {id(arg) for node in ast.walk(tree) if isinstance(node, ast.Call)
+              and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("Registry", "entry_points")
+              for arg in [*node.args, *(k.value for k in node.keywords)]}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
@@ -85,7 +94,7 @@ def _imports(path: Path, module: str) -> tuple[list[str], list[str], list[str]]:
             statements.append(target)
             # ``from pkg import submodule`` imports the submodule too
             names.extend(f"{target}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in groups:
             strings.append(node.value)
     return names, statements, strings
 
@@ -106,6 +115,7 @@ def measure(root: Path) -> dict[str, object]:
 
     names = Counter(p.name for p in modules.values() if p.name not in ("__init__.py", "__main__.py"))
     shared = sorted(n for n, c in names.items() if c > 1)
+    shared_unconventional = sorted(n for n in shared if n not in CONVENTIONAL_NAMES)
 
     upward: list[str] = []
     for m, (_, statements, strings) in parsed.items():
@@ -155,6 +165,7 @@ def measure(root: Path) -> dict[str, object]:
         "p90_lines": lines[min(len(lines) - 1, int(round(0.9 * (len(lines) - 1))))],
         "max_lines": lines[-1],
         "shared_file_names": shared,
+        "shared_file_names_outside_conventions": shared_unconventional,
         "edits_per_family": edits,
         "upward_imports": upward,
     }
@@ -181,6 +192,8 @@ def main() -> None:
     table.add_row("p90 lines per module", str(result["p90_lines"]))
     table.add_row("largest module (lines)", str(result["max_lines"]))
     table.add_row("file names shared by 2+ modules", str(len(result["shared_file_names"])))  # type: ignore[arg-type]
+    table.add_row("  of which outside the family/domain conventions",
+                  str(len(result["shared_file_names_outside_conventions"])))  # type: ignore[arg-type]
     table.add_row("files outside envs/<family>/ per family (median)", f"{statistics.median(counts):.0f}" if counts else "-")
     table.add_row("upward imports from core/", str(len(result["upward_imports"])))  # type: ignore[arg-type]
     console.print(table)

@@ -7,7 +7,10 @@ Prints one table of medians:
   the SDK's plain exec) of the same commands on the same container, same user;
 * the ``docker exec`` CLI, for context only (it pays a process start and its own API calls);
 * the ratio sandbox/reference (target <= 1.3) and the median ``DockerPool.acquire()`` of a warm
-  container, released between runs (target <= 50 ms), each with PASS/MISS.
+  container, released between runs (target <= 50 ms), each with PASS/MISS;
+* for context: ``exec true`` with ``persist=True`` (no exec wrapper, so nothing is killed at the
+  end: the difference is the price of the end-of-exec kill), and the release of a lease (the
+  reset and its verification, paid by the releasing caller, outside ``acquire``).
 
 Run: ``python benchmarks/sandbox_overhead.py [--runs 50]``. Needs a Docker engine and the image
 (``rsigym sandbox build``).
@@ -56,6 +59,7 @@ def main(runs: int = 50, image: str | None = None) -> dict[str, float]:
         python_pass = ["python3", "-c", "pass"]
         contenders: dict[str, Callable[[], object]] = {
             "docker_true": lambda: sandbox.exec(["true"]),
+            "docker_true_persist": lambda: sandbox.exec(["true"], persist=True),
             "raw_true": lambda: container.exec_run(["true"], user=NOBODY),
             "docker_python": lambda: sandbox.exec(python_pass),
             "raw_python": lambda: container.exec_run(python_pass, user=NOBODY),
@@ -73,12 +77,16 @@ def main(runs: int = 50, image: str | None = None) -> dict[str, float]:
             started = time.perf_counter()
             leased = pool.acquire()
             acquire_samples.append(time.perf_counter() - started)
-            leased.close()  # reset happens here, outside the timed part
+            started = time.perf_counter()
+            leased.close()  # reset happens here, outside the timed acquire
+            release_samples.append(time.perf_counter() - started)
 
         acquire_samples: list[float] = []
+        release_samples: list[float] = []
         for _ in range(warmup + runs):
             acquire_release()
         medians["acquire"] = statistics.median(acquire_samples[warmup:]) * 1000
+        medians["release"] = statistics.median(release_samples[warmup:]) * 1000
     client.close()
     _print_table(medians, runs)
     return medians
@@ -99,6 +107,10 @@ def _print_table(medians: dict[str, float], runs: int) -> None:
             f"exec {command}", f"{ours:.1f}", f"{ref:.1f}", f"{ratio:.2f}",
             f"<= {EXEC_RATIO_TARGET}", _verdict(ratio <= EXEC_RATIO_TARGET),
         )  # fmt: skip
+    if "docker_true_persist" in medians:
+        persist = medians["docker_true_persist"]
+        table.add_row("exec true, persist=True (no end kill)", f"{persist:.1f}", f"{medians['raw_true']:.1f}",
+                      f"{persist / medians['raw_true']:.2f}", "context", "")  # fmt: skip
     if "cli_true" in medians:
         table.add_row("docker exec CLI true", f"{medians['cli_true']:.1f}", "", "", "context", "")
     acquire = medians["acquire"]
@@ -106,7 +118,9 @@ def _print_table(medians: dict[str, float], runs: int) -> None:
         "pool acquire (warm)", f"{acquire:.1f}", "", "", f"<= {ACQUIRE_TARGET_MS:.0f} ms",
         _verdict(acquire <= ACQUIRE_TARGET_MS),
     )  # fmt: skip
-    Console().print(table)
+    if "release" in medians:
+        table.add_row("pool release (reset + verify)", f"{medians['release']:.1f}", "", "", "context", "")
+    Console(width=120).print(table)
 
 
 if __name__ == "__main__":

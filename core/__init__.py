@@ -1,8 +1,10 @@
 """rsigym: simulation environments for research agents.
 
 The kernel (this package) holds what every part shares: trajectory records and their JSONL
-storage, the sandbox, scenario files, the runner, reports and the CLI. Environments live in
-``rsigym.envs``, agents in ``rsigym.agents``, graders in ``rsigym.graders``.
+storage, the sandbox, the registries (``rsigym.registry``), the agent and grader protocols,
+spaces, conditions, statistics, scenario files, the runner, reports and the CLI. It imports
+nothing above it: env families (``rsigym.envs.<family>``), generic agents (``rsigym.agents``) and
+generic graders (``rsigym.graders``) join through entry points, as plug-ins do.
 """
 
 from __future__ import annotations

@@ -41,6 +41,10 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="LiteLLM model string for every agent of the scenario that uses a model "
                      "(kind llm, and any agent that names a model, e.g. oneshot_llm, evoalloc)")
     run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for the same agents as --model")
+    run.add_argument("--user-model", help="LiteLLM model string for the simulated user (env.kwargs.user, "
+                     "e.g. of ToolUse-v0), which becomes an LLM user")
+    run.add_argument("--judge-model", help="LiteLLM model string for every grader of the scenario that uses a "
+                     "model (e.g. llm_judge)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--retry-infra-errors", action="store_true",
                      help="run episodes recorded as infra_error again (old records kept aside)")
@@ -54,8 +58,9 @@ def _build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                          help="grader parameter; VALUE is read as YAML (repeatable)")
 
-    lister = commands.add_parser("list", help="list what is available")
-    lister.add_argument("what", choices=["envs", "graders", "scenarios", "agents", "analyses"])
+    lister = commands.add_parser("list", help="list what is installed, each with one line about it")
+    lister.add_argument("what", nargs="?", choices=[*LIST_KINDS, "offline-policies"],
+                        help="one kind (default: all)")
 
     sandbox = commands.add_parser("sandbox", help="build, check or clean the Docker sandbox")
     sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True, parser_class=_Parser)
@@ -93,6 +98,8 @@ def _run(args: argparse.Namespace) -> int:
     from .scenario import load_scenario
 
     scenario = _override_llm_agents(load_scenario(args.scenario), args.model, args.api_base)
+    scenario = _override_user_model(scenario, args.user_model)
+    scenario = _override_judge_model(scenario, args.judge_model)
     backend = args.backend or scenario.runner.get("backend", "local")
     workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
     if workers < 0:
@@ -101,6 +108,12 @@ def _run(args: argparse.Namespace) -> int:
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=not args.no_progress and sys.stderr.isatty(),
                            retry_infra_errors=args.retry_infra_errors)
+    if summary.bad_lines_moved:
+        print(f"rsigym: moved {summary.bad_lines_moved} unreadable lines of records.jsonl to "
+              "records.jsonl.bad (with their line numbers)", file=sys.stderr)
+    if summary.duplicate_keys:
+        print(f"rsigym: warning: {summary.duplicate_keys} records repeat an earlier record's episode key",
+              file=sys.stderr)
     print(f"{summary.total} episodes: {summary.skipped} already recorded, {summary.ran} run now, "
           f"{summary.infra_errors} infra errors; records in {summary.out_dir / 'records.jsonl'}")
     if summary.report:
@@ -138,17 +151,73 @@ def _override_llm_agents(scenario: Any, model: str | None, api_base: str | None)
     return parse_scenario(raw, scenario.source)
 
 
-def _records_or_error(run_dir: Path) -> tuple[Path, list[Any]]:
-    from .jsonl import read_records
+def _override_user_model(scenario: Any, model: str | None) -> Any:
+    """Apply --user-model: the env's simulated user (``env.kwargs.user``) becomes an LLM user."""
+    if model is None:
+        return scenario
+    kwargs = dict(scenario.raw["env"].get("kwargs") or {})
+    if "user" not in kwargs:
+        raise UserError(f"--user-model: scenario {scenario.name!r} names no simulated user (env.kwargs.user)")
+    user = kwargs["user"]
+    if isinstance(user, dict) and user.get("kind") == "llm":
+        kwargs["user"] = dict(user, model=model)
+    else:  # a scripted user: keep what an LLM user also takes
+        kept = {k: v for k, v in user.items() if k == "max_replies"} if isinstance(user, dict) else {}
+        kwargs["user"] = {"kind": "llm", "model": model, **kept}
+    from .scenario import parse_scenario
+
+    return parse_scenario(dict(scenario.raw, env=dict(scenario.raw["env"], kwargs=kwargs)), scenario.source)
+
+
+def _override_judge_model(scenario: Any, model: str | None) -> Any:
+    """Apply --judge-model to every grader of the scenario that has a ``model`` (an LLM judge)."""
+    if model is None:
+        return scenario
+    from .grader import get_grader
+    from .scenario import NamedSpec, parse_scenario
+
+    graders, judges = [], 0
+    for entry in scenario.raw.get("graders") or []:
+        spec = NamedSpec.parse(entry)
+        try:
+            judge = hasattr(get_grader(spec.name, **spec.params), "model")
+        except Exception:  # a bad grader entry: the scenario check names it
+            judge = False
+        judges += judge
+        graders.append({"name": spec.name, "params": dict(spec.params, model=model)} if judge else entry)
+    if not judges:
+        raise UserError(f"--judge-model: scenario {scenario.name!r} has no grader that uses a model (e.g. llm_judge)")
+    return parse_scenario(dict(scenario.raw, graders=graders), scenario.source)
+
+
+def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, Any]:
+    """The path and ``ReadResult`` of a run folder's records. Unreadable lines are moved to
+    ``records.jsonl.bad`` (said on stderr); while a run is writing they are only skipped, unless
+    the caller is about to rewrite the file (regrade), which then fails with a clear line instead."""
+    from .jsonl import move_bad_lines, read_records, remove_stale_temporaries
     from .runner import RECORDS_FILE
 
     path = run_dir / RECORDS_FILE
     if not path.exists():
         raise UserError(f"no {RECORDS_FILE} in {run_dir}; is it a run folder?")
+    remove_stale_temporaries(path)
     result = read_records(path)
-    if result.bad_lines:
-        print(f"rsigym: warning: {len(result.bad_lines)} unreadable lines in {path} skipped", file=sys.stderr)
-    return path, result.records
+    unreadable = len(result.bad_lines) + result.torn_tail
+    if unreadable:
+        try:
+            moved = move_bad_lines(path)
+            print(f"rsigym: moved {moved} unreadable lines of {path} to {path.name}.bad (with their line "
+                  "numbers)", file=sys.stderr)
+            result = read_records(path)  # the file as it is now, for a rewrite's size check
+        except UserError:
+            if rewriting:
+                raise
+            print(f"rsigym: warning: {unreadable} unreadable lines in {path} skipped (not moved: another "
+                  "rsigym process is using the file)", file=sys.stderr)
+    if result.duplicate_keys:
+        print(f"rsigym: warning: {result.duplicate_keys} records repeat an earlier record's episode key",
+              file=sys.stderr)
+    return path, result
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -157,7 +226,7 @@ def _report(args: argparse.Namespace) -> int:
     from .report import write_report
     from .scenario import NamedSpec
 
-    _, records = _records_or_error(args.run_dir)
+    records = _records_or_error(args.run_dir)[1].records
     analyses: list[Any] = ["summary"]
     scenario_file = args.run_dir / "scenario.yaml"
     if scenario_file.exists():
@@ -171,9 +240,9 @@ def _report(args: argparse.Namespace) -> int:
 def _regrade(args: argparse.Namespace) -> int:
     import yaml
 
-    from rsigym.graders import get_grader, regrade
-
+    from .grader import get_grader
     from .jsonl import rewrite_records
+    from .regrade import regrade
 
     params = {}
     for item in args.param:
@@ -182,9 +251,9 @@ def _regrade(args: argparse.Namespace) -> int:
             raise UserError(f"--param expects KEY=VALUE, got {item!r}")
         params[key] = yaml.safe_load(value)
     grader = get_grader(args.grader, **params)
-    path, records = _records_or_error(args.run_dir)
-    graded = regrade(records, grader)
-    rewrite_records(path, graded)
+    path, result = _records_or_error(args.run_dir, rewriting=True)
+    graded = regrade(result.records, grader)
+    rewrite_records(path, graded, expected_size=result.size_bytes)
     scores = [r.grades[-1].score for r in graded]
     valid = [s for s in scores if s is not None]
     mean = f"{sum(valid) / len(valid):.3f}" if valid else "n/a"
@@ -193,33 +262,37 @@ def _regrade(args: argparse.Namespace) -> int:
     return 0
 
 
+LIST_KINDS = ("envs", "agents", "graders", "analyses", "conditions", "offline_policies", "scenarios")
+
+
 def _list(args: argparse.Namespace) -> int:
-    if args.what == "envs":
-        import gymnasium as gym
+    from .registry import REGISTRIES, Registry, describe, register_gym_envs
 
-        import rsigym.envs  # noqa: F401
+    kinds = [args.what.replace("-", "_")] if args.what else list(LIST_KINDS)
+    register_gym_envs()
+    for kind in kinds:
+        if len(kinds) > 1:
+            print(f"{kind}:")
+        indent = "  " if len(kinds) > 1 else ""
+        if kind == "scenarios":
+            import yaml
 
-        for env_id in sorted(k for k in gym.registry if k.startswith("rsigym/")):
-            print(env_id)
-    elif args.what == "graders":
-        from rsigym.graders import available_graders
+            from rsigym.scenarios import bundled_scenarios
 
-        for name, cls in available_graders().items():
-            doc = (cls.__doc__ or "").strip().splitlines()
-            print(f"{name:24} v{getattr(cls, 'version', '?')}  {doc[0] if doc else ''}")
-    elif args.what == "scenarios":
-        from rsigym.scenarios import bundled_scenarios
-
-        for name, path in bundled_scenarios().items():
-            print(f"{name:24} {path}")
-    elif args.what == "agents":
-        from rsigym.agents import available_agents
-
-        print("\n".join(available_agents()))
-    else:
-        from .report import available_analyses
-
-        print("\n".join(available_analyses()))
+            for name, path in bundled_scenarios().items():
+                raw = yaml.safe_load(path.read_text()) or {}
+                print(f"{indent}{name:30} {str(raw.get('description') or '').strip()}")
+            continue
+        registry: Registry[object] = REGISTRIES[kind]
+        for name in registry:
+            try:
+                obj = registry[name]
+            except UserError as exc:  # a broken plug-in: say so, list the rest
+                print(f"{indent}{name:30} (cannot load: {exc})")
+                continue
+            version = getattr(obj, "version", None) if kind == "graders" else None
+            line = (f"v{version}  " if version else "") + describe(obj)
+            print(f"{indent}{name:30} {line}".rstrip())
     return 0
 
 

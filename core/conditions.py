@@ -1,9 +1,16 @@
-"""Conditions (interventions) as data: named, parameterised transformations per env family."""
+"""Conditions as data: named, parameterised interventions on an env family.
+
+A condition changes how an env looks or answers (renamed tools, reversed hints), never the task
+itself; what a family varies between tasks (HPO's source-to-target adaptations) is a task.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
+
+from .errors import UserError
+from .registry import CONDITIONS
 
 __all__ = ["Condition", "ConditionRegistry"]
 
@@ -32,27 +39,38 @@ class Condition:
 
 
 class ConditionRegistry(Generic[T]):
-    """Maps condition names of one env family to factories ``params -> T``."""
+    """The conditions of one env family: a view of the kernel's ``CONDITIONS`` registry.
+
+    Condition ``name`` of family ``probe`` is registered as ``probe.name``, in-process with
+    ``@PROBE_CONDITIONS.register("name")`` or from any package through the entry-point group
+    ``rsigym.conditions`` (``"probe.name" = "pkg.module:factory"``). A factory takes the
+    condition's params and returns what the family's env applies.
+    """
 
     def __init__(self, family: str) -> None:
         self.family = family
-        self._factories: dict[str, Callable[..., T]] = {}
+
+    def key(self, name: str) -> str:
+        return f"{self.family}.{name}"
 
     def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
-        def decorate(factory: Callable[..., T]) -> Callable[..., T]:
-            self._factories[name] = factory
-            return factory
-        return decorate
+        return CONDITIONS.register(self.key(name))
 
     def names(self) -> list[str]:
-        return sorted(self._factories)
+        prefix = self.family + "."
+        return [n[len(prefix):] for n in CONDITIONS if n.startswith(prefix)]
 
     def build(self, condition: Condition) -> T:
-        if condition.name not in self._factories:
+        key = self.key(condition.name)
+        if key not in CONDITIONS:
             raise ValueError(f"unknown {self.family} condition {condition.name!r}; "
                              f"known: {', '.join(self.names())}")
         try:
-            return self._factories[condition.name](**condition.params)
+            factory = CONDITIONS[key]
+        except UserError as exc:  # a plug-in whose entry point does not load
+            raise ValueError(str(exc)) from exc
+        try:
+            return factory(**condition.params)
         except TypeError as exc:
             raise ValueError(f"{self.family} condition {condition.name!r}: bad params "
                              f"{condition.params}: {exc}") from exc

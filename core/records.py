@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .action_limits import short_repr
+
 __all__ = [
     "SCHEMA_VERSION",
     "TERMINATIONS",
@@ -30,6 +32,7 @@ __all__ = [
     "episode_key",
     "canonical_json",
     "to_jsonable",
+    "MAX_RECORD_DEPTH",
     "state_sha256",
     "utc_now",
 ]
@@ -48,30 +51,59 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
+# Records nest a few levels (a step's info, a snapshot's programs); anything deeper came from an
+# agent or a bug, and would overflow the stack of every recursive reader (json, repr, asdict).
+MAX_RECORD_DEPTH = 100
+
+
 def to_jsonable(value: Any) -> Any:
     """Convert observations, actions and infos (numpy scalars and arrays, tuples, sets) to JSON.
 
     Non-finite floats become the strings "nan", "inf", "-inf" so that records stay strict JSON.
+    A value nested deeper than ``MAX_RECORD_DEPTH`` is a ``TypeError`` (as is an unknown type),
+    never a ``RecursionError``.
     """
+    return _jsonable(value, 0)
+
+
+def _jsonable(value: Any, depth: int) -> Any:
+    if depth > MAX_RECORD_DEPTH:
+        raise TypeError(f"cannot store a value nested deeper than {MAX_RECORD_DEPTH} levels in a trajectory record")
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {_utf8(str(k)): _jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
+        return [_jsonable(v, depth + 1) for v in value]
     if isinstance(value, (set, frozenset)):
-        return sorted((to_jsonable(v) for v in value), key=repr)
+        return sorted((_jsonable(v, depth + 1) for v in value), key=repr)
     if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist())
+        return _jsonable(value.tolist(), depth)
     if isinstance(value, np.generic):
-        return to_jsonable(value.item())
+        return _jsonable(value.item(), depth)
     if isinstance(value, float):
         if math.isfinite(value):
             return value
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if value is None or isinstance(value, (str, int, bool)):
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
+        # json cannot write an int of more than 4,300 digits; nothing in a record needs 1,000 bits
+        raise TypeError(f"cannot store an integer of {value.bit_length()} bits in a trajectory record")
+    if isinstance(value, str):
+        return _utf8(value)
+    if value is None or isinstance(value, (int, bool)):
         return value
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
-    raise TypeError(f"cannot store a {type(value).__name__} in a trajectory record: {value!r:.80}")
+    raise TypeError(f"cannot store a {type(value).__name__} in a trajectory record: {short_repr(value)}")
+
+
+def _utf8(text: str) -> str:
+    """``text``, with lone surrogates (which no UTF-8 file can hold) replaced by ``?``."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:  # e.g. "\ud800" from an agent: the record line would not encode
+        return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def canonical_json(value: Any) -> str:
@@ -223,7 +255,9 @@ class Trajectory:
     final: FinalSnapshot | None = None
     termination: str = "agent_stop"
     error: str | None = None
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)  # the whole episode: every role below together
+    # LLM usage by role (agent, user, candidate_source, ...), for roles that called a model.
+    usage_by_role: dict[str, Usage] = field(default_factory=dict)
     grades: list[Grade] = field(default_factory=list)
     sandbox: dict[str, Any] | None = None
     started_at: str = field(default_factory=utc_now)
@@ -259,6 +293,7 @@ class Trajectory:
             final=FinalSnapshot.from_dict(data.get("final")),
             termination=data["termination"], error=data.get("error"),
             usage=Usage.from_dict(data.get("usage")),
+            usage_by_role={role: Usage.from_dict(u) for role, u in (data.get("usage_by_role") or {}).items()},
             grades=[Grade.from_dict(g) for g in data.get("grades") or []],
             sandbox=data.get("sandbox"), started_at=data.get("started_at", ""),
             finished_at=data.get("finished_at"), rsigym_version=data.get("rsigym_version", ""),

@@ -8,7 +8,6 @@ condition, the mean score with a seeded 95% bootstrap confidence interval, and t
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,14 +15,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .errors import UserError
 from .records import Trajectory
+from .registry import ANALYSES
+from .stats import bootstrap_ci
 
 __all__ = ["ReportSection", "register_analysis", "available_analyses", "summary", "write_report",
            "bootstrap_ci", "condition_label"]
 
 Analysis = Callable[..., "ReportSection"]
-_ANALYSES: dict[str, Analysis] = {}
 
 
 @dataclass
@@ -35,23 +34,17 @@ class ReportSection:
 
 
 def register_analysis(name: str) -> Callable[[Analysis], Analysis]:
-    def decorate(fn: Analysis) -> Analysis:
-        _ANALYSES[name] = fn
-        return fn
-    return decorate
+    """Decorator: make ``fn`` the analysis ``name`` of scenario files and ``rsigym report``.
 
-
-# Modules that register analyses on import: record-only ones (graders) and those that must query
-# an agent again (env families).
-ANALYSIS_MODULES = ("rsigym.graders", "rsigym.envs.hpo.analyses", "rsigym.envs.dataselect.analyses")
+    From another package, use the entry-point group ``rsigym.analyses`` instead (``name =
+    "pkg.module:function"``): it reaches every process.
+    """
+    return ANALYSES.register(name)
 
 
 def available_analyses() -> list[str]:
-    import importlib
-
-    for module in ANALYSIS_MODULES:
-        importlib.import_module(module)
-    return sorted(_ANALYSES)
+    """Every analysis name: registered here or through the ``rsigym.analyses`` entry points."""
+    return list(ANALYSES)
 
 
 def condition_label(condition: dict[str, Any] | None) -> str:
@@ -59,21 +52,6 @@ def condition_label(condition: dict[str, Any] | None) -> str:
         return "none"
     params = ",".join(f"{k}={v}" for k, v in sorted((condition.get("params") or {}).items()))
     return f"{condition['name']}({params})" if params else condition["name"]
-
-
-def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean (scipy); exact for n = 1 or constant samples."""
-    from scipy.stats import bootstrap
-
-    data = np.asarray(values, dtype=float)
-    if len(data) == 0:
-        return (math.nan, math.nan)
-    if len(data) == 1 or np.all(data == data[0]):
-        return (float(data[0]), float(data[0]))
-    result = bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=resamples,
-                       method="percentile", rng=np.random.default_rng(seed))
-    return (float(result.confidence_interval.low), float(result.confidence_interval.high))
 
 
 @register_analysis("summary")
@@ -94,8 +72,11 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
             else:
                 scores[rule][cell].append(float(grade.score))
 
+    repeats = sum(n - 1 for n in Counter(r.episode_key for r in records).values())
     lines = [f"{len(records)} episodes. Scores: mean and {confidence:.0%} bootstrap CI "
-             "(percentile, 2000 resamples, seed 0); infra errors are not scored.", ""]
+             "(percentile, 2000 resamples, seed 0); infra errors are not scored."
+             + (f" {repeats} records repeat an earlier record's episode key (each one counted)." if repeats else ""),
+             ""]
     plots = []
     for (grader, version, params), cells in sorted(scores.items()):
         lines += [f"### {grader} (v{version}{', ' + params if params else ''})", "",
@@ -114,6 +95,8 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
         lines.append(f"| {agent} | {condition} | " + " | ".join(str(counts[t]) for t in all_terms) + " |")
     infra = sum(c["infra_error"] for c in terminations.values())
     verdict = (f"{len(records)} episodes, {infra} infra errors" if records else "no records")
+    if repeats:
+        verdict += f", {repeats} repeated episode keys"
     return ReportSection("Summary", "\n".join(lines), verdict, [p for p in plots if p])
 
 
@@ -149,13 +132,10 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
                  *, title: str = "rsigym report") -> Path:
     """Run the named analyses and write ``report.md`` in ``out_dir``; returns its path."""
     out_dir = Path(out_dir)
-    known = available_analyses()
     sections = []
     for spec in analyses:
         name, params = (spec, {}) if isinstance(spec, str) else (spec.name, spec.params)
-        if name not in _ANALYSES:
-            raise UserError(f"unknown analysis {name!r}; known: {', '.join(known)}")
-        sections.append(_ANALYSES[name](records, out_dir, **params))
+        sections.append(ANALYSES.lookup(name)(records, out_dir, **params))
     text = [f"# {title}", ""]
     for section in sections:
         text += [f"## {section.title}", ""]

@@ -170,15 +170,16 @@ def load_scenario(path_or_name: str | Path) -> Scenario:
 def _make_env(scenario: Scenario, condition: dict[str, Any] | None, where: str):
     import gymnasium as gym
 
-    import rsigym.envs  # noqa: F401  (registers the rsigym ids)
+    from .registry import register_gym_envs
 
+    register_gym_envs()
     kwargs = dict(scenario.env_kwargs)
     if condition is not None:
         kwargs["condition"] = condition
     try:
         return gym.make(scenario.env_id, **kwargs)
     except gym.error.Error as exc:
-        known = ", ".join(k for k in gym.registry if k.startswith("rsigym/"))
+        known = ", ".join(register_gym_envs())
         raise UserError(f"{scenario.source}: env.id: cannot make {scenario.env_id!r}: {exc} "
                         f"(rsigym envs: {known})") from exc
     except (TypeError, ValueError) as exc:
@@ -209,8 +210,8 @@ def expand(scenario: Scenario) -> list[EpisodeSpec]:
     Builds each env condition, agent and grader once, so a misspelt name fails here, with its
     key path, rather than inside a worker halfway through the battery.
     """
-    from rsigym.agents import make_agent
-    from rsigym.graders import get_grader
+    from .agent import make_agent
+    from .grader import get_grader
 
     task_ids: list[str | None] = []
     for i, condition in enumerate(scenario.conditions):

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jsonschema
 from gymnasium import spaces
 
+from rsigym.action_limits import ActionLimits, DEFAULT_ACTION_LIMITS, action_limit_error
 from rsigym.records import to_jsonable
 
-__all__ = ["TEXT_CHARSET", "INVALID_ACTION_KEY", "text_space", "invalid_action", "JsonActions",
+__all__ = ["TEXT_CHARSET", "INVALID_ACTION_KEY", "text_space", "clean_text", "invalid_action", "JsonActions",
            "split_task_ids"]
 
 
@@ -44,6 +46,28 @@ TEXT_CHARSET = frozenset(
 )
 
 
+# Everything outside TEXT_CHARSET, as one compiled class: agents' bytes and emoji come back quoted
+# in error messages, and an observation must stay inside its Text space.
+def _ranges(chars: frozenset[str]) -> str:
+    codes, parts = sorted(ord(c) for c in chars), []
+    start = prev = codes[0]
+    for code in [*codes[1:], -1]:
+        if code != prev + 1:
+            parts.append(re.escape(chr(start)) + ("-" + re.escape(chr(prev)) if prev > start else ""))
+            start = code
+        prev = code
+    return "".join(parts)
+
+
+_OUTSIDE_CHARSET = re.compile(f"[^{_ranges(TEXT_CHARSET)}]")
+
+
+def clean_text(text: str, max_length: int | None = None) -> str:
+    """``text`` with every character outside ``TEXT_CHARSET`` replaced by ``?``, cut to ``max_length``."""
+    text = _OUTSIDE_CHARSET.sub("?", text)
+    return text if max_length is None else text[:max_length]
+
+
 def text_space(max_length: int = 8192) -> spaces.Text:
     """A Text space wide enough for prompt-ready observation text."""
     return spaces.Text(max_length=max_length, min_length=0, charset=TEXT_CHARSET)
@@ -54,14 +78,28 @@ class JsonActions:
 
     ``parse`` never raises for a bad action: it returns ``(None, message)`` so the env can turn
     the mistake into an error observation (a bad agent output is an observation, not a crash).
+    Size limits (``rsigym.action_limits``) are checked first, so no action can make the schema
+    check recurse without bound; messages are cut to ``MESSAGE_CHARS``, since they quote the action.
     """
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    MESSAGE_CHARS = 1000
+
+    def __init__(self, schema: dict[str, Any], limits: ActionLimits = DEFAULT_ACTION_LIMITS) -> None:
         jsonschema.Draft202012Validator.check_schema(schema)
         self.schema = schema
+        self.limits = limits
         self._validator = jsonschema.Draft202012Validator(schema)
 
     def parse(self, action: Any) -> tuple[dict[str, Any] | None, str | None]:
+        value, error = self._parse(action)
+        if error is not None and len(error) > self.MESSAGE_CHARS:
+            error = error[:self.MESSAGE_CHARS - 20] + " ... (message cut)"
+        return value, error
+
+    def _parse(self, action: Any) -> tuple[dict[str, Any] | None, str | None]:
+        limit_error = action_limit_error(action, self.limits)
+        if limit_error is not None:
+            return None, f"invalid action: {limit_error}"
         try:
             value = to_jsonable(action)
         except TypeError as exc:

@@ -1,16 +1,19 @@
-"""Graders: the Grader protocol, the registry by name, fixed-trajectory regrading, and the
-record-only analyses (TRACE pairing, rerun noise) with their statistics.
+"""Cross-family analyses that read records only: TRACE pairing and verdicts, rerun noise.
 
-Third-party graders join through the entry-point group ``rsigym.graders``.
+The Grader protocol, the grader registry and fixed-trajectory regrading live in the kernel
+(``rsigym.grader``, ``rsigym.regrade``) and are re-exported here, as are the statistics
+(``rsigym.stats``). Family graders live in their family's folder (``rsigym.envs.<family>.graders``)
+and join through the entry-point group ``rsigym.graders``, like any third-party grader.
 """
 
-from .base import (ENTRY_POINT_GROUP, NEEDS, Grader, available_graders, get_grader, grade_record,
-                   register_grader)
-from .regrade import regrade
-from .reruns import RerunNoise, rerun_noise, reruns_analysis
+from rsigym.grader import (ENTRY_POINT_GROUP, NEEDS, Grader, available_graders, get_grader, grade_record,
+                           register_grader)
+from rsigym.regrade import regrade
 from rsigym.stats import (TostResult, flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference,
-                    ndcg_at_k, paired_bootstrap_ci, regret_at_k, single_run_difference_sd, spearman,
-                    tost_paired)
+                          ndcg_at_k, paired_bootstrap_ci, regret_at_k, single_run_difference_sd, spearman,
+                          tost_paired)
+
+from .reruns import RerunNoise, rerun_noise, reruns_analysis
 from .trace import (BehaviourDiff, Effect, Pair, Pairs, RegradeEffect, TaskDelta, Verdict,
                     behaviour_diff, pair_records, paired_effect, regrade_effect, verdict)
 from .trace_report import trace_analysis
@@ -25,13 +28,3 @@ __all__ = [
     "rerun_noise", "reruns_analysis", "single_run_difference_sd", "spearman", "tost_paired",
     "trace_analysis", "verdict",
 ]
-
-# The env families' graders live in their folders (envs/<family>/graders.py) and register
-# themselves on import. Imported as modules (no names), last, so that importing a family's graders
-# first does not meet a half-initialised name here.
-from rsigym.envs.probe import graders as _probe_graders  # noqa: E402,F401
-from rsigym.envs.blackbox import graders as _blackbox_graders  # noqa: E402,F401
-from rsigym.envs.hpo import graders as _hpo_graders  # noqa: E402,F401
-from rsigym.envs.dataselect import graders as _dataselect_graders  # noqa: E402,F401
-from rsigym.envs.evolution import graders as _evolution_graders  # noqa: E402,F401
-from rsigym.envs.tooluse import graders as _tooluse_graders  # noqa: E402,F401

@@ -77,10 +77,12 @@ class Pair:
 class Pairs(list[Pair]):
     """The pairs, plus what pairing left out: infra-error records and records with no partner."""
 
-    def __init__(self, pairs: Iterable[Pair] = (), *, infra_excluded: int = 0, unpaired: int = 0):
+    def __init__(self, pairs: Iterable[Pair] = (), *, infra_excluded: int = 0, unpaired: int = 0,
+                 duplicates: int = 0):
         super().__init__(pairs)
         self.infra_excluded = infra_excluded
         self.unpaired = unpaired
+        self.duplicates = duplicates  # records left out: same episode key as one already paired
 
 
 def _join_key(record: Trajectory) -> str:
@@ -93,12 +95,14 @@ def pair_records(records: Sequence[Trajectory], baseline: str, treatment: str) -
 
     Conditions match by name or label (see ``matches_condition``). Records that ended in
     ``infra_error`` are left out (a broken sandbox says nothing about the agent) and counted in
-    ``infra_excluded``; records whose partner is missing are counted in ``unpaired``. Two records
-    with the same join key on one side (a condition name that covers two parameter settings) is
-    a ValueError: name the condition by its full label instead.
+    ``infra_excluded``; records whose partner is missing are counted in ``unpaired``. A record
+    that repeats the episode key of one already on its side (the same episode twice in a file)
+    is left out and counted in ``duplicates``. Two records with the same join key but different
+    episodes on one side (a condition name that covers two parameter settings) is a ValueError:
+    name the condition by its full label instead.
     """
     sides: dict[str, dict[str, Trajectory]] = {"baseline": {}, "treatment": {}}
-    infra = 0
+    infra = duplicates = 0
     for record in records:
         for side, wanted in (("baseline", baseline), ("treatment", treatment)):
             if not matches_condition(record.env.condition, wanted):
@@ -107,6 +111,9 @@ def pair_records(records: Sequence[Trajectory], baseline: str, treatment: str) -
                 infra += 1
                 continue
             key = _join_key(record)
+            if key in sides[side] and sides[side][key].episode_key == record.episode_key:
+                duplicates += 1  # the first copy is paired
+                continue
             if key in sides[side]:
                 raise ValueError(f"two {side} records match {wanted!r} for task "
                                  f"{record.env.task_id!r}, agent {record.agent.id!r}, seed "
@@ -114,7 +121,8 @@ def pair_records(records: Sequence[Trajectory], baseline: str, treatment: str) -
             sides[side][key] = record
     base, treat = sides["baseline"], sides["treatment"]
     pairs = [Pair(base[k], treat[k]) for k in base if k in treat]
-    return Pairs(pairs, infra_excluded=infra, unpaired=len(base) + len(treat) - 2 * len(pairs))
+    return Pairs(pairs, infra_excluded=infra, unpaired=len(base) + len(treat) - 2 * len(pairs),
+                 duplicates=duplicates)
 
 
 @dataclass(frozen=True)

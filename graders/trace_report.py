@@ -66,7 +66,8 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
     for treatment in wanted:
         pairs = pair_records(records, baseline, treatment)
         notes.append(f"- {treatment}: {len(pairs)} pairs, {pairs.infra_excluded} infra-error records "
-                     f"left out, {pairs.unpaired} records without a partner")
+                     f"left out, {pairs.unpaired} records without a partner"
+                     + (f", {pairs.duplicates} repeated records (same episode key) left out" if pairs.duplicates else ""))
         for agent in sorted({p.agent_id for p in pairs}):
             mine = [p for p in pairs if p.agent_id == agent]
             diffs = tuple(behaviour_diff(p) for p in mine)

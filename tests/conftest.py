@@ -11,6 +11,47 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _docker_unavailable(reason: str) -> None:
+    if os.environ.get("RSIGYM_REQUIRE_DOCKER") == "1":  # CI starts an engine: never skip there
+        pytest.fail(f"RSIGYM_REQUIRE_DOCKER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """A client of a Docker engine that answers; else skip (fail under RSIGYM_REQUIRE_DOCKER=1)."""
+    try:
+        import docker
+    except ImportError as exc:
+        _docker_unavailable(f"the docker SDK is not installed: {exc}")
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means there is no engine here
+        _docker_unavailable(f"no Docker engine answers: {exc}")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def sandbox_image(docker_client):
+    """The sandbox image, built offline on first use."""
+    from rsigym.sandbox import build_image
+    from rsigym.sandbox.image import DEFAULT_MIRROR
+
+    # Tests are outside the package, so they may read the mirror override the CLI would.
+    mirror = os.environ.get("RSIGYM_DEBIAN_MIRROR", DEFAULT_MIRROR)
+    return build_image(log=lambda line: None, mirror=mirror, client=docker_client)
+
+
+@pytest.fixture(autouse=True)
+def _docker_marker_needs_an_engine(request):
+    """Every ``@pytest.mark.docker`` test skips without an engine (fails under RSIGYM_REQUIRE_DOCKER=1),
+    whether or not it asks for a Docker fixture itself."""
+    if request.node.get_closest_marker("docker") is not None:
+        request.getfixturevalue("sandbox_image")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RSIGYM_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
@@ -25,7 +66,7 @@ def write_scenario(path: Path, **overrides) -> Path:
         "env": {"id": "rsigym/Probe-v0", "kwargs": {"sandbox": "local", "low": 0, "high": 100}},
         "tasks": {"split": "test", "limit": 3},
         "conditions": ["none", "reverse_hints"],
-        "agents": [{"id": "bisect", "kind": "probe-bisect"}, {"id": "random", "kind": "random"}],
+        "agents": [{"id": "bisect", "kind": "probe_bisect"}, {"id": "random", "kind": "random"}],
         "seeds": [0, 1],
         "max_steps": 20,
         "graders": ["probe_answer", "probe_efficiency"],

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ..jsonl import RecordWriter, read_records, rewrite_records
+from ..jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
 from ..records import Trajectory
 from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
@@ -36,6 +36,8 @@ class RunSummary:
     ran: int        # run now
     infra_errors: int
     report: Path | None
+    bad_lines_moved: int = 0  # unreadable lines of records.jsonl moved to records.jsonl.bad
+    duplicate_keys: int = 0   # records that repeat an earlier record's episode key
 
 
 def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "local",
@@ -50,9 +52,14 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
     out_dir.mkdir(parents=True, exist_ok=True)
     episodes = expand(scenario)
     path = out_dir / RECORDS_FILE
+    remove_stale_temporaries(path)
+    existing = read_records(path)
+    # a torn last line is the writer's to set aside (.torn); any other unreadable line moves to .bad
+    moved = move_bad_lines(path) if existing.bad_lines else 0
     if retry_infra_errors:
         _set_aside_infra_errors(out_dir)
-    done = {r.episode_key for r in read_records(path)}
+        existing = read_records(path)
+    done = {r.episode_key for r in existing}
     todo = [e for e in episodes if e.key not in done]
     (out_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario.raw, sort_keys=False))
 
@@ -75,7 +82,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
     if report:
         records = read_records(path).records
         report_path = write_report(out_dir, records, scenario.analyses, title=f"rsigym report: {scenario.name}")
-    return RunSummary(out_dir, len(episodes), len(episodes) - len(todo), len(todo), infra_errors, report_path)
+    return RunSummary(out_dir, len(episodes), len(episodes) - len(todo), len(todo), infra_errors, report_path,
+                      bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys)
 
 
 def _set_aside_infra_errors(out_dir: Path) -> int:

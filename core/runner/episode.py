@@ -12,6 +12,7 @@ import time
 import traceback
 from typing import Any
 
+from rsigym.action_limits import short_repr
 from rsigym.errors import InfraError
 from rsigym.records import FinalSnapshot, Step, Trajectory, Usage, to_jsonable, utc_now
 
@@ -24,7 +25,7 @@ _GRADER_CACHE: dict[tuple[str, str], Any] = {}
 
 def _grader(spec: NamedSpec) -> Any:
     """Graders are built once per worker process: some hold a sandbox pool or a loaded table."""
-    from rsigym.graders import get_grader
+    from rsigym.grader import get_grader
     from rsigym.records import canonical_json
 
     key = (spec.name, canonical_json(spec.params))
@@ -44,9 +45,11 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
     import gymnasium as gym
 
     import rsigym
-    import rsigym.envs  # noqa: F401  (registers the rsigym ids in this worker)
-    from rsigym.agents import make_agent
-    from rsigym.graders import grade_record
+    from rsigym.agent import make_agent
+    from rsigym.grader import grade_record
+    from rsigym.registry import register_gym_envs
+
+    register_gym_envs()  # in this worker: every env id of the rsigym.envs entry points
 
     record = Trajectory(episode_key=spec.key, env=spec.env, agent=spec.agent, seed=spec.seed,
                         rep=spec.rep, rsigym_version=rsigym.__version__)
@@ -63,13 +66,17 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
     except Exception as exc:  # an env bug is not the agent's fault: infra_error, recorded
         record.termination, record.error = "infra_error", _short_error(exc)
     finally:
+        agent_usage = sum((s.usage for s in record.steps), record.usage_by_role.pop("agent", Usage()))
+        by_role = {"agent": agent_usage} if agent_usage.model_calls else {}
         if env is not None:
+            by_role.update(getattr(env.unwrapped, "llm_usage", None) or {})  # e.g. a simulated user
             record.sandbox = getattr(env.unwrapped, "sandbox_info", None)
             try:
                 env.close()
             except Exception as exc:
                 record.error = (record.error + "; " if record.error else "") + f"close: {_short_error(exc)}"
-    record.usage = sum((s.usage for s in record.steps), Usage())
+    record.usage_by_role = by_role
+    record.usage = sum((u for role, u in by_role.items() if role != "agent"), agent_usage)
     record.finished_at = utc_now()
     if record.termination != "infra_error":
         for grader_spec in spec.graders:
@@ -77,11 +84,18 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
     return record
 
 
+def _charge_agent(record: Trajectory, exc: InfraError) -> None:
+    """Count the failed LLM attempts of an agent call that raised (they have no step to go in)."""
+    usage = getattr(exc, "usage", None)
+    if isinstance(usage, Usage):
+        record.usage_by_role["agent"] = record.usage_by_role.get("agent", Usage()) + usage
+
+
 def _jsonable_action(action: Any) -> Any:
     try:
         return to_jsonable(action)
-    except TypeError:  # an agent may emit anything; the record keeps its text
-        return repr(action)
+    except TypeError:  # an agent may emit anything, even a list 10,000 deep: the record keeps its text
+        return short_repr(action, 2000)
 
 
 def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
@@ -95,7 +109,8 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
             "action_schema": getattr(env.unwrapped, "action_schema", None), "info": info,
             "tools": getattr(env.unwrapped, "tools", None), "rep": spec.rep,
         }, spec.seed)
-    except InfraError:
+    except InfraError as exc:
+        _charge_agent(record, exc)
         raise
     except Exception as exc:  # e.g. an optimiser given an action space it cannot search
         record.termination, record.error = "agent_error", _short_error(exc)
@@ -105,7 +120,8 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
         started = time.perf_counter()
         try:
             action = agent.act(observation)
-        except InfraError:
+        except InfraError as exc:
+            _charge_agent(record, exc)
             raise
         except Exception as exc:
             record.termination, record.error = "agent_error", _short_error(exc)
@@ -119,7 +135,8 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
         if observe is not None:  # optional feedback hook: optimisers learn from reward or info
             try:
                 observe(float(reward), next_observation, info)
-            except InfraError:
+            except InfraError as exc:
+                _charge_agent(record, exc)
                 raise
             except Exception as exc:
                 observe_error = _short_error(exc)

@@ -1,12 +1,13 @@
 """Sandboxes that run untrusted commands: a locked-down docker container, or a local subprocess.
 
 Open one with :func:`open_sandbox` (``auto`` prefers docker and says so when it falls back), run
-commands with ``exec``, move files with ``write_files``/``read_file``, and close it. The docker
+commands with ``exec``, move files with ``write_files``/``read_file``, and close it. Commands run
+as the untrusted ``"user"`` or as a protected ``"harness"`` identity (see ``rsigym.sandbox.base``). The docker
 SDK is imported only when a docker sandbox is used, so the local provider works without it.
 """
 
 from rsigym.errors import SandboxError, SandboxUnavailable
-from rsigym.sandbox.base import ExecResult, Sandbox, SandboxLimits
+from rsigym.sandbox.base import ExecResult, Identity, Sandbox, SandboxLimits, validate_exec_args
 from rsigym.sandbox.check import check_sandbox
 from rsigym.sandbox.docker import DockerSandbox
 from rsigym.sandbox.factory import docker_available, open_sandbox, resolve_provider
@@ -18,6 +19,8 @@ __all__ = [
     "Sandbox",
     "ExecResult",
     "SandboxLimits",
+    "Identity",
+    "validate_exec_args",
     "LocalSandbox",
     "DockerSandbox",
     "DockerPool",

@@ -74,7 +74,9 @@ def check_sandbox(image: str | None = None, limits: SandboxLimits | None = None)
         ("runs as an unprivileged user", lambda: _expect(sandbox.exec(["id", "-u"]), "65534")),
         ("python3 with numpy", lambda: _expect(sandbox.exec(["python3", "-c", "import numpy; print('numpy', numpy.__version__)"]), "numpy")),
         ("network blocked", lambda: _expect(sandbox.exec(["python3", "-c", _NET_PROBE]), "blocked")),
-        ("read-only root", lambda: _expect(sandbox.exec(["sh", "-c", "touch /usr/rsigym 2>&1 || echo refused"]), "refused")),
+        ("read-only root", lambda: _expect(sandbox.exec(["sh", "-c", "touch /var/tmp/rsigym 2>&1 || echo refused"]), "refused")),
+        ("no capabilities (empty bounding set)", lambda: _expect(sandbox.exec(["grep", "CapBnd", "/proc/self/status"]), "0000000000000000")),
+        ("PID 1 under a uid no exec has", lambda: _expect(sandbox.exec(["sh", "-c", "kill -0 1 2>&1 || echo refused"]), "refused")),
         ("work dir writable", lambda: _round_trip(sandbox)),
     ]  # fmt: skip
     try:

@@ -1,11 +1,21 @@
 """The docker provider: one long-lived, locked-down container; commands run by ``docker exec``.
 
 The container runs a tiny reaper as PID 1 (orphans of killed commands are reparented to it and
-must be reaped; see ``container_scripts``), as ``nobody``, with no network, a read-only root, tmpfs work dir and /tmp,
-memory (no swap), CPU and pids limits, every capability dropped and ``no-new-privileges``.
+must be reaped; see ``container_scripts``) under its own uid, with no network, a read-only root,
+tmpfs work dir, harness dir and /tmp, memory (no swap), CPU and pids limits, every capability
+dropped and ``no-new-privileges``. Execs run as ``nobody`` (``as_user="user"``) or as a second
+uid (``as_user="harness"``); neither can ptrace or signal PID 1 or the other.
 
-A timeout kills every process of ``nobody`` in the container (``kill -9 -1`` from a second exec:
-the kernel spares only PID 1 and the caller), so double-forked or ``setsid`` escapees die too.
+PID 1 is protected by running it as a different uid, not by a seccomp profile denying ptrace or
+by making it non-dumpable: a uid boundary also stops signals and /proc/1/mem writes, needs no
+profile the engine may not support, and cannot be undone by the exec user (a non-dumpable flag
+is lost when PID 1 execs, and a seccomp filter does not stop kill(2)).
+
+Every exec that does not pass ``persist=True`` runs under a wrapper (``container_scripts.WRAP``)
+that kills every other process of its identity when the command ends, so ``nohup``, ``setsid``
+and double forks die with their exec at the price of one extra ``execve`` in the container, not
+an extra engine round trip; when the wrapper itself was killed (status >= 128) the provider
+runs the kill itself. A timeout kills every process of the exec's identity from a second exec.
 If that exec cannot even start (a fork bomb filled the pids limit) the container is restarted,
 which also empties its tmpfs; the command's stderr says so.
 
@@ -24,9 +34,29 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from rsigym.errors import SandboxError, SandboxUnavailable
 from rsigym.sandbox import engine
-from rsigym.sandbox.base import ExecResult, SandboxLimits
-from rsigym.sandbox.container_scripts import EXTRACT, KILL_ALL, OOM_READ, RESET
-from rsigym.sandbox.engine import NOBODY, connect, engine_errors
+from rsigym.sandbox.base import (
+    ExecResult,
+    ExecTracker,
+    Identity,
+    SandboxLimits,
+    validate_exec_args,
+    validate_file_mode,
+)
+from rsigym.sandbox.container_scripts import (
+    EXTRACT,
+    HARNESS_DIR,
+    KILL_ALL,
+    OOM_READ,
+    READ,
+    SETUP_HARNESS,
+    SETUP_INIT,
+    SHARED_DIRS,
+    VERIFY,
+    WIPE,
+    WRAP,
+    WRAPPER,
+)
+from rsigym.sandbox.engine import HARNESS, IDENTITY_USERS, INIT, NOBODY, connect, engine_errors
 from rsigym.sandbox.exec_stream import pump_exec_socket, raw_socket
 from rsigym.sandbox.output import CappedBuffer
 from rsigym.sandbox.paths import work_relative
@@ -85,23 +115,44 @@ class DockerSandbox:
         self._on_close: Any = None  # set by DockerPool: close() hands the container back
         self._info_extra: dict[str, Any] = {}
         self._oom_kills = 0  # a fresh container's cgroup has seen none
+        self._tracker = ExecTracker()
+        self._harness_used = False  # the reset skips the harness part when no harness ran
         self.container_id, self._image_id = engine.create_container(self._api, image, limits)
+        try:
+            self._setup()
+        except BaseException:
+            self.remove()
+            raise
 
     # -- container lifecycle -----------------------------------------------------------------
+
+    def _setup(self) -> None:
+        """Install the exec wrapper and close the harness dir; after every (re)start."""
+        for argv, user in ((SETUP_INIT, INIT), (SETUP_HARNESS, HARNESS)):
+            raw = self._raw_exec(argv, None, 30.0, 4096, user=user, kill_on_timeout=False)
+            if raw.exit_code != 0:
+                detail = (raw.stdout + raw.stderr).decode(errors="replace").strip()
+                raise SandboxError(f"container setup failed (exit {raw.exit_code}): {detail}")
 
     def is_running(self) -> bool:
         """One inspect: True when the container exists and runs."""
         with engine_errors(self.container_id):
             return engine.is_running(self._api, self.container_id)
 
+    @property
+    def harness_dir(self) -> str:
+        """The harness identity's dir (``/harness``): readable by the user, never writable."""
+        return HARNESS_DIR
+
     def _restart(self) -> None:
         engine.restart(self._api, self.container_id)
-        self._oom_kills = _oom_kill_count(self._raw_exec(OOM_READ, None, 10.0, 4096).stdout.decode())
+        self._setup()
+        self._oom_kills = _oom_kill_count(self._raw_exec(OOM_READ, None, 10.0, 4096, user=INIT).stdout.decode())
 
-    def _kill_all(self) -> bool:
-        """Kill every process of the user; returns True when a restart was needed for it."""
+    def _kill_all(self, user: str) -> bool:
+        """Kill every process of ``user``; returns True when a restart was needed for it."""
         try:
-            result = self._raw_exec(KILL_ALL, None, 5.0, 4096, kill_on_timeout=False)
+            result = self._raw_exec(KILL_ALL, None, 5.0, 4096, user=user, kill_on_timeout=False)
             if result.exit_code == 0:
                 return False
         except SandboxUnavailable:
@@ -120,6 +171,7 @@ class DockerSandbox:
         timeout: float,
         cap: int,
         *,
+        user: str = NOBODY,
         env: Mapping[str, str] | None = None,
         workdir: str | None = None,
         kill_on_timeout: bool = True,
@@ -128,7 +180,7 @@ class DockerSandbox:
         out, err = CappedBuffer(cap), CappedBuffer(cap)
         with engine_errors(self.container_id):
             exec_id = self._api.exec_create(
-                self.container_id, list(argv), stdin=stdin is not None, user=NOBODY,
+                self.container_id, list(argv), stdin=stdin is not None, user=user,
                 environment=dict(env) if env else None, workdir=workdir or self.limits.work_dir,
             )["Id"]  # fmt: skip
             response = self._api.exec_start(exec_id, socket=True)
@@ -139,7 +191,7 @@ class DockerSandbox:
                 sock.close()  # the real close happens once the SDK's wrapper lets go too
                 response.close()
             if not finished:
-                restarted = self._kill_all() if kill_on_timeout else False
+                restarted = self._kill_all(user) if kill_on_timeout else False
                 return _Raw(out.getvalue(), err.getvalue(), None, True, out.truncated or err.truncated, restarted)
             exit_code = self._exit_code(exec_id)
         return _Raw(out.getvalue(), err.getvalue(), exit_code, False, out.truncated or err.truncated)
@@ -167,24 +219,42 @@ class DockerSandbox:
         timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        as_user: Identity = "user",
+        persist: bool = False,
     ) -> ExecResult:
-        """Run ``argv`` in the container as nobody.
+        """Run ``argv`` in the container as ``as_user`` (``"user"``: nobody; ``"harness"``: the
+        harness uid). See ``rsigym.sandbox.base`` for ``cwd``, ``persist`` and overlapping execs.
 
-        On timeout every process of nobody in the container is killed, including those of other
-        execs running at the same time: a sandbox serves one user. ``python`` means ``python3``.
+        When it ends, every other process of its identity is killed unless ``persist``; on
+        timeout every process of its identity is, ``persist`` or not. ``python`` means ``python3``.
+
+        Raises:
+            TypeError, ValueError: bad arguments (``validate_exec_args``), before anything runs.
+            SandboxError: the sandbox is closed, ``cwd`` is outside, or an exec of the same
+                identity is running and this or that one does not persist.
+            SandboxUnavailable: the container is dead.
         """
+        args = validate_exec_args(argv, stdin=stdin, timeout=timeout, env=env, as_user=as_user, persist=persist)
         self._check_open()
-        argv = list(argv)
-        if not argv:
-            raise SandboxError("exec needs a non-empty argv")
-        if argv[0] == "python":
-            argv[0] = "python3"  # Debian ships only python3; keep parity with the local provider
-        workdir = None
-        if cwd is not None:
-            workdir = posixpath.normpath(posixpath.join(self.limits.work_dir, self._relative(cwd)))
-        data = stdin.encode() if isinstance(stdin, str) else stdin
+        command = args.argv
+        if command[0] == "python":
+            command[0] = "python3"  # Debian ships only python3; keep parity with the local provider
+        home = HARNESS_DIR if args.as_user == "harness" else self.limits.work_dir
+        workdir = home if cwd is None else self._resolve(cwd, args.as_user)
+        user = IDENTITY_USERS[args.as_user]
+        exec_env = {"HOME": home, **args.env}
+        if not args.persist:
+            command = [WRAPPER, "-c", WRAP, "rsigym", *command]
         started = time.monotonic()
-        raw = self._raw_exec(argv, data, timeout, self.limits.output_bytes, env=env, workdir=workdir)
+        with self._tracker.running(args.as_user, args.persist):
+            if args.as_user == "harness":
+                self._harness_used = True
+            raw = self._raw_exec(
+                command, args.stdin, args.timeout, self.limits.output_bytes, user=user, env=exec_env, workdir=workdir
+            )
+            if not args.persist and not raw.timed_out and (raw.exit_code is None or raw.exit_code >= 128):
+                # Killed by a signal: perhaps the wrapper itself, before its kill ran.
+                raw.restarted = self._kill_all(user)
         stdout, stderr = raw.stdout, raw.stderr
         if raw.exit_code == 126 and stdout.startswith(b"OCI runtime exec failed"):
             # The engine reports a program it could not start on stdout; move it to stderr and
@@ -196,7 +266,7 @@ class DockerSandbox:
         if raw.exit_code == _SIGKILL_EXIT:
             # Read lazily, only for SIGKILLed commands; the count is the container's, so compare
             # with the last value seen.
-            counts = self._raw_exec(OOM_READ, None, 10.0, 4096)
+            counts = self._raw_exec(OOM_READ, None, 10.0, 4096, user=INIT)
             count = _oom_kill_count(counts.stdout.decode())
             oom, self._oom_kills = count > self._oom_kills, count
         return ExecResult(
@@ -214,33 +284,71 @@ class DockerSandbox:
     def _relative(self, path: str) -> str:
         return work_relative(path, (self.limits.work_dir,))
 
-    def write_files(self, files: Mapping[str, bytes | str]) -> None:
-        """Write each ``{path: content}`` under the work dir (relative, or absolute inside it)."""
+    def _resolve(self, path: str, identity: str) -> str:
+        """An exec's cwd: relative to the identity's home, or absolute under a dir it may use."""
+        if identity == "harness":
+            if not posixpath.isabs(path) or posixpath.normpath(path).startswith(HARNESS_DIR):
+                return posixpath.normpath(posixpath.join(HARNESS_DIR, work_relative(path, (HARNESS_DIR,))))
+        return posixpath.normpath(posixpath.join(self.limits.work_dir, self._relative(path)))
+
+    def write_files(
+        self, files: Mapping[str, bytes | str], *, owner: Identity = "user", mode: int | None = None
+    ) -> None:
+        """Write each ``{path: content}`` (relative, or absolute inside the target dir).
+
+        ``owner="user"``: into the work dir, as nobody. ``owner="harness"``: into ``harness_dir``
+        as the harness uid, so the user can read them (when ``mode`` allows) but never write or
+        delete them. ``mode`` (default 0o644) is each file's permission bits.
+        """
+        file_mode = validate_file_mode(mode)
+        if owner not in IDENTITY_USERS:
+            raise ValueError(f"owner must be 'user' or 'harness', got {owner!r:.80}")
         self._check_open()
+        root = HARNESS_DIR if owner == "harness" else self.limits.work_dir
         payload = io.BytesIO()
         with tarfile.open(fileobj=payload, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for path, content in files.items():
-                rel = self._relative(path)
+                rel = work_relative(path, (root,))
                 if rel == ".":
-                    raise SandboxError("cannot write a file over the work dir itself")
+                    raise SandboxError(f"cannot write a file over {root} itself")
+                if not isinstance(content, (bytes, str)):
+                    raise TypeError(f"content of {path!r} must be bytes or str, got {type(content).__name__}")
                 data = content.encode() if isinstance(content, str) else content
                 member = tarfile.TarInfo(rel)
-                member.size, member.mode, member.mtime = len(data), 0o644, int(time.time())
+                member.size, member.mtime = len(data), int(time.time())
+                member.mode = 0o644 if file_mode is None else file_mode
                 tar.addfile(member, io.BytesIO(data))
-        raw = self._raw_exec(["python3", "-c", EXTRACT], payload.getvalue(), 120.0, 65536)
+        if owner == "harness":
+            self._harness_used = True
+        user = IDENTITY_USERS[owner]
+        raw = self._raw_exec(["python3", "-I", "-c", EXTRACT], payload.getvalue(), 120.0, 65536, user=user, workdir=root)
         if raw.timed_out or raw.exit_code != 0:
             detail = raw.stderr.decode(errors="replace").strip()
             raise SandboxError(f"write_files failed (exit {raw.exit_code}): {detail}")
 
-    def read_file(self, path: str) -> bytes:
-        """The bytes of ``path`` in the work dir; SandboxError if it is missing or too large."""
+    def read_file(self, path: str, *, timeout: float = 30.0) -> bytes:
+        """The bytes of the regular file ``path`` in the work dir, read as nobody.
+
+        Raises:
+            SandboxError: missing; not a regular file (FIFO, device, directory); a symlink that
+                leads out of the work dir; larger than ``file_size_mb``; not read in ``timeout``.
+        """
+        validate_exec_args(["cat"], timeout=timeout)
         self._check_open()
         cap = self.limits.file_size_mb * _MIB
-        raw = self._raw_exec(["cat", "--", self._relative(path)], None, 120.0, cap)
+        rel = self._relative(path)
+        if rel == ".":
+            raise SandboxError(f"read_file({path!r}): not a regular file")
+        argv = ["sh", "-c", READ, "read", posixpath.join(self.limits.work_dir, rel), self.limits.work_dir]
+        raw = self._raw_exec(argv, None, timeout, cap, user=NOBODY)
+        detail = raw.stderr.decode(errors="replace").strip()
+        if raw.timed_out:
+            raise SandboxError(f"read_file({path!r}) did not finish within {timeout} s")
+        if raw.exit_code == 2:
+            raise SandboxError(f"no such file in sandbox: {path!r} ({detail})")
+        if raw.exit_code == 3:
+            raise SandboxError(f"read_file({path!r}) refused: {detail}")
         if raw.exit_code != 0:
-            detail = raw.stderr.decode(errors="replace").strip()
-            if "No such file" in detail or "Is a directory" in detail:
-                raise SandboxError(f"no such file in sandbox: {path!r}")
             raise SandboxError(f"read_file({path!r}) failed (exit {raw.exit_code}): {detail}")
         if raw.truncated:
             raise SandboxError(f"read_file({path!r}): file is larger than {self.limits.file_size_mb} MB")
@@ -249,30 +357,50 @@ class DockerSandbox:
     # -- reuse and release -------------------------------------------------------------------
 
     def reset(self) -> None:
-        """Kill every process of the user and empty the work dir and /tmp, for the next user."""
+        """Make the container as a fresh one for the next user, or raise.
+
+        Kills every process of both identities, empties the work dir, the harness dir, /tmp,
+        /dev/shm and /dev/mqueue and removes System V IPC objects (each identity removing its
+        own), then verifies that from a third uid. A reset whose programs cannot start (a fork
+        bomb holds the pids limit) restarts the container instead.
+
+        Raises:
+            SandboxError: the verification found a survivor (the pool then discards the container).
+            SandboxUnavailable: the container is dead.
+        """
         self._check_open()
         self._reset()
 
     def _reset(self) -> None:
-        # One python process and no forks: right after a fork bomb the pids limit may leave room
-        # for a single process. Anything left behind makes it fail, and then we restart.
+        parts = [("user", self.limits.work_dir)] + ([("harness", HARNESS_DIR)] if self._harness_used else [])
         try:
-            argv = ["python3", "-c", RESET, self.limits.work_dir]
-            raw = self._raw_exec(argv, None, 30.0, 65536, kill_on_timeout=False)
-            if raw.exit_code == 0:
-                self._oom_kills = _oom_kill_count(raw.stdout.decode())
-                return
+            for identity, home in parts:
+                # -I and cwd /: a module the user planted in the work dir (json.py, usercustomize.py)
+                # must not run inside the reset, nor inside the check below that runs as INIT.
+                argv = ["python3", "-I", "-c", WIPE, home, "755", *SHARED_DIRS]
+                raw = self._raw_exec(
+                    argv, None, 30.0, 65536, user=IDENTITY_USERS[identity], workdir="/", kill_on_timeout=False
+                )
+                if raw.exit_code != 0:
+                    raise SandboxError(f"{identity} reset exit {raw.exit_code}")
+                if identity == "user":
+                    self._oom_kills = _oom_kill_count(raw.stdout.decode())
         except SandboxUnavailable:
             raise
         except SandboxError:
-            pass
-        self._restart()
+            self._restart()
+        self._harness_used = False
+        raw = self._raw_exec(["python3", "-I", "-c", VERIFY, self.limits.work_dir], None, 30.0, 65536, user=INIT, workdir="/")
+        if raw.exit_code != 0:
+            survivors = raw.stdout.decode(errors="replace").split("\n")
+            raise SandboxError(f"reset left {', '.join(s for s in survivors if s)[:300] or raw.stderr[:300]!r}")
 
     def _handoff(self, on_close: Any) -> "DockerSandbox":
         """A fresh handle on this container; this one stops working (pool leases)."""
         handle = object.__new__(DockerSandbox)
         handle.__dict__.update(self.__dict__)
         handle._closed, handle._on_close, handle._info_extra = False, on_close, {}
+        handle._tracker = ExecTracker()
         self._closed = True
         return handle
 

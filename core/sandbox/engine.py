@@ -13,15 +13,37 @@ from typing import TYPE_CHECKING, Iterator
 
 from rsigym.errors import SandboxError, SandboxUnavailable
 from rsigym.sandbox.base import SandboxLimits
-from rsigym.sandbox.container_scripts import REAPER
+from rsigym.sandbox.container_scripts import (
+    HARNESS_DIR,
+    HARNESS_UID,
+    INIT_UID,
+    REAPER,
+    USER_UID,
+    WRAPPER_DIR,
+)
 
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["LABEL", "NOBODY", "connect", "engine_errors", "create_container", "is_running", "restart"]
+__all__ = [
+    "LABEL",
+    "NOBODY",
+    "HARNESS",
+    "INIT",
+    "IDENTITY_USERS",
+    "connect",
+    "engine_errors",
+    "create_container",
+    "is_running",
+    "restart",
+]
 
 LABEL = "rsigym.sandbox"
-NOBODY = "65534:65534"
+NOBODY = f"{USER_UID}:{USER_UID}"
+HARNESS = f"{HARNESS_UID}:{HARNESS_UID}"
+INIT = f"{INIT_UID}:{INIT_UID}"
+# The container's default user is INIT (PID 1): every exec names its user explicitly.
+IDENTITY_USERS = {"user": NOBODY, "harness": HARNESS}
 _MIB = 1024 * 1024
 
 
@@ -59,6 +81,12 @@ def engine_errors(container_id: str | None) -> Iterator[None]:
 def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits) -> tuple[str, str]:
     """Create and start a sandbox container; returns ``(container id, image id)``.
 
+    The hardening, each setting guarded by a test in ``tests/security`` that fails without it
+    (``benchmarks/sandbox_mutation_check.py`` removes them one at a time): no network, read-only
+    root with tmpfs work, harness and /tmp dirs, memory limit without swap, pids limit, every
+    capability dropped, ``no-new-privileges``, and PID 1 running as INIT, a uid no exec uses.
+    The caller must run the setup (``DockerSandbox._setup``) before the first exec.
+
     Raises:
         SandboxError: The image is missing, or the container did not start.
         SandboxUnavailable: The engine is gone.
@@ -67,9 +95,20 @@ def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits)
     from docker.types import Ulimit
 
     file_bytes = limits.file_size_mb * _MIB
+
     # uid/gid as well as mode: runc 1.1 chmods a tmpfs to the mode of the directory it is
-    # mounted on (0755 root), ignoring mode=, so only owning it lets nobody write there.
-    tmpfs = f"rw,exec,nosuid,nodev,size={limits.file_size_mb}m,mode=1777,uid=65534,gid=65534"
+    # mounted on (0755 root; 1777 for one it creates), ignoring mode=, so ownership decides who
+    # writes there. /tmp (1777 in the image) is owned by INIT so neither identity can lock the
+    # other out of it; the harness dir and the wrapper dir are closed to others at setup.
+    def tmpfs(uid: int, size_mb: int) -> str:
+        return f"rw,exec,nosuid,nodev,size={size_mb}m,mode=1777,uid={uid},gid={uid}"
+
+    mounts = {
+        limits.work_dir: tmpfs(USER_UID, limits.file_size_mb),
+        "/tmp": tmpfs(INIT_UID, limits.file_size_mb),
+        HARNESS_DIR: tmpfs(HARNESS_UID, limits.file_size_mb),
+        WRAPPER_DIR: tmpfs(INIT_UID, 1),
+    }
     host_config = api.create_host_config(
         network_mode="none",
         mem_limit=f"{limits.memory_mb}m",
@@ -77,7 +116,7 @@ def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits)
         nano_cpus=int(limits.cpus * 1e9),
         pids_limit=limits.pids,
         read_only=True,
-        tmpfs={limits.work_dir: tmpfs, "/tmp": tmpfs},
+        tmpfs=mounts,
         cap_drop=["ALL"],
         security_opt=["no-new-privileges"],
         ulimits=[Ulimit(name="fsize", soft=file_bytes, hard=file_bytes), Ulimit(name="core", soft=0, hard=0)],
@@ -95,7 +134,7 @@ def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits)
     with engine_errors(None):
         try:
             created = api.create_container(
-                image, command=["python3", "-c", REAPER], user=NOBODY, working_dir=limits.work_dir,
+                image, command=["python3", "-c", REAPER], user=INIT, working_dir=limits.work_dir,
                 labels=labels, environment=env, host_config=host_config, detach=True,
             )  # fmt: skip
         except docker.errors.ImageNotFound as exc:

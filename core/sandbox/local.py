@@ -11,8 +11,16 @@ Weaker guarantees than the docker provider, on purpose and documented in every r
   that maps much and touches little may be refused early); RLIMIT_CPU bounds CPU seconds;
   RLIMIT_NPROC counts *every* process of the user and does not bind root at all, so it is set to
   the user's current count plus ``limits.pids`` and is no fork-bomb guard for root.
-* Background processes do not outlive their command: when the command exits, what is left of
-  its process group is killed. Processes that leave the group (``setsid``) are not tracked.
+* **No second identity**: ``as_user="harness"`` runs as the calling user too, and files written
+  with ``owner="harness"`` go to a separate temp dir (``harness_dir``) the user's programs can
+  still write; nothing separates the two but convention.
+* Background processes do not outlive their command: when it exits (unless ``persist=True``),
+  what is left of its process group is killed, and so is every process of the calling user
+  whose environment carries this sandbox's marker for that identity (``RSIGYM_SANDBOX``, set on
+  every exec); ``close()`` also kills any process whose cwd lies in the work or harness dir. So
+  ``nohup``, ``setsid`` and double forks die. A process that both clears its environment (a
+  re-exec with ``env -i``) and leaves the sandbox's dirs and its process group is not found: the
+  local provider cannot stop it (no cgroup, no pid namespace unprivileged).
 
 Use it where Docker is absent and the programs are trusted enough (tests, scripted agents).
 """
@@ -24,14 +32,24 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from typing import Any, Mapping, Sequence
 
 from rsigym.errors import SandboxError
-from rsigym.sandbox.base import ExecResult, SandboxLimits
+from rsigym.sandbox.base import (
+    IDENTITIES,
+    ExecResult,
+    ExecTracker,
+    Identity,
+    SandboxLimits,
+    validate_exec_args,
+    validate_file_mode,
+)
 from rsigym.sandbox.output import CappedBuffer
 from rsigym.sandbox.paths import work_relative
 from rsigym.sandbox.process_io import pump_process
@@ -41,6 +59,57 @@ __all__ = ["LocalSandbox"]
 # Exit statuses a shell would give for a command it cannot run.
 _NOT_FOUND, _NOT_EXECUTABLE = 127, 126
 _OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "cannot allocate memory")
+MARKER_VAR = "RSIGYM_SANDBOX"
+# Sweeps of /proc until one finds nothing to kill: a forking process may add children between
+# the sweep that finds it and the kill; RLIMIT_NPROC bounds how many.
+_MAX_SWEEPS = 50
+
+
+def _own_processes() -> list[int]:
+    """Pids of live processes of this real uid, except this one."""
+    uid, me, pids = os.getuid(), os.getpid(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid == uid:
+                pids.append(int(name))
+        except OSError:
+            continue  # exited while we looked
+    return pids
+
+
+def kill_marked(markers: Sequence[str], dirs: Sequence[str] = ()) -> int:
+    """SIGKILL every own process whose environment holds ``RSIGYM_SANDBOX=<marker>`` for one of
+    ``markers``, or whose cwd lies in one of ``dirs``; sweep until none is left. Returns how many.
+
+    Reading another process's environ needs ptrace read access, which a process of the same uid
+    has unless the target made itself non-dumpable (then it is not found).
+    """
+    wanted = [f"{MARKER_VAR}={marker}".encode() for marker in markers]
+    killed = 0
+    for _ in range(_MAX_SWEEPS):
+        found = 0
+        for pid in _own_processes():
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    environ = fh.read().split(b"\0")
+                cwd = os.readlink(f"/proc/{pid}/cwd") if dirs else ""
+            except OSError:
+                continue  # gone, or not ours to read
+            hit = any(entry in wanted for entry in environ) or any(
+                cwd == d or cwd.startswith(d + os.sep) for d in dirs
+            )
+            if hit:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    found += 1
+                except OSError:
+                    pass
+        killed += found
+        if not found:
+            break
+    return killed
 
 
 def _user_task_count() -> int:
@@ -97,9 +166,13 @@ class LocalSandbox:
     def __init__(self, limits: SandboxLimits = SandboxLimits()) -> None:
         self.limits = limits
         self.work_dir = os.path.realpath(tempfile.mkdtemp(prefix="rsigym-sandbox-"))
+        self._harness_dir = os.path.realpath(tempfile.mkdtemp(prefix="rsigym-harness-"))
         self._closed = False
         self._nproc: int | None = None
         self._info_extra: dict[str, Any] = {}
+        self._tracker = ExecTracker()
+        token = uuid.uuid4().hex
+        self._markers = {identity: f"{token}:{identity}" for identity in IDENTITIES}
         # PATH starts with this interpreter's bin dir: `sh -c "python3 ..."` finds it too.
         self._base_env = {
             "PATH": os.pathsep.join(
@@ -115,15 +188,30 @@ class LocalSandbox:
             "MKL_NUM_THREADS": "1",
         }
 
+    @property
+    def harness_dir(self) -> str:
+        """A temp dir apart from the work dir for ``owner="harness"`` files (not protected here)."""
+        return self._harness_dir
+
     # -- paths -------------------------------------------------------------------------------
 
-    def _host_path(self, path: str) -> str:
-        rel = work_relative(path, (self.limits.work_dir, self.work_dir))
-        host = os.path.realpath(os.path.join(self.work_dir, rel))
+    def _host_path(self, path: str, owner: str = "user") -> str:
+        base = self._harness_dir if owner == "harness" else self.work_dir
+        roots = (base,) if owner == "harness" else (self.limits.work_dir, self.work_dir)
+        rel = work_relative(path, roots)
+        host = os.path.realpath(os.path.join(base, rel))
         # realpath follows symlinks a program may have planted in the work dir.
-        if os.path.commonpath([host, self.work_dir]) != self.work_dir:
-            raise SandboxError(f"path {path!r} resolves outside the sandbox work dir")
+        if os.path.commonpath([host, base]) != base:
+            raise SandboxError(f"path {path!r} resolves outside the sandbox {'harness' if owner == 'harness' else 'work'} dir")
         return host
+
+    def _cwd(self, cwd: str | None, identity: str) -> str:
+        if identity == "harness":
+            if cwd is None:
+                return self._harness_dir
+            if not os.path.isabs(cwd) or os.path.normpath(cwd).startswith(self._harness_dir + os.sep):
+                return self._host_path(cwd, "harness")
+        return self.work_dir if cwd is None else self._host_path(cwd)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -139,40 +227,58 @@ class LocalSandbox:
         timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        as_user: Identity = "user",
+        persist: bool = False,
     ) -> ExecResult:
-        """Run ``argv`` to completion or until ``timeout`` seconds, then kill its process group."""
+        """Run ``argv`` to completion or until ``timeout`` seconds, then kill what it left.
+
+        See ``rsigym.sandbox.base`` for ``as_user``, ``cwd``, ``persist`` and overlapping execs;
+        here ``"harness"`` is the calling user as well. On timeout the process group and every
+        process marked with the exec's identity are killed, ``persist`` or not.
+
+        Raises:
+            TypeError, ValueError: bad arguments (``validate_exec_args``), before anything runs.
+            SandboxError: closed sandbox, ``cwd`` outside, or an overlapping exec of the identity.
+        """
+        args = validate_exec_args(argv, stdin=stdin, timeout=timeout, env=env, as_user=as_user, persist=persist)
         self._check_open()
-        argv = list(argv)
-        if not argv:
-            raise SandboxError("exec needs a non-empty argv")
-        if argv[0] in ("python3", "python"):
-            argv[0] = sys.executable
-        workdir = self._host_path(cwd) if cwd is not None else self.work_dir
+        command = args.argv
+        if command[0] in ("python3", "python"):
+            command[0] = sys.executable
+        workdir = self._cwd(cwd, args.as_user)
         if self._nproc is None:
             self._nproc = self.limits.pids + (0 if os.getuid() == 0 else _user_task_count())
-        data = stdin.encode() if isinstance(stdin, str) else stdin
+        marker = self._markers[args.as_user]
+        home = self._harness_dir if args.as_user == "harness" else self.work_dir
         started = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=workdir,
-                env={**self._base_env, **(env or {})},
-                start_new_session=True,  # its own process group, so a timeout kills the tree
-                preexec_fn=lambda: _set_rlimits(self.limits, timeout, self._nproc or 0),
-            )
-        except (FileNotFoundError, PermissionError) as exc:
-            # A missing program is the command's failure (exit 127, as in a shell), not ours.
-            code = _NOT_FOUND if isinstance(exc, FileNotFoundError) else _NOT_EXECUTABLE
-            return ExecResult("", f"{argv[0]}: {exc.strerror}\n", code, False, time.monotonic() - started)
-        out, err = CappedBuffer(self.limits.output_bytes), CappedBuffer(self.limits.output_bytes)
-        timed_out = pump_process(proc, data, started + timeout, out, err)
+        with self._tracker.running(args.as_user, args.persist):
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    stdin=subprocess.PIPE if args.stdin is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=workdir,
+                    env={**self._base_env, "HOME": home, **args.env, MARKER_VAR: marker},
+                    start_new_session=True,  # its own process group, so a timeout kills the tree
+                    preexec_fn=lambda: _set_rlimits(self.limits, args.timeout, self._nproc or 0),
+                )
+            except (FileNotFoundError, PermissionError) as exc:
+                # A missing program is the command's failure (exit 127, as in a shell), not ours.
+                code = _NOT_FOUND if isinstance(exc, FileNotFoundError) else _NOT_EXECUTABLE
+                return ExecResult("", f"{command[0]}: {exc.strerror}\n", code, False, time.monotonic() - started)
+            out, err = CappedBuffer(self.limits.output_bytes), CappedBuffer(self.limits.output_bytes)
+            try:
+                timed_out = pump_process(proc, args.stdin, started + args.timeout, out, err, keep_group=args.persist)
+            finally:
+                if not args.persist or proc.returncode is None:
+                    kill_marked([marker])
         returncode = None if timed_out else proc.returncode
+        if timed_out and args.persist:
+            kill_marked([marker])
         stderr = err.text()
         oom = not timed_out and (
-            returncode == -signal.SIGKILL or any(marker in stderr for marker in _OOM_MARKERS)
+            returncode == -signal.SIGKILL or any(marker_text in stderr for marker_text in _OOM_MARKERS)
         )
         return ExecResult(
             stdout=out.text(),
@@ -184,36 +290,74 @@ class LocalSandbox:
             oom_killed=oom,
         )
 
-    def write_files(self, files: Mapping[str, bytes | str]) -> None:
-        """Write each ``{path: content}`` inside the work dir, creating parent directories."""
+    def write_files(
+        self, files: Mapping[str, bytes | str], *, owner: Identity = "user", mode: int | None = None
+    ) -> None:
+        """Write each ``{path: content}`` inside the work dir (``owner="user"``) or the harness
+        dir (``owner="harness"``), creating parent directories; ``mode`` defaults to 0o644."""
+        file_mode = validate_file_mode(mode)
+        if owner not in IDENTITIES:
+            raise ValueError(f"owner must be 'user' or 'harness', got {owner!r:.80}")
         self._check_open()
-        targets = {self._host_path(path): content for path, content in files.items()}
+        base = self._harness_dir if owner == "harness" else self.work_dir
+        targets = {self._host_path(path, owner): content for path, content in files.items()}
         for host, content in targets.items():
-            if host == self.work_dir:
-                raise SandboxError("cannot write a file over the work dir itself")
+            if host == base:
+                raise SandboxError(f"cannot write a file over {base} itself")
+            if not isinstance(content, (bytes, str)):
+                raise TypeError(f"content for {host!r} must be bytes or str, got {type(content).__name__}")
             os.makedirs(os.path.dirname(host), exist_ok=True)
-            with open(host, "wb") as fh:
+            fd = os.open(host, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                os.fchmod(fh.fileno(), 0o644 if file_mode is None else file_mode)
                 fh.write(content.encode() if isinstance(content, str) else content)
 
-    def read_file(self, path: str) -> bytes:
-        """Return the bytes of ``path`` in the work dir; SandboxError if it does not exist."""
+    def read_file(self, path: str, *, timeout: float = 30.0) -> bytes:
+        """The bytes of the regular file ``path`` in the work dir.
+
+        Opened without following a last-component symlink and without blocking, so a FIFO or a
+        device is refused at once rather than read.
+
+        Raises:
+            SandboxError: missing; not a regular file; resolving outside the work dir; larger
+                than ``file_size_mb``; not read within ``timeout`` seconds.
+        """
+        validate_exec_args(["cat"], timeout=timeout)
         self._check_open()
+        deadline = time.monotonic() + timeout
         host = self._host_path(path)
         try:
-            with open(host, "rb") as fh:
-                return fh.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+            fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+        except (FileNotFoundError, NotADirectoryError) as exc:
             raise SandboxError(f"no such file in sandbox: {path!r} ({exc.strerror})") from exc
+        except OSError as exc:
+            raise SandboxError(f"read_file({path!r}) refused: {exc.strerror}") from exc
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise SandboxError(f"read_file({path!r}) refused: not a regular file")
+        with os.fdopen(fd, "rb", buffering=0) as fh:
+            cap = self.limits.file_size_mb * 1024 * 1024
+            chunks, size = [], 0
+            while chunk := fh.read(1 << 20):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > cap:
+                    raise SandboxError(f"read_file({path!r}): file is larger than {self.limits.file_size_mb} MB")
+                if time.monotonic() > deadline:
+                    raise SandboxError(f"read_file({path!r}) did not finish within {timeout} s")
+        return b"".join(chunks)
 
     @property
     def info(self) -> dict[str, Any]:
         return {"provider": "local", "image": None, "isolation": "none (rlimits only)", **self._info_extra}
 
     def close(self) -> None:
-        """Remove the work dir. Idempotent."""
+        """Kill every process this sandbox started that is still alive, remove its dirs. Idempotent."""
         if not self._closed:
             self._closed = True
+            kill_marked(list(self._markers.values()), dirs=(self.work_dir, self._harness_dir))
             shutil.rmtree(self.work_dir, ignore_errors=True)
+            shutil.rmtree(self._harness_dir, ignore_errors=True)
 
     def __enter__(self) -> "LocalSandbox":
         return self

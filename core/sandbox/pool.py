@@ -1,8 +1,11 @@
 """Warm docker containers reused across episodes, and clean-up of the ones a run leaves behind.
 
 Creating a container costs about half a second; handing over a warm one costs one inspect. A
-released container is reset (every process killed, work dir and /tmp emptied) before the next
-user gets it, through a new handle: the previous user's handle stops working at release.
+released container is reset before the next user gets it (``DockerSandbox.reset``: every
+process of both identities killed; work dir, harness dir, /tmp, /dev/shm, /dev/mqueue and System
+V IPC emptied; then verified from a third uid), through a new handle: the previous user's handle
+stops working at release. A container whose reset fails its verification is removed, never
+handed on.
 
 Containers are labelled with the owning process id and host; a pool removes its containers at
 interpreter exit (``atexit``, and ``multiprocessing.util.Finalize`` because multiprocessing
@@ -171,7 +174,8 @@ class DockerPool:
         raise SandboxError("sandbox pool is closed")
 
     def release(self, sandbox: DockerSandbox) -> None:
-        """Reset ``sandbox`` and keep it idle; remove it if it is dead, unneeded or the pool closed.
+        """Reset ``sandbox`` and keep it idle; remove it if it is dead, unneeded, the pool closed,
+        or its reset left anything behind (a failed verification fails the lease).
 
         Called by the sandbox's ``close()``; the caller's handle is already unusable.
         """

@@ -37,13 +37,19 @@ def _exited(pid: int) -> bool:
 
 
 def pump_process(
-    proc: subprocess.Popen[bytes], data: bytes | None, deadline: float, out: CappedBuffer, err: CappedBuffer
+    proc: subprocess.Popen[bytes],
+    data: bytes | None,
+    deadline: float,
+    out: CappedBuffer,
+    err: CappedBuffer,
+    *,
+    keep_group: bool = False,
 ) -> bool:
     """Feed stdin and drain stdout/stderr until the command ends or ``deadline``.
 
     ``proc`` must lead its own process group (``start_new_session=True``). When it exits, what
-    is left of its group is killed; at the deadline the whole group is. Returns True when the
-    deadline killed the command.
+    is left of its group is killed unless ``keep_group``; at the deadline the whole group is.
+    Returns True when the deadline killed the command.
     """
     assert proc.stdout is not None and proc.stderr is not None
     sel = selectors.DefaultSelector()
@@ -64,7 +70,7 @@ def pump_process(
             readers = [k for k in sel.get_map().values() if isinstance(k.data, CappedBuffer)]
             now = time.monotonic()
             if exit_deadline is None and pidfd is None and _exited(proc.pid):
-                exit_deadline = _on_exit(proc)
+                exit_deadline = _on_exit(proc, keep_group)
             if exit_deadline is not None and (not readers or now >= exit_deadline):
                 break  # done, or an escaped process holds the pipes: stop waiting for it
             if exit_deadline is None and now >= deadline:
@@ -77,7 +83,7 @@ def pump_process(
             for key, _ in sel.select(max(limit, 0.0)):
                 if key.data == "exit":
                     sel.unregister(key.fileobj)
-                    exit_deadline = _on_exit(proc)
+                    exit_deadline = _on_exit(proc, keep_group)
                 elif key.data is None:  # stdin writable
                     try:
                         pos += os.write(key.fd, pending[pos : pos + 65536])
@@ -110,13 +116,15 @@ def pump_process(
             os.close(pidfd)
 
 
-def _on_exit(proc: subprocess.Popen[bytes]) -> float:
-    """Kill what the command left in its group; return until when to keep draining its pipes.
+def _on_exit(proc: subprocess.Popen[bytes], keep_group: bool) -> float:
+    """Kill what the command left in its group (unless ``keep_group``); return until when to
+    keep draining its pipes.
 
     Runs before the leader is reaped: its zombie keeps the group id from being reused while we
     signal the group.
     """
-    _kill_group(proc)
+    if not keep_group:
+        _kill_group(proc)
     return time.monotonic() + _DRAIN_GRACE_S
 
 

@@ -104,6 +104,9 @@ class BlackBoxEnv(gym.Env[dict, dict]):
             "additionalProperties": False,
         }
         self._actions = JsonActions(self.action_schema)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the schema)
+        self.example_actions: list[dict[str, Any]] = [
+            {"learning_rate": 1e-3, "momentum": 0.9, "layers": layers_low, "optimizer": 1}]
         self._task: BlackBoxTask | None = None
 
     # -- task catalogue --------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Agents for DataSelection-v0: scripted selectors, and the offline LLM ``rsigym/dataselect_heuristic``.
 
 Both follow the same plan from the observation text alone: ask the env for every row's base
-loss, send the selector (``selectors``, numpy only) to ``run_python``, which writes
+loss, send the selector (``subset_selectors``, numpy only) to ``run_python``, which writes
 ``submission.csv`` in the sandbox, and submit that file. The scripted agent
-(kind ``dataselect-selector``, params ``{"selector": name}``) runs any selector; the offline
+(kind ``dataselect_selector``, params ``{"selector": name}``) runs any selector; the offline
 model runs the stratified-coverage selector through ``LLMAgent``, the same code path as a
 hosted model.
 """
@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rsigym.agents.base import register_agent
+from rsigym.agent import register_agent
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 from rsigym.records import AgentSpec, Usage
 
-from .selectors import SELECTORS, selector_script
+from .subset_selectors import SELECTORS, selector_script
 
 __all__ = ["DataSelectorAgent", "next_selection_action"]
 
@@ -44,7 +44,7 @@ class DataSelectorAgent:
     def __init__(self, spec: AgentSpec) -> None:
         unknown = set(spec.params) - {"selector"}
         if unknown:
-            raise TypeError(f"dataselect-selector takes only 'selector', got {sorted(unknown)}")
+            raise TypeError(f"dataselect_selector takes only 'selector', got {sorted(unknown)}")
         self.selector = str(spec.params.get("selector", "stratified"))
         if self.selector not in SELECTORS:
             raise TypeError(f"unknown selector {self.selector!r}; known: {', '.join(SELECTORS)}")
@@ -60,10 +60,11 @@ class DataSelectorAgent:
         return next_selection_action(self._texts, self.selector, self._seed)
 
 
-register_agent("dataselect-selector")(DataSelectorAgent)
+register_agent("dataselect_selector")(DataSelectorAgent)
 
 
 @register_offline_policy("dataselect_heuristic")
-def _heuristic(request: OfflineRequest) -> OfflineReply:
+def heuristic_policy(request: OfflineRequest) -> OfflineReply:
+    """The ``stratified`` selector played as an LLM would: inspect, run the selector, submit."""
     texts = [str(m.get("content") or "") for m in request.messages if m.get("role") in ("user", "tool")]
     return OfflineReply(action=next_selection_action(texts, "stratified", int(request.rng.integers(2**31))))

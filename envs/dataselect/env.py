@@ -9,6 +9,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from rsigym.action_limits import action_limit_error
+from rsigym.json_space import JsonText
 from rsigym.spaces import TEXT_CHARSET, JsonActions, text_space
 from .evaluation import N_GROUPS, PENALTY, random_subsets, score_submission, validate_submission
 from .pools import POOL_NAMES, DataPool, PoolSpec, cached_scores, make_pool, warm_scores
@@ -115,9 +117,13 @@ class DataSelectionEnv(gym.Env[dict, Any]):
         self.render_mode = render_mode
         self.action_schema = ACTION_SCHEMA
         self._actions = JsonActions(ACTION_SCHEMA)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the schema)
+        self.example_actions: list[dict[str, Any]] = [
+            {"action": "stats"}, {"action": "inspect", "rows": [0, 1, 2]}, {"action": "search", "query": "the"}]
         self.observation_space = spaces.Dict({"text": text_space(TEXT_LENGTH),
                                               "actions_left": spaces.Discrete(self.max_actions + 1)})
-        self.action_space = text_space(4000)  # a JSON action as text (LLM agents send dicts)
+        # a JSON action as text (LLM agents send dicts); samples are valid actions, not noise
+        self.action_space = JsonText(ACTION_SCHEMA, 4000, TEXT_CHARSET)
         self._pool: DataPool | None = None
         self._workspace: AnalysisWorkspace | None = None
 
@@ -156,10 +162,15 @@ class DataSelectionEnv(gym.Env[dict, Any]):
         if self._metrics is not None:
             raise RuntimeError("the episode has ended; call reset()")
         if isinstance(action, str):
+            limit_error = action_limit_error(action)  # before json.loads reads megabytes
+            if limit_error is not None:
+                return self._invalid_action(f"invalid action: {limit_error}")
             try:
                 action = json.loads(action)
             except json.JSONDecodeError as exc:
                 return self._invalid_action(f"the action is not JSON: {exc}")
+            except RecursionError:  # "[[[[...": json recurses once per level
+                return self._invalid_action("the action is not JSON: nested too deep")
         value, error = self._actions.parse(action)
         if value is None or error is not None:
             return self._invalid_action(error or "invalid action")

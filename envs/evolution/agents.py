@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rsigym.agents.base import register_agent
+from rsigym.agent import register_agent
 from rsigym.agents.llm import LLMAgent
 from rsigym.records import AgentSpec, Usage
 

@@ -4,8 +4,9 @@ A candidate defines ``priority(item, bins)``: ``bins`` are the remaining capacit
 bin the item fits in, followed by one empty bin (capacity ``capacity``); the item goes to the
 argmax. Instances are generated here, deterministically: ``instances`` lists of ``items`` sizes
 drawn from Weibull(shape 3, scale 45), rounded and clipped to [1, capacity] (FunSearch's
-OR-Weibull; capacity 100). The harness returns the bin of every item; the host checks the
-assignment (every bin within capacity) and counts the bins itself.
+OR-Weibull; capacity 100). Online is enforced (``online``): a harness process the candidate
+cannot reach holds the instances and asks for one item at a time; it returns the bin of every
+item, and the host checks the assignment (every bin within capacity) and counts the bins itself.
 
 Score (maximised): minus the mean excess bins over the L1 lower bound ``ceil(sum / capacity)``,
 in percent. Full evaluation: all instances. Partial: the first ``partial_instances``, costing
@@ -15,57 +16,19 @@ in percent. Full evaluation: all instances. Partial: the first ``partial_instanc
 from __future__ import annotations
 
 import base64
-import io
+import json
 import math
 from typing import Any
 
 import numpy as np
 
-from .harness import PRELUDE
+from .online import CANDIDATE, HARNESS
 from .seeds_binpack import BINPACK_SEEDS
 from .tasks import EvalResult, register_task
 
 __all__ = ["BinPackingTask", "generate_instances", "verify_assignment"]
 
 WEIBULL_SHAPE, WEIBULL_SCALE = 3.0, 45.0
-
-HARNESS = PRELUDE + r'''
-import base64
-import numpy as np
-data = np.load("binpack_instances.npz")
-capacity = float(data["capacity"])
-first, last = int(sys.argv[1]), int(sys.argv[2])
-priority = candidate.get("priority")
-if not callable(priority):
-    emit({"error": "the candidate defines no function priority(item, bins)"})
-    os._exit(0)
-assignments = []
-try:
-    for index in range(first, last):
-        items = data[f"items_{index}"]
-        remaining = np.zeros(len(items))
-        assign = np.zeros(len(items), dtype=np.int32)
-        opened = 0
-        for k, item in enumerate(items):
-            fits = np.nonzero(remaining[:opened] >= item)[0]
-            bins = np.append(remaining[fits], capacity)  # the fitting open bins, then an empty one
-            scores = np.asarray(priority(float(item), bins), dtype=float)
-            if scores.shape != bins.shape:
-                raise ValueError(f"priority returned shape {scores.shape} for {bins.shape[0]} bins")
-            choice = int(np.argmax(scores))
-            if choice == len(fits):
-                remaining[opened] = capacity - item
-                assign[k] = opened
-                opened += 1
-            else:
-                remaining[fits[choice]] -= item
-                assign[k] = fits[choice]
-        assignments.append(base64.b64encode(assign.tobytes()).decode())
-except BaseException as exc:
-    fail("priority() failed", exc)
-emit({"first": first, "assignments": assignments})
-'''
-
 
 def generate_instances(instances: int, items: int, capacity: int, seed: int) -> list[np.ndarray]:
     """``instances`` arrays of ``items`` integer sizes (as float64), Weibull(3, 45) in [1, capacity]."""
@@ -99,6 +62,8 @@ class BinPackingTask:
     description = ("Define priority(item, bins) returning one score per bin (bins = remaining capacities of the "
                    "open bins the item fits, then one empty bin); the item goes to the highest score. Score: "
                    "minus the mean % of bins above the L1 lower bound (higher is better).")
+    candidate_program = CANDIDATE
+    harness_program: str | None = HARNESS
 
     def __init__(self, instances: int = 30, partial_instances: int = 8, items: int = 5000,
                  capacity: int = 100, instance_seed: int = 2024, timeout_s: float | None = None) -> None:
@@ -121,12 +86,14 @@ class BinPackingTask:
                 "items": self.items, "capacity": self.capacity, "instance_seed": self.instance_seed,
                 "timeout_s": self._timeout_s}
 
-    def sandbox_files(self) -> dict[str, bytes | str]:
-        buffer = io.BytesIO()
-        arrays: dict[str, Any] = {f"items_{i}": x for i, x in enumerate(self._items)}
-        arrays["capacity"] = np.array(float(self.capacity))
-        np.savez(buffer, **arrays)
-        return {"harness_binpack.py": HARNESS, "binpack_instances.npz": buffer.getvalue()}
+    def harness_input(self, kind: str) -> bytes:
+        """What the harness process reads on stdin: a JSON line, then the items as float64."""
+        first, last = self._range(kind)
+        header = {"first": first, "capacity": self.capacity, "items": [len(x) for x in self._items[first:last]]}
+        return json.dumps(header).encode() + b"\n" + np.concatenate(self._items[first:last]).astype("<f8").tobytes()
+
+    def check_kind(self, kind: str) -> None:
+        self._range(kind)
 
     def _range(self, kind: str) -> tuple[int, int]:
         ranges = {"partial": (0, self.partial_instances), "full": (0, self.instances),
@@ -134,10 +101,6 @@ class BinPackingTask:
         if kind not in ranges:
             raise ValueError(f"unknown evaluation kind {kind!r}; known: {', '.join(ranges)}")
         return ranges[kind]
-
-    def command(self, kind: str) -> list[str]:
-        first, last = self._range(kind)
-        return ["python3", "harness_binpack.py", str(first), str(last)]
 
     def timeout_s(self, kind: str) -> float:
         first, last = self._range(kind)

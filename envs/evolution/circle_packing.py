@@ -1,9 +1,10 @@
 """``circle_packing_26``: pack 26 disjoint circles in the unit square, maximising the sum of radii.
 
 A candidate defines ``pack()`` returning ``(centres, radii)``: 26 (x, y) pairs and 26 radii. The
-harness only calls it; ``check_packing`` (host side) rejects non-finite values first, then a
-wrong count, negative radii, circles leaving the square and overlapping pairs, all with the one
-tolerance ``TOLERANCE``, and recomputes the sum of radii itself. Deterministic; full evaluation
+sandboxed runner only calls it and reports the packing; ``check_packing`` (host side) rejects
+non-finite values first, then a wrong count, negative radii, circles leaving the square and
+overlapping pairs, all with the one tolerance ``TOLERANCE``, and recomputes the sum of radii
+itself (a score the candidate reports is ignored). Deterministic; full evaluation
 only. References: the best published sums are about 2.635 (AlphaEvolve 2.635, later 2.63598);
 the seed program scores about 0.96.
 """
@@ -15,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .harness import PRELUDE
+from .harness import RUNNER_PRELUDE
 from .seeds_circles import CIRCLE_SEEDS
 from .tasks import EvalResult, register_task
 
@@ -27,7 +28,20 @@ BEST_KNOWN = 2.635
 # overlap, by at most this much (touching circles computed in floating point must pass).
 TOLERANCE = 1e-9
 
-HARNESS = PRELUDE + r'''
+# The candidate side (see ``harness``): call pack() and report the packing; the host checks it.
+CANDIDATE = RUNNER_PRELUDE + r'''
+def _fail(text):
+    emit({"error": text})
+    _result.close()
+    os._exit(0)
+
+
+if LEFTOVERS:
+    _fail(LEFTOVERS)
+try:
+    candidate = load_candidate()
+except CandidateError as exc:
+    _fail(str(exc))
 try:
     out = candidate["pack"]()
     centres, radii = out
@@ -35,7 +49,7 @@ try:
     centres = np.asarray(centres, dtype=float).tolist()
     radii = np.asarray(radii, dtype=float).tolist()
 except BaseException as exc:
-    fail("pack() failed", exc)
+    _fail(describe("pack() failed", exc))
 emit({"centres": centres, "radii": radii})
 '''
 
@@ -81,6 +95,8 @@ class CirclePackingTask:
     partial_cost = 1.0
     description = (f"Define pack() returning (centres, radii): {CIRCLES} circles inside the unit square, "
                    "pairwise disjoint; the score is the sum of radii (best known about 2.635).")
+    candidate_program = CANDIDATE
+    harness_program: str | None = None  # no harness process: the reported packing is checked in full here
 
     def __init__(self, timeout_s: float = 20.0) -> None:
         if not timeout_s > 0:
@@ -92,13 +108,12 @@ class CirclePackingTask:
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "circles": CIRCLES, "tolerance": TOLERANCE, "timeout_s": self._timeout_s}
 
-    def sandbox_files(self) -> dict[str, bytes | str]:
-        return {"harness_circles.py": HARNESS}
+    def harness_input(self, kind: str) -> bytes:
+        raise ValueError(f"{self.name} has no harness process")
 
-    def command(self, kind: str) -> list[str]:
+    def check_kind(self, kind: str) -> None:
         if kind != "full":
             raise ValueError(f"{self.name} has only full evaluations, not {kind!r}")
-        return ["python3", "harness_circles.py"]
 
     def timeout_s(self, kind: str) -> float:
         return self._timeout_s

@@ -8,6 +8,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rsigym.llm import LLMError
+from rsigym.records import Usage
 from rsigym.sandbox import Sandbox, SandboxLimits, open_sandbox
 
 from rsigym.spaces import JsonActions, text_space
@@ -70,11 +72,12 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
     ``{"kind": "llm", "model": ...}`` or a source object), ``budget`` (100), ``explore_p``
     (0.1), ``sandbox`` (``auto``, ``docker``, ``local`` or an open Sandbox, not closed by the
     env), ``tournament_size`` (3), ``timeout_s`` (overrides the task's), ``max_invalid_actions``,
-    ``cache_evaluations`` (True: deterministic results are cached on disk, see SandboxEvaluator),
-    ``dedup`` (``"code"``: a candidate whose code is already archived is redrawn; ``"behaviour"``:
-    also, a candidate whose partial result equals, instance by instance, that of a program already
-    evaluated on those instances is a behavioural duplicate: it stops after the partial evaluation
-    (status ``duplicate``, with a note naming the twin) and is never fully evaluated or explored).
+    ``cache_evaluations`` (True: deterministic results are cached on disk, on the docker provider only; see
+    SandboxEvaluator), ``dedup`` (``"code"``: a candidate whose code is already archived is
+    redrawn; ``"behaviour"``: also, a candidate whose partial result equals, instance by instance,
+    that of a program already evaluated on those instances is a behavioural duplicate: it stops
+    after the partial evaluation (status ``duplicate``, with a note naming the twin) and is never
+    fully evaluated or explored).
 
     ## Version History
     v0: initial version.
@@ -130,13 +133,22 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
             "required": ["decision"], "additionalProperties": False,
         }
         self._actions = JsonActions(self.action_schema)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the schema)
+        self.example_actions: list[dict[str, Any]] = [
+            {"decision": "full", "rationale": "its parent scored well"}, {"decision": "discard"}, {"decision": 2}]
         self._task: EvolutionTask | None = None
+        self._llm_usage = Usage()
 
     # -- catalogue and sandbox ----------------------------------------------------------------
     def list_tasks(self, split: str | None = None) -> list[str]:
         if split not in (None, "all"):
             raise ValueError(f"ProgramEvolution-v0 has one split, all; got {split!r}")
         return task_names()
+
+    @property
+    def llm_usage(self) -> dict[str, Usage]:
+        """LLM usage of this episode by role (the candidate source's), for the runner's record."""
+        return {"candidate_source": self._llm_usage} if self._llm_usage.model_calls else {}
 
     def _get_task(self, name: str) -> EvolutionTask:
         if name not in self._tasks:
@@ -158,12 +170,12 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
             assert isinstance(self._sandbox_arg, str)
             self._sandbox = open_sandbox(self._sandbox_arg, EVOLUTION_LIMITS)
         self._evaluator = SandboxEvaluator(task, self._sandbox, self.timeout_s, cache=self.cache_evaluations)
-        self._evaluator.prepare()
         self.archive = Archive(self.tournament_size)
         self._spent = 0.0
         self._counts = {"full": 0, "partial": 0, "rest": 0, "discard": 0, "failed": 0, "duplicate": 0}
         self._exploration = {"evaluations": 0, "cost": 0.0, "missed_new_bests": 0}
         self._tokens = {"prompt": 0, "completion": 0}
+        self._llm_usage = Usage()
         self._invalid = 0
         self._notes: list[str] = []
         self._curve: list[dict[str, Any]] = []
@@ -301,8 +313,15 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
         partner = self.archive.select_partner(parent, self._gen_rng)
         proposal = None
         for _ in range(5):  # a copy of an archived program teaches nothing: draw again
-            proposal = self.source.propose(parent.code, float(parent.score or 0.0), partner.code if partner else None,
-                                           self._task.library, self._task.description, self._gen_rng)
+            try:
+                proposal = self.source.propose(parent.code, float(parent.score or 0.0),
+                                               partner.code if partner else None,
+                                               self._task.library, self._task.description, self._gen_rng)
+            except LLMError as exc:  # counted, then the episode ends as infra_error
+                self._llm_usage = self._llm_usage + exc.usage
+                raise
+            if proposal.usage is not None:
+                self._llm_usage = self._llm_usage + proposal.usage
             self._tokens["prompt"] += proposal.prompt_tokens
             self._tokens["completion"] += proposal.completion_tokens
             if proposal.code not in self.archive.codes:

@@ -4,6 +4,20 @@ A candidate that loops, forks, allocates without bound, floods its output, reach
 network or the host's files, fails to import or does not parse is **scored as failed with a
 reason**; the run goes on. Only the sandbox itself failing (a dead container) raises, as
 ``SandboxError``, which the runner records as an infra error, never as the candidate's fault.
+
+What each evaluation is guaranteed (docker provider; see the README for the local one):
+
+* a fresh start: the runner clears everything the user owns in the work dir, ``/tmp``,
+  ``/dev/shm``, ``/dev/mqueue`` and its System V IPC objects before the candidate loads, and the
+  sandbox kills the user's processes when each exec ends, so nothing of one candidate reaches the
+  next;
+* nothing to tamper with: the runner and harness programs are passed inline and run with
+  ``python3 -I`` (no file on disk, no planted module imported); bin-packing instances reach only
+  the harness process, over its stdin, and that process runs as the harness identity, which the
+  candidate cannot ptrace, signal or read;
+* nothing taken on trust: the host checks the packing or the assignment and computes the score.
+
+Results are cached only where all of that holds (the docker provider).
 """
 
 from __future__ import annotations
@@ -11,20 +25,32 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import secrets
+import threading
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
-from rsigym.sandbox import Sandbox
+from rsigym.sandbox import ExecResult, Sandbox
 
 from .harness import parse_result
 from .tasks import EvalResult, EvolutionTask
 
-__all__ = ["SandboxEvaluator", "CACHE_VERSION"]
+__all__ = ["SandboxEvaluator", "CACHE_VERSION", "GUARDED_PROVIDERS"]
 
-CACHE_VERSION = 1  # bump when a harness or a scoring rule changes
+# 2: a fresh runner per evaluation, online bin packing in a harness process; results of version 1
+# may have been forged by an earlier candidate of their episode and are never read.
+CACHE_VERSION = 2
+# Providers whose evaluations carry the guarantees above (two identities, private shared dirs).
+GUARDED_PROVIDERS = ("docker",)
+# Shared dirs of the docker provider the runner clears (what the user owns there).
+_DOCKER_SHARED_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
 # Outcomes that depend on the machine's load or the provider's mechanics, never cached.
-_UNCACHED = ("timed out", "killed for exceeding", "the candidate's output exceeded", "no result")
+_UNCACHED = ("timed out", "killed for exceeding", "the candidate's output exceeded", "no result",
+             "the sandbox could not be cleared", "the candidate process")
+# Slack of the harness process over the candidate's timeout: it outlives the candidate to report.
+_HARNESS_SLACK_S = 5.0
 
 
 class SandboxEvaluator:
@@ -32,11 +58,12 @@ class SandboxEvaluator:
 
     Args:
         task: The task.
-        sandbox: An open sandbox; the task's files are written into it on ``prepare``.
+        sandbox: An open sandbox; each evaluation starts fresh processes in it.
         timeout_s: Overrides the task's per-kind timeout when given.
-        cache: Keep results on disk (``$RSIGYM_CACHE/evolution``) keyed by a hash of the task,
-            the code, the kind and the provider, so reruns and baselines never evaluate the same
-            program twice. Timeouts, memory kills, output floods and crashes without a result
+        cache: Keep results on disk (``$RSIGYM_CACHE/evolution``) keyed by a hash of the task, its
+            programs, the code, the kind, the provider and the image, so reruns and baselines
+            never evaluate the same program twice. Only on a guarded provider (docker; see the
+            module docstring); timeouts, memory kills, output floods and crashes without a result
             are never cached: they depend on the machine, not only on the program.
     """
 
@@ -44,28 +71,31 @@ class SandboxEvaluator:
                  cache: bool = False) -> None:
         self.task, self.sandbox, self.timeout_override = task, sandbox, timeout_s
         self.cache = cache
-        self.prepared = False
         self.cache_hits = 0
         self._setup_key: str | None = None
 
-    def _cache_path(self, code: str, kind: str) -> str:
-        if self._setup_key is None:  # what the sandbox runs besides the candidate, hashed once
-            files = {name: hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
-                     for name, data in self.task.sandbox_files().items()}
-            spec = {k: v for k, v in self.task.spec().items() if k != "timeout_s"}
-            self._setup_key = cache_key("evolution-setup", spec, files, self.sandbox.provider,
-                                        self.sandbox.info.get("image"))
-        key = cache_key("evolution-eval", CACHE_VERSION, self._setup_key, code, kind)
-        return str(cache_dir("evolution") / f"{key}.json")
+    @property
+    def guarded(self) -> bool:
+        """True when the sandbox provides the guarantees the cache needs (the docker provider)."""
+        return self.sandbox.provider in GUARDED_PROVIDERS
 
-    def prepare(self) -> None:
-        self.sandbox.write_files(self.task.sandbox_files())
-        self.prepared = True
+    def cache_path(self, code: str, kind: str, version: int = CACHE_VERSION) -> Path:
+        """Where the result of ``code`` evaluated as ``kind`` is cached."""
+        if self._setup_key is None:  # what the sandbox runs besides the candidate, hashed once
+            programs = [hashlib.sha256((text or "").encode()).hexdigest()
+                        for text in (self.task.candidate_program, self.task.harness_program)]
+            spec = {k: v for k, v in self.task.spec().items() if k != "timeout_s"}
+            self._setup_key = cache_key("evolution-setup", spec, programs, self.sandbox.provider,
+                                        self.sandbox.info.get("image"))
+        key = cache_key("evolution-eval", version, self._setup_key, code, kind)
+        return cache_dir("evolution") / f"{key}.json"
 
     def evaluate(self, code: str, kind: str) -> EvalResult:
-        if not self.cache:
+        """Evaluate ``code`` as ``kind`` (``full``, ``partial`` or ``rest``); see the class docstring."""
+        self.task.check_kind(kind)
+        if not (self.cache and self.guarded):
             return self._evaluate(code, kind)
-        path = self._cache_path(code, kind)
+        path = self.cache_path(code, kind)
         try:
             with open(path) as fh:
                 cached = EvalResult(**json.load(fh))
@@ -75,7 +105,7 @@ class SandboxEvaluator:
             pass  # missing or unreadable: evaluate
         result = self._evaluate(code, kind)
         if not result.reason.startswith(_UNCACHED):
-            atomic_write_bytes(Path(path), json.dumps(asdict(result)).encode())
+            atomic_write_bytes(path, json.dumps(asdict(result)).encode())
         return result
 
     def _evaluate(self, code: str, kind: str) -> EvalResult:
@@ -84,25 +114,54 @@ class SandboxEvaluator:
             ast.parse(code)
         except SyntaxError as exc:  # no need to start a sandbox process for this
             return EvalResult(kind, None, f"syntax error: {exc.msg} (line {exc.lineno})", cost)
-        if not self.prepared:
-            self.prepare()
         timeout = self.timeout_override or self.task.timeout_s(kind)
-        run = self.sandbox.exec(self.task.command(kind), stdin=code, timeout=timeout)
-        if "sandbox was restarted" in run.stderr:
-            # A runaway program (a fork bomb) forced a container restart, which empties the
-            # work dir: write the task's files again before the next evaluation.
-            self.prepared = False
-        if run.timed_out:
+        docker = self.sandbox.provider == "docker"
+        session: dict[str, Any] = {"shared_dirs": list(_DOCKER_SHARED_DIRS) if docker else [], "sysv_ipc": docker}
+        runner = ["python3", "-I", "-c", self.task.candidate_program]
+        if self.task.harness_program is None:
+            run = self.sandbox.exec(runner, stdin=_stdin(session, code), timeout=timeout)
+            return self._result(kind, cost, timeout, run, run)
+        session.update(socket="rsigym-eval-" + secrets.token_hex(16), connect_timeout_s=timeout)
+        harness_input = (json.dumps({"socket": session["socket"], "timeout_s": timeout + 2.0}).encode() + b"\n"
+                         + self.task.harness_input(kind))
+        outcome: dict[str, Any] = {}
+
+        def run_harness() -> None:
+            try:
+                outcome["run"] = self.sandbox.exec(["python3", "-I", "-c", self.task.harness_program or ""],
+                                                   stdin=harness_input, timeout=timeout + _HARNESS_SLACK_S,
+                                                   as_user="harness")
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=run_harness, name="rsigym-evolution-harness", daemon=True)
+        thread.start()
+        try:
+            run = self.sandbox.exec(runner, stdin=_stdin(session, code), timeout=timeout)
+        finally:
+            thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return self._result(kind, cost, timeout, run, outcome["run"])
+
+    def _result(self, kind: str, cost: float, timeout: float, run: ExecResult, result_run: ExecResult) -> EvalResult:
+        """``run``: the candidate's process; ``result_run``: the one whose output is the result."""
+        if run.timed_out or result_run.timed_out:
             return EvalResult(kind, None, f"timed out after {timeout:g} s", cost)
-        if run.oom_killed:
+        if run.oom_killed or result_run.oom_killed:
             return EvalResult(kind, None, "killed for exceeding the memory limit", cost)
         if run.output_truncated:
             return EvalResult(kind, None, "the candidate's output exceeded the sandbox's output cap", cost)
-        payload = parse_result(run.stdout)
+        payload = parse_result(result_run.stdout)
         if payload is None:
-            tail = " ".join(run.stderr.strip().splitlines()[-2:])[-300:]
-            return EvalResult(kind, None, f"no result (exit status {run.exit_code}){': ' + tail if tail else ''}", cost)
+            tail = " ".join((result_run.stderr or run.stderr).strip().splitlines()[-2:])[-300:]
+            detail = f": {tail}" if tail else ""
+            return EvalResult(kind, None, f"no result (exit status {result_run.exit_code}){detail}", cost)
         if "error" in payload:
             return EvalResult(kind, None, str(payload["error"])[:500], cost)
-        result = self.task.score(kind, payload)
-        return result
+        return self.task.score(kind, payload)
+
+
+def _stdin(session: dict[str, Any], code: str) -> bytes:
+    """The runner's stdin: one JSON header line, then the candidate's source."""
+    return json.dumps(session).encode() + b"\n" + code.encode("utf-8", "surrogatepass")

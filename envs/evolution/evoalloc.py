@@ -21,12 +21,13 @@ Offline, ``rsigym/evoalloc_heuristic`` plays both LLM parts.
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from rsigym.agents.base import register_agent
-from rsigym.agents.litellm_loader import load_litellm
+from rsigym.agent import register_agent
 from rsigym.agents.llm_messages import extract_json
+from rsigym.llm import LLMError, RetryPolicy, complete
 from rsigym.records import AgentSpec, Usage
 from rsigym.spaces import invalid_action
 
@@ -217,6 +218,8 @@ class EvoAllocAgent:
         miss_tolerance, prior_strength: the acceptance rule's (``accept_challenger``).
         experience_in_prompt: Show the experience summary in every decision prompt (default True).
         temperature, max_tokens, api_base, litellm_kwargs: LLM call parameters.
+        max_retries, backoff_base_s, backoff_max_s, timeout_s: Provider-error retries and the
+            per-request timeout (see ``rsigym.llm.RetryPolicy``).
     """
 
     def __init__(self, spec: AgentSpec) -> None:
@@ -230,6 +233,9 @@ class EvoAllocAgent:
         self.max_tokens = params.pop("max_tokens", None)
         self.api_base = params.pop("api_base", None)
         self.litellm_kwargs = dict(params.pop("litellm_kwargs", None) or {})
+        self.retry = RetryPolicy(int(params.pop("max_retries", 4)), float(params.pop("backoff_base_s", 1.0)),
+                                 float(params.pop("backoff_max_s", 30.0)))
+        self.timeout_s = float(params.pop("timeout_s", 120.0))
         if params:
             raise TypeError(f"evoalloc got unknown params {sorted(params)}")
         if self.revise_after_full < 1 or self.trial_candidates < 1:
@@ -240,8 +246,8 @@ class EvoAllocAgent:
         self.spec, self.last_usage = spec, Usage()
 
     def reset(self, task_info: dict[str, Any], seed: int) -> None:
-        self._litellm = load_litellm()
         self.seed = seed
+        self._rng = random.Random(seed)  # backoff jitter only
         self.incumbent, self.version = policy_text(DEFAULT_POLICY, 1), 1
         self.challenger: str | None = None
         self.experience: list[Case] = []
@@ -258,20 +264,18 @@ class EvoAllocAgent:
 
     # -- LLM parts ------------------------------------------------------------------------
     def _complete(self, messages: list[dict[str, str]]) -> str:
-        request: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature,
-                                   "seed": self.seed + self._calls, "drop_params": True}
+        params: dict[str, Any] = {"temperature": self.temperature, "seed": self.seed + self._calls}
         self._calls += 1
         if self.max_tokens:
-            request["max_tokens"] = self.max_tokens
-        if self.api_base:
-            request["api_base"] = self.api_base
-        request.update(self.litellm_kwargs)
-        response = self._litellm.completion(**request)
-        usage = getattr(response, "usage", None)
-        self.last_usage = self.last_usage + Usage(prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                                                  completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                                                  model_calls=1)
-        return str(response.choices[0].message.content or "")
+            params["max_tokens"] = self.max_tokens
+        params.update(self.litellm_kwargs)
+        try:
+            reply = complete(messages, model=self.model, role="agent", api_base=self.api_base, params=params,
+                             retry=self.retry, timeout_s=self.timeout_s, rng=self._rng)
+        except LLMError as exc:  # the step's earlier calls count too; the runner records infra_error
+            raise exc.with_usage(self.last_usage) from exc
+        self.last_usage = self.last_usage + reply.usage
+        return reply.text
 
     def _ask(self, policy: str, text: str) -> str | None:
         experience = ""

@@ -2,16 +2,19 @@
 
 The prompt carries the task, the parent's code and score and, for crossover, a second program;
 the model answers with a whole new program (``mode="rewrite"``, in a ```python block) or with
-SEARCH/REPLACE edits of the parent (``mode="diff"``). Tokens come from the provider's usage.
-LiteLLM is imported on first use (it takes seconds).
+SEARCH/REPLACE edits of the parent (``mode="diff"``). Requests go through ``rsigym.llm``
+(retries, usage and cost); tokens come from the provider's usage.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
 import numpy as np
+
+from rsigym.llm import RetryPolicy, complete
 
 from .sources import Proposal
 
@@ -53,18 +56,21 @@ class LLMSource:
         mode: ``rewrite`` or ``diff``.
         crossover_p: Probability of a crossover prompt (two programs) rather than a mutation one.
         temperature, max_tokens, api_base: Sampling and endpoint parameters.
+        max_retries, backoff_base_s, timeout_s: Provider-error retries and per-request timeout.
         litellm_kwargs: Anything else for ``litellm.completion`` (e.g. ``mock_response`` in tests).
     """
 
     name = "llm"
 
     def __init__(self, model: str, mode: str = "rewrite", crossover_p: float = 0.3, temperature: float = 0.8,
-                 max_tokens: int | None = 4096, api_base: str | None = None,
+                 max_tokens: int | None = 4096, api_base: str | None = None, max_retries: int = 4,
+                 backoff_base_s: float = 1.0, timeout_s: float = 300.0,
                  litellm_kwargs: dict[str, Any] | None = None) -> None:
         if mode not in _RULES:
             raise ValueError(f"mode must be one of {', '.join(_RULES)}, got {mode!r}")
         self.model, self.mode, self.crossover_p = model, mode, crossover_p
         self.temperature, self.max_tokens, self.api_base = temperature, max_tokens, api_base
+        self.retry, self.timeout_s = RetryPolicy(max_retries, backoff_base_s), timeout_s
         self.litellm_kwargs = dict(litellm_kwargs or {})
 
     def messages(self, parent_code: str, parent_score: float, partner_code: str | None,
@@ -80,25 +86,17 @@ class LLMSource:
 
     def propose(self, parent_code: str, parent_score: float, partner_code: str | None,
                 library: dict[str, str], task_description: str, rng: np.random.Generator) -> Proposal:
-        from rsigym.agents.litellm_loader import load_litellm
-
-        litellm = load_litellm()  # local cost map, quiet, the offline rsigym/... models installed
-
         partner = partner_code if partner_code is not None and rng.random() < self.crossover_p else None
-        request: dict[str, Any] = {"model": self.model, "temperature": self.temperature,
-                                   "messages": self.messages(parent_code, parent_score, partner, task_description),
-                                   "seed": int(rng.integers(2**31)), "drop_params": True}
+        params: dict[str, Any] = {"temperature": self.temperature, "seed": int(rng.integers(2**31))}
         if self.max_tokens:
-            request["max_tokens"] = self.max_tokens
-        if self.api_base:
-            request["api_base"] = self.api_base
-        request.update(self.litellm_kwargs)
-        response = litellm.completion(**request)
-        text = str(response.choices[0].message.content or "")
-        usage = getattr(response, "usage", None)
+            params["max_tokens"] = self.max_tokens
+        params.update(self.litellm_kwargs)
+        reply = complete(self.messages(parent_code, parent_score, partner, task_description), model=self.model,
+                         role="candidate_source", api_base=self.api_base, params=params, retry=self.retry,
+                         timeout_s=self.timeout_s, rng=random.Random(params["seed"]))
+        text = reply.text
         code = apply_diff(parent_code, text) if self.mode == "diff" else extract_program(text)
         operator = f"llm {'crossover' if partner else 'mutation'} ({self.mode})"
         if code is None:  # an unusable answer is a candidate that fails to parse, at its real cost
             code, operator = f"# the model's answer held no usable {self.mode}\n" + "(\n", operator + ", unusable"
-        return Proposal(code, operator, int(getattr(usage, "prompt_tokens", 0) or 0),
-                        int(getattr(usage, "completion_tokens", 0) or 0))
+        return Proposal(code, operator, reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage)

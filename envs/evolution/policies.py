@@ -45,7 +45,8 @@ def revise_policy(policy: str, summary: str) -> str:
 
 
 @register_offline_policy("evoalloc_heuristic")
-def _evoalloc_heuristic(request: OfflineRequest) -> OfflineReply:
+def evoalloc_heuristic_policy(request: OfflineRequest) -> OfflineReply:
+    """EvoAlloc's LLM parts offline: decides by the policy text, revises it from the experience summary."""
     system = "\n".join(str(m.get("content") or "") for m in request.messages if m.get("role") == "system")
     if "[evoalloc:revise]" in system:
         user = str(request.messages[-1].get("content") or "")

@@ -7,6 +7,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rsigym.records import Usage
+
 __all__ = ["Proposal", "CandidateSource", "make_source", "SOURCES", "estimate_tokens"]
 
 SOURCES = ("mutate", "llm")
@@ -14,12 +16,16 @@ SOURCES = ("mutate", "llm")
 
 @dataclass(frozen=True)
 class Proposal:
-    """A new program and how it was made. Tokens are the generator's (estimated for ``mutate``)."""
+    """A new program and how it was made. Tokens are the generator's (estimated for ``mutate``).
+
+    ``usage`` is the LLM usage of an LLM source (calls, retries, cost), None for offline ones.
+    """
 
     code: str
     operator: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    usage: Usage | None = None
 
 
 class CandidateSource(Protocol):

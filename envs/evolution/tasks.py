@@ -1,10 +1,12 @@
 """Evaluation tasks of ProgramEvolution-v0: what a candidate defines and how it is scored.
 
-A task owns three things: the files its sandboxed harness needs (``sandbox_files``), the harness
-command per evaluation kind, and the **trusted, host-side** check of what the harness returned
-(``score``). The candidate runs in the same sandboxed process as the harness, so nothing the
-harness reports is trusted as a score: it returns the candidate's raw output (a packing, a bin
-assignment) and the host recomputes validity and score itself.
+A task owns three things: the program the candidate runs in (``candidate_program``, run as the
+sandbox's user), optionally a harness program run as the sandbox's harness identity with its
+input (``harness_program``, ``harness_input``), and the **trusted, host-side** check of the
+result (``score``). Nothing is trusted as a score: the result is raw output (a packing, a bin
+assignment) and the host recomputes validity and score itself; where the candidate's process
+could make up that output (an offline bin packing), a harness process it cannot reach produces
+it instead.
 
 Scores are maximised. Kinds: ``full``; ``partial`` (a cheaper subset, when the task has one);
 ``rest`` (the part of a full evaluation a partial one did not cover, so a cascade that upgrades
@@ -50,10 +52,12 @@ class EvolutionTask(Protocol):
     seed_program: str         # the initial program of every episode
     library: dict[str, str]   # hand-written programs (the seed among them) for crossover
     description: str
+    candidate_program: str    # run as the user: ``python3 -I -c``, a header line and the candidate on stdin
+    harness_program: str | None  # run as the harness identity at the same time, or None
 
-    def sandbox_files(self) -> dict[str, bytes | str]: ...
+    def harness_input(self, kind: str) -> bytes: ...
 
-    def command(self, kind: str) -> list[str]: ...
+    def check_kind(self, kind: str) -> None: ...
 
     def timeout_s(self, kind: str) -> float: ...
 

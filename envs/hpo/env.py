@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rsigym.spaces import JsonActions, text_space
+from rsigym.spaces import JsonActions, clean_text, text_space
 from .render import observation_text
 from .space import ACTION_SCHEMA, Config, action_space, config_from_action
 
@@ -32,9 +32,9 @@ def task_description(condition: str, *, target: Any = None) -> str:
     ``target`` replaces the condition's target equation in the text only (the cold-start
     description swap of the feedback-attribution protocol).
     """
-    from .conditions import CONDITIONS
+    from .adaptations import ADAPTATIONS
 
-    adaptation = CONDITIONS[condition]
+    adaptation = ADAPTATIONS[condition]
     target = target or adaptation.target
     return (f"A neural operator was pretrained on the source equation; fine-tune it for the target.\n"
             f"Source: {adaptation.source.key}\nTarget: {target.key}\n\n"
@@ -87,6 +87,8 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
         self.render_mode = render_mode
         self.action_schema = ACTION_SCHEMA
         self._actions = JsonActions(ACTION_SCHEMA)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the schema)
+        self.example_actions: list[dict[str, Any]] = [{"learning_rate": 1e-3, "optimizer": "adam", "loss": "mse"}]
         self.action_space = action_space()
         self.observation_space = spaces.Dict({
             "text": text_space(20_000),
@@ -96,9 +98,9 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
         self._task: str | None = None
 
     def list_tasks(self, split: str | None = None) -> list[str]:
-        from .conditions import CONDITIONS
+        from .adaptations import ADAPTATIONS
 
-        names = list(CONDITIONS)
+        names = list(ADAPTATIONS)
         if split not in (None, "all"):
             raise ValueError(f"HyperparamSearch-v0 has one split, all; got {split!r}")
         return names
@@ -156,6 +158,7 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
     def _observation(self, error: str | None = None) -> dict[str, Any]:
         trials = [(c, v) for c, v, _ in self._history]
         best = min((v for _, v in trials), default=NRMSE_CAP)
+        error = clean_text(error, 1000) if error else error  # it may quote the agent's output
         return {"text": observation_text(self.description, self.budget, trials, error=error)[:20_000],
                 "best_val_nrmse": np.array(best, dtype=np.float64), "trials_left": np.int64(self.budget - len(trials))}
 

@@ -78,10 +78,12 @@ def blind_proposal(text: str) -> dict[str, Any]:
 
 
 @register_offline_policy("hpo_heuristic")
-def _heuristic(request: OfflineRequest) -> OfflineReply:
+def heuristic_policy(request: OfflineRequest) -> OfflineReply:
+    """A prior over configurations, then local refinement around the best scores seen so far."""
     return OfflineReply(action=heuristic_proposal(_latest_observation(request)))
 
 
 @register_offline_policy("hpo_blind")
-def _blind(request: OfflineRequest) -> OfflineReply:
+def blind_policy(request: OfflineRequest) -> OfflineReply:
+    """The same prior and a fixed schedule that ignores the scores: the feedback-blind control."""
     return OfflineReply(action=blind_proposal(_latest_observation(request)))

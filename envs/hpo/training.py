@@ -1,6 +1,6 @@
 """Pretraining of the source FNOs and the fine-tuning trials that HyperparamSearch-v0 runs.
 
-A trial copies the model pretrained on the condition's source equation, fine-tunes it on the
+A trial copies the model pretrained on the adaptation's source equation, fine-tunes it on the
 target's training split with the proposed learning rate, optimizer and loss (one-step teacher
 forcing on sliding windows of ``input_steps`` states), and scores a full autoregressive rollout
 from the first ``input_steps`` states by nRMSE on the validation split. The test split is read
@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
 
-from .conditions import CONDITIONS, AdaptationCondition
+from .adaptations import ADAPTATIONS, Adaptation
 from .data import DATA_VERSION, Preset, dataset, get_preset
 from .env import NRMSE_CAP
 from .fno import FNO1d, rollout
@@ -269,26 +269,26 @@ def evaluate(state: dict[str, torch.Tensor], pde: PDE, preset: str | Preset, see
         return tuple(_score(model, getattr(data, split)) for split in splits)
 
 
-def _condition(condition: str | AdaptationCondition) -> AdaptationCondition:
-    if isinstance(condition, AdaptationCondition):
-        return condition
-    if condition not in CONDITIONS:
-        raise ValueError(f"unknown adaptation condition {condition!r}; known: {', '.join(CONDITIONS)}")
-    return CONDITIONS[condition]
+def _adaptation(task: str | Adaptation) -> Adaptation:
+    if isinstance(task, Adaptation):
+        return task
+    if task not in ADAPTATIONS:
+        raise ValueError(f"unknown adaptation {task!r}; known: {', '.join(ADAPTATIONS)}")
+    return ADAPTATIONS[task]
 
 
-def fine_tune(condition: str | AdaptationCondition, seed: int, config: Any, preset: str | Preset) -> TrialResult:
+def fine_tune(task: str | Adaptation, seed: int, config: Any, preset: str | Preset) -> TrialResult:
     """Run one trial, uncached (``TrialRunner.run`` is the cached entry point): train, score validation.
 
     The test split is not touched; ``evaluate(result.state, ..., splits=("test",))`` scores it.
 
     Args:
-        condition: the adaptation (or its name).
+        task: the adaptation (or its name, the task id).
         seed: the target dataset's seed; with the config it also seeds the shuffling.
         config: a ``TrialConfig`` (or anything ``TrialConfig.coerce`` accepts).
         preset: data and model sizes, epochs and batch size.
     """
-    adaptation, config, preset = _condition(condition), TrialConfig.coerce(config), get_preset(preset)
+    adaptation, config, preset = _adaptation(task), TrialConfig.coerce(config), get_preset(preset)
     state, sha = source_model(adaptation.source, preset)
     splits = dataset(adaptation.target, preset, int(seed))
     with _one_thread():
@@ -325,16 +325,16 @@ class TrialRunner:
         self._memory: dict[str, dict[str, Any]] = {}
         self._states: OrderedDict[str, dict[str, torch.Tensor]] = OrderedDict()
 
-    def _trial_key(self, condition_name: str, seed: int, config: Any) -> tuple[AdaptationCondition, TrialConfig, str]:
-        adaptation, config = _condition(condition_name), TrialConfig.coerce(config)
+    def _trial_key(self, task_id: str, seed: int, config: Any) -> tuple[Adaptation, TrialConfig, str]:
+        adaptation, config = _adaptation(task_id), TrialConfig.coerce(config)
         _, sha = source_model(adaptation.source, self.preset)
         key = cache_key("hpo-trial", adaptation.name, int(seed), config.key(), dataclasses.asdict(self.preset),
                         sha, TRIAL_VERSION, DATA_VERSION)
         return adaptation, config, key
 
-    def run(self, condition_name: str, seed: int, config: Any) -> TrialResult:
-        """Fine-tune for ``condition_name`` with ``config`` on dataset seed ``seed`` (cached)."""
-        adaptation, config, key = self._trial_key(condition_name, seed, config)
+    def run(self, task_id: str, seed: int, config: Any) -> TrialResult:
+        """Fine-tune for ``task_id`` with ``config`` on dataset seed ``seed`` (cached)."""
+        adaptation, config, key = self._trial_key(task_id, seed, config)
         entry = self._lookup(key)
         if entry is None:
             return self._train_and_store(key, adaptation, seed, config)
@@ -342,9 +342,9 @@ class TrialRunner:
         return TrialResult(entry["val_nrmse"], float("nan") if loss is None else loss,
                            entry["checkpoint_sha256"], cached=True, diverged=entry["diverged"])
 
-    def test(self, condition_name: str, seed: int, config: Any) -> float:
+    def test(self, task_id: str, seed: int, config: Any) -> float:
         """Test nRMSE of the trial ``run`` would return (cached; a diverged trial scores the cap)."""
-        adaptation, config, key = self._trial_key(condition_name, seed, config)
+        adaptation, config, key = self._trial_key(task_id, seed, config)
         entry = self._lookup(key)
         if entry is None:
             self._train_and_store(key, adaptation, seed, config)
@@ -363,7 +363,7 @@ class TrialRunner:
             self._store(key, entry)
         return float(entry["test_nrmse"])
 
-    def _train_and_store(self, key: str, adaptation: AdaptationCondition, seed: int,
+    def _train_and_store(self, key: str, adaptation: Adaptation, seed: int,
                          config: TrialConfig) -> TrialResult:
         result = self._train(key, adaptation, seed, config)
         self._store(key, {"val_nrmse": result.val_nrmse, "diverged": result.diverged,
@@ -371,7 +371,7 @@ class TrialRunner:
                           "checkpoint_sha256": result.checkpoint_sha256})
         return result
 
-    def _train(self, key: str, adaptation: AdaptationCondition, seed: int, config: TrialConfig) -> TrialResult:
+    def _train(self, key: str, adaptation: Adaptation, seed: int, config: TrialConfig) -> TrialResult:
         self.train_calls += 1
         result = fine_tune(adaptation, seed, config, self.preset)
         if result.state is not None and self.keep_states > 0:
@@ -381,9 +381,9 @@ class TrialRunner:
                 self._states.popitem(last=False)
         return result
 
-    def zero_shot(self, condition_name: str, seed: int) -> tuple[float, float]:
+    def zero_shot(self, task_id: str, seed: int) -> tuple[float, float]:
         """(validation, test) nRMSE of the source model on the target, without fine-tuning (cached)."""
-        adaptation = _condition(condition_name)
+        adaptation = _adaptation(task_id)
         state, sha = source_model(adaptation.source, self.preset)
         key = cache_key("hpo-zero-shot", adaptation.name, int(seed), dataclasses.asdict(self.preset), sha,
                         TRIAL_VERSION, DATA_VERSION)

@@ -12,7 +12,7 @@ from rsigym.errors import InfraError
 from rsigym.sandbox import Sandbox, open_sandbox
 
 from rsigym.conditions import Condition, ConditionRegistry
-from rsigym.spaces import JsonActions, text_space
+from rsigym.spaces import JsonActions, clean_text, text_space
 from .tasks import ProbeTask, make_task, task_ids
 
 __all__ = ["ProbeEnv", "PROBE_CONDITIONS", "run_oracle"]
@@ -115,6 +115,8 @@ class ProbeEnv(gym.Env[dict, dict]):
             "additionalProperties": False,
         }
         self._actions = JsonActions(self.action_schema)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the schema)
+        self.example_actions: list[dict[str, Any]] = [{"guess": (self.low + self.high) // 2}]
         self._task: ProbeTask | None = None
 
     # -- task catalogue --------------------------------------------------------------------
@@ -189,7 +191,7 @@ class ProbeEnv(gym.Env[dict, dict]):
                  f"You have {left} guesses left."]
         lines += [f"Guess {i + 1}: {g} -> {f}" for i, (g, f) in enumerate(zip(self._guesses, self._feedback))]
         if error:
-            lines.append(f"Error: {error}")
+            lines.append(clean_text(f"Error: {error}", 500))  # it may quote the agent's output
         lines.append('Reply with {"guess": <integer>}.')
         return {
             "text": "\n".join(lines)[:2048],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rsigym.graders.base import register_grader
+from rsigym.grader import register_grader
 from rsigym.records import Grade, Trajectory
 from rsigym.sandbox import open_sandbox
 

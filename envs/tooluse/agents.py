@@ -22,7 +22,7 @@ import random
 import re
 from typing import Any, Callable
 
-from rsigym.agents.base import register_agent
+from rsigym.agent import register_agent
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 from rsigym.records import AgentSpec, Usage
 
@@ -144,8 +144,11 @@ def _offline_plan_policy(kind: str) -> Callable[[OfflineRequest], OfflineReply]:
         # agent's validation rejects it, and the failed call counts as this step being done.
         return OfflineReply(action=action["arguments"], tool=name)
 
+    policy.__doc__ = f"The {kind} tool-use agent as an offline model (finds its task in the conversation)."
     return policy
 
 
-for _kind in CHOOSERS:
-    register_offline_policy(_kind)(_offline_plan_policy(_kind))
+# One module attribute per offline model, so an entry point can name each.
+role_binding_policy = register_offline_policy("role_binding")(_offline_plan_policy("role_binding"))
+name_bound_policy = register_offline_policy("name_bound")(_offline_plan_policy("name_bound"))
+description_reader_policy = register_offline_policy("description_reader")(_offline_plan_policy("description_reader"))

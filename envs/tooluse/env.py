@@ -9,8 +9,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rsigym.action_limits import action_limit_error, short_repr
 from rsigym.conditions import Condition
-from rsigym.spaces import JsonActions, text_space
+from rsigym.json_space import sample_instance
+from rsigym.records import Usage
+from rsigym.spaces import JsonActions, clean_text, text_space
+
 from .catalog import get_domain, get_tasks, load_task
 from .conditions import TOOLUSE_CONDITIONS, identity_view
 from .domain import Task, open_episode_db, state_sha256
@@ -18,10 +22,34 @@ from .outputs import communicated
 from .toolkit import call_tool
 from .users import STOP, UserSimulator, make_user
 
-__all__ = ["ToolUseEnv", "EVENTS"]
+__all__ = ["ToolUseEnv", "TypedToolActions", "EVENTS"]
 
 EVENTS = ("start", "user", "tool", "error")
 TEXT_LIMIT = 100_000
+
+
+class TypedToolActions(spaces.Dict):
+    """``Dict(kind, tool, arguments, message)``: the typed form of a ToolUse action.
+
+    ``kind`` 0 is a tool call (``tool`` indexes the tools in their canonical order, ``arguments``
+    is JSON text), 1 a message. ``sample()`` draws arguments valid for the drawn tool's schema,
+    so a sampled tool call reaches the tool rather than failing on random characters.
+    """
+
+    def __init__(self, parameters: list[dict[str, Any]], seed: int | None = None) -> None:
+        super().__init__({
+            "kind": spaces.Discrete(2),  # 0: tool call, 1: message
+            "tool": spaces.Discrete(len(parameters)), "arguments": text_space(2000), "message": text_space(2000),
+        }, seed=seed)
+        self.parameters = parameters
+
+    def sample(self, mask: Any = None, probability: Any = None) -> dict[str, Any]:
+        action = super().sample(mask=mask, probability=probability)
+        if mask is None and probability is None:
+            arguments = json.dumps(sample_instance(self.parameters[int(action["tool"])], self.np_random))
+            if len(arguments) <= 2000:
+                action["arguments"] = arguments
+        return action
 
 
 class ToolUseEnv(gym.Env[dict, dict]):
@@ -85,6 +113,11 @@ class ToolUseEnv(gym.Env[dict, dict]):
              "additionalProperties": False, "properties": {"message": {"type": "string", "minLength": 1}}},
         ]}
         self._actions = JsonActions(self.action_schema)
+        # valid actions, as the prompt asks for them (the conformance test checks them against the
+        # schema): a message, and a call of the first tool that needs no argument, if any
+        self.example_actions: list[dict[str, Any]] = [{"message": "Hello! How can I help you today?"}]
+        self.example_actions += [{"tool": self.view.names[t.name], "arguments": {}} for t in self.domain.tools
+                                 if not t.parameters.get("required")][:1]
         self._shown_names = frozenset(shown)
         self._tools_text = "\n".join(
             f"- {t['function']['name']}: {t['function']['description']} "
@@ -93,14 +126,17 @@ class ToolUseEnv(gym.Env[dict, dict]):
             "text": text_space(TEXT_LIMIT), "event": spaces.Discrete(len(EVENTS)),
             "turn": spaces.Discrete(10_000),
         })
-        self.action_space = spaces.Dict({
-            "kind": spaces.Discrete(2),  # 0: tool call, 1: message
-            "tool": spaces.Discrete(len(shown)), "arguments": text_space(2000), "message": text_space(2000),
-        })
+        self.action_space = TypedToolActions([self.domain.tool(name).parameters for name in self._tool_order])
         self._task: Task | None = None
 
     def list_tasks(self, split: str | None = None) -> list[str]:
         return [t.task_id for t in get_tasks(self.domain.name, split)]
+
+    @property
+    def llm_usage(self) -> dict[str, Usage]:
+        """LLM usage of this episode by role (the simulated user's), for the runner's record."""
+        usage = getattr(self.user, "usage", None)
+        return {"user": usage} if isinstance(usage, Usage) else {}
 
     # -- gymnasium protocol -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -126,8 +162,12 @@ class ToolUseEnv(gym.Env[dict, dict]):
         if self._task is None:
             raise RuntimeError("call reset() before step()")
         self._turn += 1
-        action = self._from_typed(action)
-        value, error = (action, None) if self._plainly_valid(action) else self._actions.parse(action)
+        action, error = self._from_typed(action)
+        # limits first: the hand-made check below and jsonschema both recurse into the action
+        error = error or action_limit_error(action)
+        value: Any = None
+        if error is None:
+            value, error = (action, None) if self._plainly_valid(action) else self._actions.parse(action)
         if value is None or error is not None:  # a bad agent output is an observation
             self._invalid += 1
             over = self._invalid > self.max_invalid_actions
@@ -151,7 +191,8 @@ class ToolUseEnv(gym.Env[dict, dict]):
         if type(action) is not dict:
             return False
         if len(action) == 2 and type(action.get("arguments")) is dict:
-            return action.get("tool") in self._shown_names and all(type(k) is str for k in action["arguments"])
+            tool = action.get("tool")  # a list here is unhashable: check the type before the set
+            return type(tool) is str and tool in self._shown_names and all(type(k) is str for k in action["arguments"])
         message = action.get("message")
         return len(action) == 1 and type(message) is str and len(message) > 0
 
@@ -203,17 +244,29 @@ class ToolUseEnv(gym.Env[dict, dict]):
         return self._hash_cache[1]
 
     # -- views ------------------------------------------------------------------------------
-    def _from_typed(self, action: Any) -> Any:
-        """Map an action of the typed space onto the JSON forms (bad JSON stays a bad action)."""
+    def _from_typed(self, action: Any) -> tuple[Any, str | None]:
+        """Map an action of the typed space onto the JSON forms, or say why it is out of that
+        space (bad JSON arguments stay a bad action, for the schema check to word)."""
         if not (isinstance(action, dict) and "kind" in action and "message" in action):
-            return action
-        if int(action["kind"]) == 1:
-            return {"message": str(action["message"])}
+            return action, None
+        kind, tool = action["kind"], action.get("tool", -1)
+        if not _is_index(kind, 2):
+            return None, f"invalid typed action: kind must be 0 (tool call) or 1 (message), got {short_repr(kind)}"
+        if int(kind) == 1:
+            if not isinstance(action["message"], str):
+                return None, f"invalid typed action: message must be text, got {short_repr(action['message'])}"
+            return {"message": str(action["message"])}, None
+        if not _is_index(tool, len(self._tool_order)):
+            return None, (f"invalid typed action: tool must be an index in 0..{len(self._tool_order) - 1}, "
+                          f"got {short_repr(tool)}")
+        text = action.get("arguments", "")
+        if not isinstance(text, str):
+            return None, f"invalid typed action: arguments must be JSON text, got {short_repr(text)}"
         try:
-            arguments = json.loads(str(action["arguments"]) or "{}")
-        except json.JSONDecodeError:
-            arguments = str(action["arguments"])
-        return {"tool": self.view.names[self._tool_order[int(action["tool"])]], "arguments": arguments}
+            arguments = json.loads(text or "{}")
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: "[[[[..." nested too deep
+            arguments = text
+        return {"tool": self.view.names[self._tool_order[int(tool)]], "arguments": arguments}, None
 
     def _opening(self) -> str:
         assert self._task is not None
@@ -224,7 +277,7 @@ class ToolUseEnv(gym.Env[dict, dict]):
                 f"User: {self._user_messages[0]}")
 
     def _observation(self, text: str, event: str) -> dict[str, Any]:
-        return {"text": text[:TEXT_LIMIT], "event": np.int64(EVENTS.index(event)), "turn": np.int64(min(self._turn, 9_999))}
+        return {"text": clean_text(text, TEXT_LIMIT), "event": np.int64(EVENTS.index(event)), "turn": np.int64(min(self._turn, 9_999))}
 
     def _info(self, error: str | None = None, termination: str | None = None) -> dict[str, Any]:
         info: dict[str, Any] = {"task_id": self._task.task_id if self._task else None, "turn": self._turn,
@@ -234,3 +287,8 @@ class ToolUseEnv(gym.Env[dict, dict]):
         if termination is not None:
             info["termination"] = termination
         return info
+
+
+def _is_index(value: Any, n: int) -> bool:
+    """``value`` is an integer (Python or numpy, not bool) in ``0..n-1``."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and 0 <= int(value) < n

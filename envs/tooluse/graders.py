@@ -8,13 +8,15 @@ tool rename; ``action_match_mapped`` is its correction.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rsigym.graders.base import get_grader, register_grader, snapshot_state
-from rsigym.records import Grade, Trajectory, canonical_json
+from rsigym.grader import get_grader, register_grader, snapshot_state
+from rsigym.llm import RetryPolicy, complete
+from rsigym.records import Grade, Trajectory, canonical_json, to_jsonable
 
 __all__ = ["DbStateMatch", "OutputsTold", "ActionMatch", "ActionMatchMapped", "LLMJudge", "TaskReward"]
 
@@ -123,19 +125,25 @@ _JUDGE_PROMPT = {
 @register_grader("llm_judge")
 @dataclass(frozen=True)
 class LLMJudge:
-    """An LLM (through LiteLLM) scores the transcript with an ``outcome`` or ``process`` rubric."""
+    """An LLM (through ``rsigym.llm``) scores the transcript with an ``outcome`` or ``process`` rubric.
+
+    The call's usage (tokens, cost, calls, retries) is in the grade's details; a provider that
+    fails for good gives a grade with no score and an ``infra_error`` error.
+    """
 
     model: str = "openai/gpt-4o-mini"
     rubric: str = "outcome"
     temperature: float = 0.0
     api_base: str | None = None
+    max_retries: int = 4
+    backoff_base_s: float = 1.0
+    timeout_s: float = 120.0
 
     name: ClassVar[str]
     version: ClassVar[str] = "1"
     needs: ClassVar[frozenset[str]] = frozenset({"trajectory", "final_state"})
 
     def grade(self, record: Trajectory) -> Grade:
-        from rsigym.agents.litellm_loader import load_litellm
         from rsigym.agents.llm_messages import extract_json
 
         if self.rubric not in _JUDGE_PROMPT:
@@ -146,14 +154,20 @@ class LLMJudge:
         prompt = (f"{_JUDGE_PROMPT[self.rubric]}\n\nCustomer's goal: {task.instructions.get('intent')}\n"
                   f"Request: {task.instructions.get('request')}\n\nAgent actions and messages:\n{transcript}\n\n"
                   'Answer with JSON only: {"score": a number from 0 to 1, "reason": "one sentence"}.')
-        kwargs: dict[str, Any] = {"api_base": self.api_base} if self.api_base else {}
-        response = load_litellm().completion(model=self.model, temperature=self.temperature, seed=0,
-                                             drop_params=True, messages=[{"role": "user", "content": prompt}], **kwargs)
-        verdict = extract_json(str(response.choices[0].message.content or ""))
-        score = float(verdict["score"])
+        reply = complete([{"role": "user", "content": prompt}], model=self.model, role="judge",
+                         api_base=self.api_base, params={"temperature": self.temperature, "seed": 0},
+                         retry=RetryPolicy(self.max_retries, self.backoff_base_s), timeout_s=self.timeout_s)
+        usage = to_jsonable(dataclasses.asdict(reply.usage))
+        try:
+            verdict = extract_json(reply.text)
+            score = float(verdict["score"])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return Grade(self.name, self.version, None, {"usage": usage, "reply": reply.text[:500]},
+                         error=f"the judge gave no score: {type(exc).__name__}: {exc}")
         if not 0.0 <= score <= 1.0:
-            raise ValueError(f"judge score {score} outside [0, 1]")
-        return Grade(self.name, self.version, score, {"reason": str(verdict.get("reason", ""))[:500]})
+            return Grade(self.name, self.version, None, {"usage": usage, "reply": reply.text[:500]},
+                         error=f"judge score {score} outside [0, 1]")
+        return Grade(self.name, self.version, score, {"reason": str(verdict.get("reason", ""))[:500], "usage": usage})
 
 
 @register_grader("reward")

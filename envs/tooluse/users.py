@@ -1,4 +1,4 @@
-"""Simulated customers: a scripted user (deterministic from the task) and an LLM user (LiteLLM).
+"""Simulated customers: a scripted user (deterministic from the task) and an LLM user.
 
 A user opens the conversation with the task's request, answers the agent's questions, and ends
 the conversation by saying ``STOP`` (``###STOP###``). The env injects the user through its
@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import random
 from typing import Any, Protocol, runtime_checkable
+
+from rsigym.llm import LLMError, RetryPolicy, complete
+from rsigym.records import Usage
 
 from .domain import Task
 
@@ -63,33 +66,53 @@ handled (or the agent cannot help), end with the exact text {stop}."""
 
 
 class LLMUser:
-    """A LiteLLM model playing the customer, seeded, ending with ``STOP``."""
+    """An LLM playing the customer (through ``rsigym.llm``), seeded, ending with ``STOP``.
 
-    def __init__(self, model: str, temperature: float = 0.0, max_replies: int = 10,
+    Args:
+        model: LiteLLM model string.
+        temperature: Sampling temperature.
+        max_replies: Replies before the user stops on its own (bounds a looping agent).
+        api_base: Base URL of an OpenAI-compatible server.
+        max_retries, backoff_base_s, timeout_s: Provider-error retries and per-request timeout.
+        litellm_kwargs: Any other ``litellm.completion`` arguments.
+
+    ``usage`` holds the episode's LLM usage so far, failed attempts included.
+    """
+
+    def __init__(self, model: str, temperature: float = 0.0, max_replies: int = 10, api_base: str | None = None,
+                 max_retries: int = 4, backoff_base_s: float = 1.0, timeout_s: float = 120.0,
                  litellm_kwargs: dict[str, Any] | None = None) -> None:
         self.model, self.temperature, self.max_replies = model, temperature, max_replies
+        self.api_base, self.timeout_s = api_base, timeout_s
+        self.retry = RetryPolicy(max_retries, backoff_base_s)
         self.litellm_kwargs = dict(litellm_kwargs or {})
+        self.usage = Usage()
 
     def reset(self, task: Task, seed: int) -> str:
         i = task.instructions
-        self._seed = random.Random(seed).randrange(2**31)
+        self._rng = random.Random(seed)
+        self._seed = self._rng.randrange(2**31)
         self._messages = [{"role": "system", "content": _LLM_USER_PROMPT.format(
             intent=i.get("intent", ""), identity=i.get("identity", {}), request=i["request"],
             answers=i.get("answers", {}), stop=STOP)}, {"role": "assistant", "content": i["request"]}]
         self._replies = 0
+        self.usage = Usage()
         return str(i["request"])
 
     def reply(self, agent_message: str) -> str:
-        from rsigym.agents.litellm_loader import load_litellm
-
         self._replies += 1
         if self._replies > self.max_replies:
             return STOP
         self._messages.append({"role": "user", "content": agent_message})
-        response = load_litellm().completion(model=self.model, messages=self._messages,
-                                             temperature=self.temperature, seed=self._seed,
-                                             drop_params=True, **self.litellm_kwargs)
-        text = str(response.choices[0].message.content or STOP)
+        params = {"temperature": self.temperature, "seed": self._seed, **self.litellm_kwargs}
+        try:
+            answer = complete(self._messages, model=self.model, role="user", api_base=self.api_base, params=params,
+                              retry=self.retry, timeout_s=self.timeout_s, rng=self._rng)
+        except LLMError as exc:  # counted, then the episode ends as infra_error
+            self.usage = self.usage + exc.usage
+            raise
+        self.usage = self.usage + answer.usage
+        text = answer.text or STOP
         self._messages.append({"role": "assistant", "content": text})
         return text
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from rsigym.agents import LLMAgent, ProviderError, make_agent
+from rsigym.agents import LLMAgent, make_agent
+from rsigym.llm import LLMError
 from rsigym.envs.probe import make_task
 from rsigym.jsonl import read_records
 from rsigym.records import AgentSpec, EnvRef
@@ -62,6 +63,8 @@ def test_json_mode_end_to_end():
     request = server.requests[0]
     assert "tools" not in request
     assert '"maximum": 100' in request["messages"][0]["content"]  # the schema is in the prompt
+    # and, as LiteLLM says a model of a local server takes it, in a structured-output response_format
+    assert request["response_format"]["json_schema"]["schema"]["properties"]["guess"]["maximum"] == 100
     assert record.usage.completion_tokens == 10
 
 
@@ -172,7 +175,7 @@ def test_battery_goes_on_through_faults_and_loses_no_record(tmp_path):
 
 
 def test_cost_comes_from_litellm_price_map():
-    from rsigym.agents.litellm_loader import load_litellm
+    from rsigym.llm import load_litellm
 
     with FakeOpenAI() as server:
         server.script(tool_call("act", {"guess": 1}))
@@ -188,11 +191,11 @@ def test_missing_credentials_fail_fast_with_the_variable_to_set(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     agent = LLMAgent("openai/gpt-4o-mini")
     agent.reset({"env_id": "x", "action_schema": {"type": "object"}}, 0)
-    with pytest.raises(ProviderError, match="no credentials; set OPENAI_API_KEY"):
+    with pytest.raises(LLMError, match="no credentials; set OPENAI_API_KEY"):
         agent.act({"text": "go"})
     agent = LLMAgent("openai/gpt-4o-mini", api_key_env="NOT_SET_ANYWHERE")
     agent.reset({"env_id": "x", "action_schema": {"type": "object"}}, 0)
-    with pytest.raises(ProviderError, match="NOT_SET_ANYWHERE named by api_key_env is not set"):
+    with pytest.raises(LLMError, match="NOT_SET_ANYWHERE named by api_key_env is not set"):
         agent.act({"text": "go"})
 
 

@@ -93,7 +93,7 @@ def test_float32_bounds_are_kept_inside_the_schema():
 
 # -- agents -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["random-search", "tpe"])
+@pytest.mark.parametrize("kind", ["random_search", "tpe"])
 def test_actions_are_valid_for_space_and_schema_and_seeded(kind):
     env = blackbox(max_trials=25)
     actions = JsonActions(env.action_schema)
@@ -131,7 +131,7 @@ def test_tpe_starts_with_random_searchs_trials_then_departs():
             agent.observe(-float(len(out)), {}, {})
         return out
 
-    random, tpe = actions("random-search"), actions("tpe", n_startup_trials=4)
+    random, tpe = actions("random_search"), actions("tpe", n_startup_trials=4)
     assert tpe[:4] == random[:4]  # the start-up trials share the sampler seed
     assert tpe[4:] != random[4:]  # n_startup_trials reached the sampler
 
@@ -160,10 +160,10 @@ def test_observe_tells_values_failures_and_objective_key():
 
 
 def test_bad_params_are_user_errors():
-    assert isinstance(make_agent({"kind": "random-search"}), RandomSearchAgent)
+    assert isinstance(make_agent({"kind": "random_search"}), RandomSearchAgent)
     assert isinstance(make_agent({"kind": "tpe", "params": {"multivariate": False}}), TPEAgent)
     with pytest.raises(UserError, match="rejects params.*n_startup_trials"):
-        make_agent({"kind": "random-search", "params": {"n_startup_trials": 3}})
+        make_agent({"kind": "random_search", "params": {"n_startup_trials": 3}})
     with pytest.raises(UserError, match="direction must be 'maximize' or 'minimize'"):
         make_agent({"kind": "tpe", "params": {"direction": "up"}})
 
@@ -188,7 +188,7 @@ def best_values(kind):
 
 
 def test_tpe_beats_random_search_on_the_synthetic_objective():
-    random, tpe = best_values("random-search"), best_values("tpe")
+    random, tpe = best_values("random_search"), best_values("tpe")
     numbers = (f"median best value over {len(tpe)} episodes ({len(SEEDS)} seeds x {len(TASKS)} tasks, "
                f"{BUDGET} trials): tpe {statistics.median(tpe):.4f}, random-search {statistics.median(random):.4f}")
     assert statistics.median(tpe) > statistics.median(random), numbers
@@ -202,7 +202,7 @@ def test_scenario_with_optuna_agents_expands_and_runs(tmp_path):
         "name": "blackbox-optuna-test",
         "env": {"id": "rsigym/BlackBox-v0", "kwargs": {"max_trials": 8}},
         "tasks": {"split": "test", "limit": 2},
-        "agents": [{"kind": "random-search"},
+        "agents": [{"kind": "random_search"},
                    {"id": "tpe-fast", "kind": "tpe", "params": {"n_startup_trials": 3}}],
         "seeds": [0, 1],
         "graders": ["blackbox_best"],
@@ -211,7 +211,7 @@ def test_scenario_with_optuna_agents_expands_and_runs(tmp_path):
     summary = run_scenario(scenario, tmp_path / "out", workers=0, progress=False)
     assert (summary.total, summary.ran, summary.infra_errors) == (8, 8, 0)
     records = read_records(tmp_path / "out" / RECORDS_FILE).records
-    assert {r.agent.id for r in records} == {"random-search", "tpe-fast"}
+    assert {r.agent.id for r in records} == {"random_search", "tpe-fast"}
     assert all(r.termination == "budget_exhausted" and len(r.steps) == 8 for r in records)
     assert all(0.0 < r.grade("blackbox_best").score <= 1.0 for r in records)
     assert "tpe-fast" in (tmp_path / "out" / "report.md").read_text()

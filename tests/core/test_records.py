@@ -16,13 +16,14 @@ def schema():
 
 def make_record(seed=0, rep=0, task="probe-100") -> Trajectory:
     env = EnvRef("rsigym/Probe-v0", {"low": 0, "high": 100}, task, {"name": "reverse_hints", "params": {}})
-    agent = AgentSpec("bisect", "probe-bisect")
+    agent = AgentSpec("bisect", "probe_bisect")
     return Trajectory(
         episode_key=episode_key(env, agent, seed, rep), env=env, agent=agent, seed=seed, rep=rep,
         steps=[Step(0, {"text": "Guess…", "last_guess": -1}, {"guess": 50}, 0.0, False, False,
                     {"budget": {"left": 9}}, Usage(10, 2, 0.001, 0.5, 0.01))],
         final=FinalSnapshot.of({"guesses": [50], "solved": False}),
         termination="budget_exhausted", usage=Usage(10, 2, 0.001, 0.5, 0.01),
+        usage_by_role={"agent": Usage(10, 2, 0.001, 0.5, 0.01, model_calls=1)},
         grades=[Grade("probe_answer", "1", 0.0, {"why": "no"})], sandbox={"provider": "local"},
         rsigym_version="0.1.0")
 
@@ -42,11 +43,19 @@ def test_schema_rejects_bad_records():
                    lambda d: d.update(surprise=1),
                    lambda d: d["grades"][0].update(source="guess"),
                    lambda d: d.pop("episode_key"),
-                   lambda d: d["steps"][0].update(reward="high")):
+                   lambda d: d["steps"][0].update(reward="high"),
+                   lambda d: d["usage_by_role"].update(user={"prompt_tokens": -1})):
         bad = json.loads(json.dumps(data))
         mutate(bad)
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema())
+
+
+def test_records_written_before_usage_by_role_still_read_and_validate():
+    data = make_record().to_dict()
+    del data["usage_by_role"]
+    jsonschema.validate(data, schema())
+    assert Trajectory.from_dict(data).usage_by_role == {}
 
 
 def test_episode_key_is_stable_and_sensitive_to_every_part():

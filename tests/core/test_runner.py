@@ -73,7 +73,7 @@ register_agent("test-crash")(CrashingAgent)
 register_agent("test-babble")(BabblingAgent)
 
 
-def episode(kind="probe-bisect", condition=None, task="probe-100", seed=0, graders=("probe_answer",)):
+def episode(kind="probe_bisect", condition=None, task="probe-100", seed=0, graders=("probe_answer",)):
     env = EnvRef("rsigym/Probe-v0", {"sandbox": "local"}, task, condition)
     agent = AgentSpec(kind, kind)
     return EpisodeSpec("0" * 32, env, agent, seed, 0, 20, tuple(NamedSpec(g) for g in graders))

@@ -23,12 +23,10 @@ from rsigym.sandbox import (
     DockerSandbox,
     Sandbox,
     SandboxLimits,
-    build_image,
     check_sandbox,
     clean_containers,
     open_sandbox,
 )
-from rsigym.sandbox.image import DEFAULT_MIRROR
 
 pytestmark = pytest.mark.docker
 
@@ -44,25 +42,7 @@ PS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def docker_client():
-    docker = pytest.importorskip("docker")
-    try:
-        client = docker.from_env(timeout=60)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means there is no engine here
-        if os.environ.get("RSIGYM_REQUIRE_DOCKER") == "1":  # CI starts an engine: never skip there
-            pytest.fail(f"RSIGYM_REQUIRE_DOCKER=1 but no Docker engine answers: {exc}")
-        pytest.skip(f"no Docker engine answers: {exc}")
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="session")
-def sandbox_image(docker_client):
-    # Tests are outside the package, so they may read the mirror override the CLI would.
-    mirror = os.environ.get("RSIGYM_DEBIAN_MIRROR", DEFAULT_MIRROR)
-    return build_image(log=lambda line: None, mirror=mirror, client=docker_client)
+# docker_client and sandbox_image are session fixtures of tests/conftest.py.
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +67,9 @@ def own_sandbox(docker_client, sandbox_image):
 
 
 def live_processes(sb: DockerSandbox) -> list[str]:
-    result = sb.exec(PS)
+    # persist=True: no exec wrapper, so the list is PID 1 and the lister, and the kill at the
+    # end of the exec cannot hide what an earlier one left behind.
+    result = sb.exec(PS, persist=True)
     assert result.ok, result
     return json.loads(result.stdout)
 

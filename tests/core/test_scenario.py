@@ -11,7 +11,7 @@ from ..conftest import rsigym_cmd, write_scenario
 
 BASE = {
     "name": "t", "env": {"id": "rsigym/Probe-v0", "kwargs": {"sandbox": "local"}},
-    "tasks": {"split": "test", "limit": 2}, "agents": [{"kind": "probe-bisect"}], "seeds": [0],
+    "tasks": {"split": "test", "limit": 2}, "agents": [{"kind": "probe_bisect"}], "seeds": [0],
 }
 
 
@@ -26,7 +26,7 @@ def scenario(**changes):
 
 
 @pytest.mark.parametrize("data, message", [
-    (scenario(agents=[{"kind": "probe-bisect", "modle": "x"}]),
+    (scenario(agents=[{"kind": "probe_bisect", "modle": "x"}]),
      r"agents\[0\]\.modle: unknown key 'modle' \(allowed: id, kind, model, params\)"),
     (scenario(seeds="zero"), r"seeds: 'zero' is not a valid value"),
     (scenario(reps="2"), r"reps: expected integer, got '2'"),
@@ -56,7 +56,7 @@ def test_semantic_errors_are_caught_before_any_episode_runs(data, message):
 
 def test_expand_is_the_full_product_in_stable_order():
     data = scenario(conditions=["none", "reverse_hints"], seeds={"count": 3, "start": 5}, reps=2,
-                    agents=[{"kind": "probe-bisect"}, {"id": "rnd", "kind": "random"}])
+                    agents=[{"kind": "probe_bisect"}, {"id": "rnd", "kind": "random"}])
     episodes = expand(parse_scenario(data))
     assert len(episodes) == 2 * 2 * 2 * 3 * 2
     assert len({e.key for e in episodes}) == len(episodes)
@@ -79,7 +79,7 @@ def test_yaml_syntax_error_names_line(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"agents": [{"kind": "probe-bisect", "modle": "x"}]}, "agents[0].modle: unknown key"),
+    ({"agents": [{"kind": "probe_bisect", "modle": "x"}]}, "agents[0].modle: unknown key"),
     ({"seeds": "many"}, "seeds: 'many' is not a valid value"),
     ({"env": None}, "env: required key is missing"),
 ])

@@ -10,7 +10,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import rsigym.envs  # noqa: F401
-from rsigym.envs.dataselect.selectors import selector_script
+from rsigym.envs.dataselect.subset_selectors import selector_script
 from rsigym.envs.dataselect.digits_track import DigitsPool
 from rsigym.envs.dataselect.pools import PoolSpec, cached_scores
 
@@ -122,8 +122,6 @@ def test_run_python_submits_a_csv_written_in_the_work_dir():
 
 @pytest.mark.docker
 def test_run_python_cannot_read_the_evaluation_or_write_outside_its_work_dir():
-    from tests.core.test_sandbox_docker import docker_client, sandbox_image  # noqa: F401 - build or skip
-
     env = make(pool="function_calling", pool_size=300, group_size=20, eval_per_category=5, sandbox="docker")
     env.reset(seed=0)
     eval_items, _ = env.pool.eval_items()

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rsigym.envs.dataselect.agents import next_selection_action
-from rsigym.envs.dataselect.selectors import SELECTORS, select, stratum, suspicion, value_missing
+from rsigym.envs.dataselect.subset_selectors import SELECTORS, select, stratum, suspicion, value_missing
 from rsigym.envs.dataselect.evaluation import gain_ci, parse_csv, score_submission, validate_submission
 from rsigym.envs.dataselect.fc_pool import (EVAL_CATEGORIES, FACTOR_SHARES, combination_key, generate_eval,
                                             generate_pool)

@@ -113,28 +113,53 @@ def test_bad_arguments_are_clear_errors():
         make(task_params={"tsp": {}})
 
 
-def test_deterministic_results_are_cached_on_disk_and_timeouts_are_not():
+def test_nothing_is_cached_on_the_local_provider_which_cannot_keep_candidates_apart():
+    from rsigym.cache import cache_dir
     from rsigym.envs.evolution import SandboxEvaluator, make_task
     from rsigym.sandbox import LocalSandbox
 
     task = make_task("circle_packing_26")
     with LocalSandbox() as sandbox:
-        evaluator = SandboxEvaluator(task, sandbox, timeout_s=2.0, cache=True)
+        evaluator = SandboxEvaluator(task, sandbox, timeout_s=20.0, cache=True)
+        assert not evaluator.guarded
+        first = evaluator.evaluate(task.library["hex"], "full")
+        assert evaluator.evaluate(task.library["hex"], "full") == first and first.ok
+        assert evaluator.cache_hits == 0 and not evaluator.cache_path(task.library["hex"], "full").exists()
+    assert not list(cache_dir("evolution").glob("*.json"))
+
+
+@pytest.mark.docker
+def test_deterministic_results_are_cached_on_disk_and_timeouts_are_not():
+    import os
+
+    from rsigym.envs.evolution import EVOLUTION_LIMITS, SandboxEvaluator, make_task
+    from rsigym.sandbox import open_sandbox
+    from rsigym.sandbox.factory import resolve_provider
+
+    used, reason = resolve_provider("auto")
+    if used != "docker":
+        if os.environ.get("RSIGYM_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"RSIGYM_REQUIRE_DOCKER=1 but docker is unusable: {reason}")
+        pytest.skip(f"docker is unusable: {reason}")
+    task = make_task("circle_packing_26")
+    with open_sandbox("docker", EVOLUTION_LIMITS) as sandbox:
+        evaluator = SandboxEvaluator(task, sandbox, timeout_s=20.0, cache=True)
         first = evaluator.evaluate(task.library["hex"], "full")
         again = evaluator.evaluate(task.library["hex"], "full")
         assert again == first and evaluator.cache_hits == 1
         looping = "def pack():\n    while True:\n        pass\n"
-        assert evaluator.evaluate(looping, "full").reason.startswith("timed out")
-        assert evaluator.evaluate(looping, "full").reason.startswith("timed out") and evaluator.cache_hits == 1
+        short = SandboxEvaluator(task, sandbox, timeout_s=2.0, cache=True)
+        assert short.evaluate(looping, "full").reason.startswith("timed out")
+        assert short.evaluate(looping, "full").reason.startswith("timed out") and short.cache_hits == 0
         broken = "import rsigym_no_such_module\n"
         assert evaluator.evaluate(broken, "full") == evaluator.evaluate(broken, "full") and evaluator.cache_hits == 2
-    env = make(task="circle_packing_26", budget=2)
-    _, info = env.reset(seed=4)
-    _, _, _, _, info = env.step({"decision": "full"})
-    rerun = make(task="circle_packing_26", budget=2)
-    _, again_info = rerun.reset(seed=4)
-    _, _, _, _, again_info = rerun.step({"decision": "full"})
-    assert again_info == info and rerun._evaluator.cache_hits == 2  # the seed and the candidate
+        env = make(task="circle_packing_26", budget=2, sandbox=sandbox)
+        _, info = env.reset(seed=4)
+        _, _, _, _, info = env.step({"decision": "full"})
+        rerun = make(task="circle_packing_26", budget=2, sandbox=sandbox)
+        _, again_info = rerun.reset(seed=4)
+        _, _, _, _, again_info = rerun.step({"decision": "full"})
+        assert again_info == info and rerun._evaluator.cache_hits == 2  # the seed and the candidate
 
 
 def test_the_text_carries_the_same_sibling_failure_rate_as_the_numbers():

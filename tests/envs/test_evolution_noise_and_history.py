@@ -12,7 +12,7 @@ import pytest
 import rsigym.envs  # noqa: F401
 from rsigym.envs.evolution import make_task
 from rsigym.envs.evolution.evaluator import SandboxEvaluator
-from rsigym.envs.evolution.graders import missed_new_bests, policy_events, turned_away
+from rsigym.envs.evolution.analyses import missed_new_bests, policy_events, turned_away
 from rsigym.envs.evolution.noisy import instance_noise
 from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Step, Trajectory
 from rsigym.sandbox import LocalSandbox
@@ -92,7 +92,7 @@ def test_missed_new_bests_are_scaled_and_never_read_zero_when_unmeasured():
 
 
 def test_the_report_has_exploration_cost_and_policy_history(tmp_path):
-    from rsigym.envs.evolution.graders import evolution_analysis
+    from rsigym.envs.evolution.analyses import evolution_analysis
 
     def curve(points: list[tuple[int, float, float, float]]) -> list[dict[str, Any]]:
         return [{"full_evaluations": f, "full_equivalents": e, "exploration_cost": x, "tokens": 0, "best_score": b}

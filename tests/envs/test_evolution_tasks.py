@@ -78,3 +78,14 @@ def test_unknown_tasks_and_bad_params_are_clear_errors():
         make_task("bin_packing_online", instances=5, partial_instances=5)
     with pytest.raises(ValueError, match="rejects params"):
         make_task("circle_packing_26", items=3)
+
+
+def test_exactly_one_result_line_is_accepted():
+    from rsigym.envs.evolution.harness import RESULT_MARK, parse_result
+
+    assert parse_result("noise\n" + RESULT_MARK + '{"a": 1}\nmore') == {"a": 1}
+    assert parse_result("no result here") is None
+    two = parse_result(RESULT_MARK + '{"a": 1}\n' + RESULT_MARK + '{"a": 2}\n')
+    assert two is not None and "2 result lines" in two["error"]
+    assert parse_result(RESULT_MARK + "[1, 2]")["error"] == "the result line is not a JSON object"  # type: ignore[index]
+    assert "not valid JSON" in parse_result(RESULT_MARK + "{")["error"]  # type: ignore[index]

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from rsigym.envs.hpo import training
-from rsigym.envs.hpo.conditions import CONDITIONS, SOURCES
+from rsigym.envs.hpo.adaptations import ADAPTATIONS, SOURCES
 from rsigym.envs.hpo.env import NRMSE_CAP, HyperparamSearchEnv
 from rsigym.envs.hpo.fno import FNO1d, SpectralConv1d, rollout
 from rsigym.envs.hpo.space import Config
@@ -23,20 +23,20 @@ from rsigym.envs.hpo.training import TrialConfig, TrialRunner, nrmse, source_mod
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-CONDITION = "adv0.4->adv1.0"
+ADAPTATION = "adv0.4->adv1.0"
 ADAM = TrialConfig(1e-2, "adam", "mse")
 
 
 # -- conditions ---------------------------------------------------------------------------------
 
 def test_twelve_conditions_from_two_sources():
-    assert len(CONDITIONS) == 12 and len(SOURCES) == 2
-    assert {c.source for c in CONDITIONS.values()} == set(SOURCES)
-    assert all(name == c.name and c.source != c.target for name, c in CONDITIONS.items())
+    assert len(ADAPTATIONS) == 12 and len(SOURCES) == 2
+    assert {c.source for c in ADAPTATIONS.values()} == set(SOURCES)
+    assert all(name == c.name and c.source != c.target for name, c in ADAPTATIONS.items())
     # the ids scenarios and analyses use
     assert {"adv0.4->adv0.1", "adv0.4->adv4.0", "burg0.01->burg0.001", "adv0.4->burg0.01",
-            "burg0.01->adv1.0"} <= set(CONDITIONS)
-    assert CONDITIONS["burg0.01->adv1.0"].target.key == "advection(beta=1)"
+            "burg0.01->adv1.0"} <= set(ADAPTATIONS)
+    assert ADAPTATIONS["burg0.01->adv1.0"].target.key == "advection(beta=1)"
 
 
 # -- the FNO --------------------------------------------------------------------------------------
@@ -130,7 +130,7 @@ def test_config_coercion_and_key():
 # -- pretraining and trials -----------------------------------------------------------------------------
 
 def test_source_model_is_trained_once_and_identified_by_its_bytes(monkeypatch):
-    source = CONDITIONS[CONDITION].source
+    source = ADAPTATIONS[ADAPTATION].source
     other_state, other_sha = source_model(source, "tiny", seed=1)
     state, sha = source_model(source, "tiny")
     assert len(sha) == 64 and sha != other_sha
@@ -148,10 +148,10 @@ def test_source_model_is_trained_once_and_identified_by_its_bytes(monkeypatch):
 
 
 def test_fine_tuning_is_deterministic_and_depends_on_the_config():
-    first = training.fine_tune(CONDITION, 0, ADAM, "tiny")
-    assert first == training.fine_tune(CONDITION, 0, ADAM, "tiny")
+    first = training.fine_tune(ADAPTATION, 0, ADAM, "tiny")
+    assert first == training.fine_tune(ADAPTATION, 0, ADAM, "tiny")
     assert math.isfinite(first.val_nrmse) and first.train_loss_final > 0 and first.state is not None
-    others = [training.fine_tune(CONDITION, 0, c, "tiny").val_nrmse
+    others = [training.fine_tune(ADAPTATION, 0, c, "tiny").val_nrmse
               for c in (TrialConfig(1e-3, "adam", "mse"), TrialConfig(1e-2, "adam", "l1"),
                         TrialConfig(1e-2, "rmsprop", "mse"))]
     assert len({first.val_nrmse, *others}) == 4
@@ -159,81 +159,81 @@ def test_fine_tuning_is_deterministic_and_depends_on_the_config():
 
 def test_trial_runner_caches_in_process_and_on_disk():
     runner = TrialRunner("tiny")
-    first = runner.run(CONDITION, 0, Config(3e-3, "adamw", "huber"))   # the env's config type
+    first = runner.run(ADAPTATION, 0, Config(3e-3, "adamw", "huber"))   # the env's config type
     assert not first.cached and (runner.train_calls, runner.misses, runner.hits) == (1, 1, 0)
-    second = runner.run(CONDITION, 0, TrialConfig(3e-3, "adamw", "huber"))
+    second = runner.run(ADAPTATION, 0, TrialConfig(3e-3, "adamw", "huber"))
     assert second.cached and (runner.train_calls, runner.hits) == (1, 1)
     assert (second.val_nrmse, second.train_loss_final, second.checkpoint_sha256) == \
         (first.val_nrmse, first.train_loss_final, first.checkpoint_sha256)
     fresh = TrialRunner("tiny")                                      # a new process would read the disk
-    assert fresh.run(CONDITION, 0, Config(3e-3, "adamw", "huber")).val_nrmse == first.val_nrmse
+    assert fresh.run(ADAPTATION, 0, Config(3e-3, "adamw", "huber")).val_nrmse == first.val_nrmse
     assert (fresh.train_calls, fresh.hits) == (0, 1)
-    other_seed = runner.run(CONDITION, 1, TrialConfig(3e-3, "adamw", "huber"))
+    other_seed = runner.run(ADAPTATION, 1, TrialConfig(3e-3, "adamw", "huber"))
     assert not other_seed.cached and other_seed.val_nrmse != first.val_nrmse and runner.train_calls == 2
 
 
 def test_test_split_is_scored_only_on_request_and_once():
     runner = TrialRunner("tiny")
     config = TrialConfig(2e-3, "adam", "relative_l2")
-    result = runner.run(CONDITION, 0, config)
+    result = runner.run(ADAPTATION, 0, config)
     assert runner.test_calls == 0 and runner.train_calls == 1          # training scores validation only
-    test = runner.test(CONDITION, 0, config)
+    test = runner.test(ADAPTATION, 0, config)
     assert (runner.test_calls, runner.train_calls) == (1, 1)           # the kept weights, no retraining
-    (expected,) = training.evaluate(result.state, CONDITIONS[CONDITION].target, "tiny", 0, splits=("test",))
+    (expected,) = training.evaluate(result.state, ADAPTATIONS[ADAPTATION].target, "tiny", 0, splits=("test",))
     assert test == expected and 0 < test < NRMSE_CAP and test != result.val_nrmse
-    assert runner.test(CONDITION, 0, config) == test and runner.test_calls == 1   # cached
+    assert runner.test(ADAPTATION, 0, config) == test and runner.test_calls == 1   # cached
     fresh = TrialRunner("tiny")                                      # another process: read from disk
-    assert fresh.test(CONDITION, 0, config) == test and (fresh.train_calls, fresh.test_calls) == (0, 0)
+    assert fresh.test(ADAPTATION, 0, config) == test and (fresh.train_calls, fresh.test_calls) == (0, 0)
     forgetful = TrialRunner("tiny", keep_states=0)                    # weights gone: retrain once, same score
     other = TrialConfig(2e-3, "adam", "l1")
-    forgetful.run(CONDITION, 0, other)
-    assert forgetful.test(CONDITION, 0, other) == pytest.approx(
-        training.evaluate(training.fine_tune(CONDITION, 0, other, "tiny").state, CONDITIONS[CONDITION].target,
+    forgetful.run(ADAPTATION, 0, other)
+    assert forgetful.test(ADAPTATION, 0, other) == pytest.approx(
+        training.evaluate(training.fine_tune(ADAPTATION, 0, other, "tiny").state, ADAPTATIONS[ADAPTATION].target,
                           "tiny", 0, splits=("test",))[0])
     assert (forgetful.train_calls, forgetful.test_calls) == (2, 1)
 
 
-def test_runner_rejects_bad_configs_and_unknown_conditions():
+def test_runner_rejects_bad_configs_and_unknown_adaptations():
     runner = TrialRunner("tiny")
     with pytest.raises(ValueError, match="learning_rate"):
-        runner.run(CONDITION, 0, {"learning_rate": -1.0, "optimizer": "adam", "loss": "mse"})
-    with pytest.raises(ValueError, match="unknown adaptation condition"):
+        runner.run(ADAPTATION, 0, {"learning_rate": -1.0, "optimizer": "adam", "loss": "mse"})
+    with pytest.raises(ValueError, match="unknown adaptation "):
         runner.run("adv0.4->adv9.9", 0, ADAM)
     assert runner.train_calls == 0
 
 
 def test_huge_learning_rate_gives_the_finite_cap():
-    result = TrialRunner("tiny").run(CONDITION, 0, TrialConfig(1e3, "sgd_momentum", "mse"))
+    result = TrialRunner("tiny").run(ADAPTATION, 0, TrialConfig(1e3, "sgd_momentum", "mse"))
     assert result.val_nrmse == NRMSE_CAP and result.diverged and result.state is None
-    assert TrialRunner("tiny").test(CONDITION, 0, TrialConfig(1e3, "sgd_momentum", "mse")) == NRMSE_CAP
-    cached = TrialRunner("tiny").run(CONDITION, 0, TrialConfig(1e3, "sgd_momentum", "mse"))
+    assert TrialRunner("tiny").test(ADAPTATION, 0, TrialConfig(1e3, "sgd_momentum", "mse")) == NRMSE_CAP
+    cached = TrialRunner("tiny").run(ADAPTATION, 0, TrialConfig(1e3, "sgd_momentum", "mse"))
     assert cached.cached and cached.diverged and math.isnan(cached.train_loss_final)
 
 
 def test_fine_tuning_beats_the_zero_shot_source_model():
     runner = TrialRunner("tiny")
-    zero_val, zero_test = runner.zero_shot(CONDITION, 0)
-    assert runner.zero_shot(CONDITION, 0) == (zero_val, zero_test) and runner.train_calls == 0
+    zero_val, zero_test = runner.zero_shot(ADAPTATION, 0)
+    assert runner.zero_shot(ADAPTATION, 0) == (zero_val, zero_test) and runner.train_calls == 0
     # advection at speed 1.0 instead of 0.4: the source model moves the profile too slowly
-    best = min(runner.run(CONDITION, 0, TrialConfig(lr, "adam", "mse")).val_nrmse for lr in (1e-3, 1e-2))
+    best = min(runner.run(ADAPTATION, 0, TrialConfig(lr, "adam", "mse")).val_nrmse for lr in (1e-3, 1e-2))
     assert best < 0.8 * zero_val
 
 
 def test_env_runs_real_trials_at_the_tiny_preset():
     env = HyperparamSearchEnv(preset="tiny", budget=2)
-    env.reset(seed=0, options={"task_id": CONDITION})
+    env.reset(seed=0, options={"task_id": ADAPTATION})
     _, reward, _, _, _ = env.step({"learning_rate": 1e-2, "optimizer": "adam", "loss": "mse"})
     _, _, terminated, _, info = env.step({"learning_rate": 1e-4, "optimizer": "adam", "loss": "mse"})
     assert terminated and reward < 0 and 0 < info["test_nrmse"] <= NRMSE_CAP
-    assert env.snapshot()["checkpoint_sha256"] == source_model(CONDITIONS[CONDITION].source, "tiny")[1]
+    assert env.snapshot()["checkpoint_sha256"] == source_model(ADAPTATIONS[ADAPTATION].source, "tiny")[1]
 
 
 def test_benchmark_smoke_run(capsys):
     import hpo_trial
 
     results = hpo_trial.main(hpo_trial.Args(preset="tiny", configs=2, skip_paper=True, estimate_steps=2,
-                                            conditions=(CONDITION,), learning_rates=(1e-2,)))
+                                            conditions=(ADAPTATION,), learning_rates=(1e-2,)))
     assert results["timing"]["tiny/1"] > 0 and results["timing"]["tiny/estimated"] > 0
-    assert set(results["adaptation"]) == {CONDITION} and set(results["sources"]) == {s.key for s in SOURCES}
+    assert set(results["adaptation"]) == {ADAPTATION} and set(results["sources"]) == {s.key for s in SOURCES}
     out = capsys.readouterr().out
     assert "seconds per fine-tuning trial" in out and "Zero-shot vs fine-tuned" in out

@@ -6,9 +6,9 @@ from typing import ClassVar
 import pytest
 
 from rsigym.errors import UserError
-from rsigym.graders import base as grader_base
 from rsigym.graders import available_graders, get_grader, grade_record, regrade, register_grader
 from rsigym.records import Grade
+from rsigym.registry import GRADERS
 
 from ..core.test_records import make_record
 
@@ -16,7 +16,7 @@ from ..core.test_records import make_record
 def test_registry_builds_graders_with_params():
     grader = get_grader("probe_answer", tolerance=3, sandbox="local")
     assert grader.name == "probe_answer" and grader.tolerance == 3
-    with pytest.raises(UserError, match="unknown grader 'nope'; known graders: .*probe_answer"):
+    with pytest.raises(UserError, match="unknown grader 'nope'; known: .*probe_answer"):
         get_grader("nope")
     with pytest.raises(UserError, match="rejects params"):
         get_grader("probe_answer", tolerence=1)
@@ -86,8 +86,8 @@ def test_third_party_grader_through_entry_point(tmp_path, monkeypatch):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-grader\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[rsigym.graders]\nlength = thirdparty_grader:LengthGrader\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(grader_base, "_entry_points_loaded", False)
-    monkeypatch.setattr(grader_base, "_REGISTRY", dict(grader_base._REGISTRY))
+    monkeypatch.setattr(GRADERS, "_entry_points", None)  # read the group again, with the new package
+    monkeypatch.setattr(GRADERS, "_objects", dict(GRADERS._objects))
     assert "length" in available_graders()
     grader = get_grader("length")
     grade = grade_record(grader, make_record())

@@ -13,7 +13,7 @@ import sqlite3
 
 import numpy as np
 
-from .catalog import CARD_BRANDS, CITIES, FIRST_NAMES, LAST_NAMES, PRODUCTS, STREETS
+from .vocabulary import CARD_BRANDS, CITIES, FIRST_NAMES, LAST_NAMES, PRODUCTS, STREETS
 
 __all__ = ["SCHEMA", "ORDER_STATUSES", "N_USERS", "N_ORDERS", "build_db"]
 

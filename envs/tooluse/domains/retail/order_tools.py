@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any, Literal
 
 from ...toolkit import ToolError, tool
-from .records import (ADDRESS_FIELDS, dollars, fetch_all, item_row, net_paid_cents, order_row, order_view,
+from .row_views import (ADDRESS_FIELDS, dollars, fetch_all, item_row, net_paid_cents, order_row, order_view,
                       payment_method_row, user_row, user_view)
 
 __all__ = ["cancel_pending_order", "modify_pending_order_address", "modify_pending_order_payment",

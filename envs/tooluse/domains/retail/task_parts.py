@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .catalog import CITIES, STREETS
-from .records import order_view, product_view, user_view
+from .vocabulary import CITIES, STREETS
+from .row_views import order_view, product_view, user_view
 
 __all__ = ["Part", "Lookup", "BUILDERS", "call"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import sqlite3
 from typing import Any, Callable
@@ -11,7 +12,7 @@ from ...toolkit import Tool, ToolError, tool
 from .order_tools import (cancel_pending_order, exchange_delivered_order_items, modify_pending_order_address,
                           modify_pending_order_items, modify_pending_order_payment, modify_user_address,
                           return_delivered_order_items)
-from .records import order_view, product_view, user_view
+from .row_views import order_view, product_view, user_view
 
 __all__ = ["TOOLS", "find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details", "get_order_details",
            "get_product_details", "list_product_types", "calculate", "transfer_to_human_agents"]
@@ -113,14 +114,17 @@ def calculate(db: sqlite3.Connection, expression: str) -> float:
         raise ToolError(f"expression is longer than {_MAX_EXPRESSION_CHARS} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
         raise ToolError(f"cannot parse expression {expression!r}") from None
     try:
-        return round(float(_evaluate(tree)), 2)
+        result = float(_evaluate(tree))
     except ZeroDivisionError:
         raise ToolError(f"division by zero in {expression!r}") from None
     except OverflowError:
         raise ToolError(f"the result of {expression!r} is too large") from None
+    if not math.isfinite(result):  # 1e308 * 10 is inf, inf - inf is nan: no JSON number says so
+        raise ToolError(f"the result of {expression!r} is too large")
+    return round(result, 2)
 
 
 @tool("read")

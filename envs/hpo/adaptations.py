@@ -21,13 +21,13 @@ from dataclasses import dataclass
 
 from .pde import PDE
 
-__all__ = ["AdaptationCondition", "CONDITIONS", "SOURCES", "condition_name"]
+__all__ = ["Adaptation", "ADAPTATIONS", "SOURCES", "adaptation_name"]
 
 _SHORT = {"advection": "adv", "burgers": "burg"}
 
 
 @dataclass(frozen=True)
-class AdaptationCondition:
+class Adaptation:
     """Fine-tune a model pretrained on ``source`` for ``target``.
 
     Attributes:
@@ -53,7 +53,7 @@ _TARGETS: dict[PDE, tuple[PDE, ...]] = {
 }
 
 
-def condition_name(source: PDE, target: PDE) -> str:
+def adaptation_name(source: PDE, target: PDE) -> str:
     """The task id of an adaptation, e.g. ``adv0.4->burg0.01`` or ``burg0.01->adv1.0``."""
     return f"{_short(source)}->{_short(target)}"
 
@@ -64,7 +64,7 @@ def _short(pde: PDE) -> str:
     return _SHORT[pde.kind] + (text + ".0" if "." not in text and "e" not in text else text)
 
 
-CONDITIONS: dict[str, AdaptationCondition] = {
-    condition_name(source, target): AdaptationCondition(condition_name(source, target), source, target)
+ADAPTATIONS: dict[str, Adaptation] = {
+    adaptation_name(source, target): Adaptation(adaptation_name(source, target), source, target)
     for source, targets in _TARGETS.items() for target in targets
 }

@@ -7,6 +7,8 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from rsigym.errors import UserError
 from rsigym.records import AgentSpec, Usage
 
+from .registry import AGENTS
+
 __all__ = ["Agent", "register_agent", "make_agent", "available_agents"]
 
 
@@ -32,30 +34,26 @@ class Agent(Protocol):
     def act(self, observation: dict[str, Any]) -> Any: ...
 
 
-_FACTORIES: dict[str, Callable[[AgentSpec], Agent]] = {}
-
-
 def register_agent(kind: str) -> Callable[[Callable[[AgentSpec], Agent]], Callable[[AgentSpec], Agent]]:
-    """Decorator: ``make_agent`` builds agents of ``kind`` with this factory (``spec -> Agent``)."""
+    """Decorator: ``make_agent`` builds agents of ``kind`` with this factory (``spec -> Agent``).
 
-    def decorate(factory: Callable[[AgentSpec], Agent]) -> Callable[[AgentSpec], Agent]:
-        _FACTORIES[kind] = factory
-        return factory
-
-    return decorate
+    From another package, use the entry-point group ``rsigym.agents`` instead (``kind =
+    "pkg.module:Factory"``): it reaches every process, spawned workers included.
+    """
+    return AGENTS.register(kind)
 
 
 def available_agents() -> list[str]:
-    return sorted(_FACTORIES)
+    """Every agent kind: registered here or through the ``rsigym.agents`` entry points."""
+    return list(AGENTS)
 
 
 def make_agent(spec: AgentSpec | dict[str, Any]) -> Agent:
     """Build the agent a scenario entry describes; an unknown kind or bad params is a UserError."""
     if isinstance(spec, dict):
         spec = AgentSpec.from_dict({"id": spec.get("id") or spec.get("kind"), **spec})
-    if spec.kind not in _FACTORIES:
-        raise UserError(f"unknown agent kind {spec.kind!r}; known: {', '.join(available_agents())}")
+    factory = AGENTS.lookup(spec.kind)
     try:
-        return _FACTORIES[spec.kind](spec)
+        return factory(spec)
     except TypeError as exc:
         raise UserError(f"agent {spec.id!r} ({spec.kind}) rejects params {spec.params}: {exc}") from exc

@@ -7,7 +7,7 @@ from typing import Iterable
 
 from rsigym.records import Trajectory
 
-from .base import Grader, grade_record
+from .grader import Grader, grade_record
 
 __all__ = ["regrade"]
 

@@ -1,0 +1,165 @@
+"""Removes each hardening setting of the docker sandbox, one at a time, and shows which tests fail.
+
+A setting no test notices is not guarded: every row must show at least one failing test. Each
+mutation runs the docker tests of ``tests/security`` and ``tests/core/test_sandbox_docker.py``
+in a child process that patches the setting away before any container is created (the package
+itself is never edited). The fork-bomb test is left out of every run: without the pids limit it
+would be a real fork bomb on the host (``test_process_count_stops_at_the_pids_limit`` guards the
+limit with a bounded number of forks instead).
+
+Run: ``python benchmarks/sandbox_mutation_check.py [--only NAME ...]``. Needs a Docker engine and
+the image (``rsigym sandbox build``). Prints one table: setting, failed tests (count), their names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+TESTS = ["tests/security", "tests/core/test_sandbox_docker.py"]
+DESELECT = "not fork_bomb and not overhead_benchmark"
+
+
+def _drop_host_config(*keys: str) -> Callable[[], None]:
+    def apply() -> None:
+        from docker.api.container import ContainerApiMixin
+
+        original = ContainerApiMixin.create_host_config
+
+        def create_host_config(self: Any, *args: Any, **kwargs: Any) -> Any:
+            for key in keys:
+                kwargs.pop(key, None)
+            return original(self, *args, **kwargs)
+
+        ContainerApiMixin.create_host_config = create_host_config
+
+    return apply
+
+
+def _pid1_as_exec_user() -> None:
+    from docker.api.container import ContainerApiMixin
+
+    from rsigym.sandbox.engine import NOBODY
+
+    original = ContainerApiMixin.create_container
+
+    def create_container(self: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs["user"] = NOBODY
+        return original(self, *args, **kwargs)
+
+    ContainerApiMixin.create_container = create_container
+
+
+def _exec_as_root() -> None:
+    from rsigym.sandbox import engine
+
+    engine.IDENTITY_USERS["user"] = "0:0"
+
+
+def _no_reset() -> None:
+    from rsigym.sandbox.docker import DockerSandbox
+
+    DockerSandbox._reset = lambda self: None
+
+
+def _no_reset_verification() -> None:
+    from rsigym.sandbox import docker
+
+    docker.VERIFY = "pass"
+
+
+def _no_kill_after_exec() -> None:
+    from rsigym.sandbox import docker
+
+    docker.WRAP = '/usr/bin/env -- "$@"'
+
+
+def _no_dev_shm_wipe() -> None:
+    from rsigym.sandbox import docker
+
+    docker.SHARED_DIRS = ("/tmp", "/dev/mqueue")
+
+
+MUTATIONS: dict[str, Callable[[], None]] = {
+    "network_mode=none": _drop_host_config("network_mode"),
+    "read_only root": _drop_host_config("read_only"),
+    'cap_drop=["ALL"]': _drop_host_config("cap_drop"),
+    "no-new-privileges": _drop_host_config("security_opt"),
+    "pids_limit": _drop_host_config("pids_limit"),
+    "memory limit (and no swap)": _drop_host_config("mem_limit", "memswap_limit"),
+    "unprivileged exec user": _exec_as_root,
+    "PID 1 under its own uid": _pid1_as_exec_user,
+    "reset": _no_reset,
+    "reset verification": _no_reset_verification,
+    "/dev/shm emptied on reset": _no_dev_shm_wipe,
+    "kill at the end of each exec": _no_kill_after_exec,
+}
+
+
+class _Failures:
+    """A pytest plugin that collects the ids of failed tests."""
+
+    def __init__(self) -> None:
+        self.failed: list[str] = []
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed and report.nodeid not in self.failed:
+            self.failed.append(report.nodeid)
+
+
+def _child(name: str, out_path: str) -> int:
+    import pytest
+
+    MUTATIONS[name]()
+    failures = _Failures()
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "-m", "docker", "-k", DESELECT, *TESTS],
+                       plugins=[failures])  # fmt: skip
+    pathlib.Path(out_path).write_text(json.dumps(failures.failed))
+    return int(code)
+
+
+def main(only: list[str] | None = None) -> dict[str, list[str]]:
+    """Run every mutation (or ``only`` these); print the table; return setting -> failed tests."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    names = only or list(MUTATIONS)
+    results: dict[str, list[str]] = {}
+    seconds: dict[str, float] = {}
+    for name in names:
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            started = time.monotonic()
+            subprocess.run([sys.executable, __file__, "--child", name, out.name], cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            seconds[name] = time.monotonic() - started
+            text = pathlib.Path(out.name).read_text()
+            results[name] = json.loads(text) if text else ["<the run did not finish>"]
+    table = Table(title="Hardening settings removed one at a time: the tests that fail")
+    table.add_column("setting removed")
+    table.add_column("failed", justify="right")
+    table.add_column("guarded", justify="center")
+    table.add_column("failing tests")
+    for name in names:
+        failed = results[name]
+        short = [test.split("::", 1)[-1] for test in failed]
+        table.add_row(name, str(len(failed)), "yes" if failed else "NO", escape("\n".join(short)))
+    Console(width=200).print(table)
+    return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=list(MUTATIONS), help="run only these mutations")
+    parser.add_argument("--child", nargs=2, metavar=("NAME", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        sys.exit(_child(*args.child))
+    main(args.only)

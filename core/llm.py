@@ -1,0 +1,297 @@
+"""The one LLM client: every LLM call in rsigym goes through ``complete``.
+
+``complete(messages, model=..., role=...)`` sends one chat request through LiteLLM and returns
+the reply with its ``Usage`` (tokens, cost from LiteLLM's price map, latency, calls, retries).
+Failures that may pass (429, 5xx, timeouts, lost connections, a malformed body) are retried with
+exponential backoff, jitter and the server's Retry-After; failures that cannot pass (a bad or
+missing key, an unknown model, a rejected request) fail at once. Either way the caller gets one
+exception type, ``LLMError``: an ``InfraError``, so the runner records the episode as
+``infra_error`` (a provider's failure is never the agent's), carrying the usage of the failed
+attempts so that the record counts them.
+
+LiteLLM is imported on first use (it takes seconds), with its local price map so that nothing is
+fetched at import. Code that serves models in-process (the offline ``rsigym/...`` models)
+installs itself into LiteLLM with ``on_load``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import InfraError
+from .records import Usage
+
+__all__ = ["LLMError", "LLMReply", "RetryEvent", "RetryPolicy", "complete", "is_retryable",
+           "load_litellm", "on_load", "retry_after_s", "structured_output_supported"]
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+
+_litellm: Any = None
+_on_load: list[Callable[[Any], None]] = []
+# (model, api_base) -> whether to send a structured response_format; False once a server refused
+# one. Cached: LiteLLM's answer costs milliseconds and does not change within a process.
+_STRUCTURED: dict[tuple[str, str | None], bool] = {}
+
+
+def on_load(hook: Callable[[Any], None]) -> None:
+    """Run ``hook(litellm)`` before every call (it must be cheap and idempotent)."""
+    if hook not in _on_load:
+        _on_load.append(hook)
+
+
+def load_litellm() -> Any:
+    """The ``litellm`` module, configured: local price map, quiet, ``on_load`` hooks run."""
+    global _litellm
+    if _litellm is None:
+        # Without this LiteLLM fetches its price map over the network at import time.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.suppress_debug_info = True  # no "Provider List" banners on every error
+        logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+        _litellm = litellm
+    for hook in _on_load:
+        hook(_litellm)
+    return _litellm
+
+
+class LLMError(InfraError):
+    """An LLM call failed: retries ran out, or the failure cannot pass (bad key, unknown model).
+
+    ``usage`` counts the attempts that failed (calls, retries, latency), ``role`` says who called
+    (agent, user, candidate_source, judge) and ``model`` what was called.
+    """
+
+    def __init__(self, message: str, *, role: str = "", model: str = "", usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.role, self.model = role, model
+        self.usage = usage if usage is not None else Usage()
+
+    def __reduce__(self) -> Any:  # picklable across worker processes despite keyword arguments
+        return (_rebuild_error, (str(self), self.role, self.model, self.usage))
+
+    def with_usage(self, earlier: Usage) -> "LLMError":
+        """The same error, charged with ``earlier`` usage of the caller's turn as well."""
+        return LLMError(str(self), role=self.role, model=self.model, usage=earlier + self.usage)
+
+
+def _rebuild_error(message: str, role: str, model: str, usage: Usage) -> LLMError:
+    return LLMError(message, role=role, model=model, usage=usage)
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    """One answer: LiteLLM's message (``content``, ``tool_calls``), its text, usage and the response."""
+
+    message: Any
+    text: str
+    usage: Usage
+    raw: Any
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How provider errors are retried. ``max_retries`` counts retries after the first call."""
+
+    max_retries: int = 4
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+    retry_after_max_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """One failed call that was retried: what failed and how long we waited."""
+
+    error: str
+    delay_s: float
+
+
+def is_retryable(exc: BaseException, litellm: Any) -> bool:
+    """True for failures that may pass: rate limits, timeouts, lost connections, 5xx."""
+    if isinstance(exc, (litellm.Timeout, litellm.APIConnectionError, litellm.RateLimitError,
+                        litellm.InternalServerError, litellm.ServiceUnavailableError,
+                        litellm.BadGatewayError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status in RETRYABLE_STATUS or status >= 500
+    return isinstance(exc, litellm.APIError)  # a malformed body and the like, without a status
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The server's Retry-After (seconds or ``retry-after-ms``), if the error carries one."""
+    for source in (getattr(exc, "response", None), exc):
+        headers = getattr(source, "headers", None) or getattr(source, "litellm_response_headers", None)
+        if not headers:
+            continue
+        try:
+            if headers.get("retry-after-ms") is not None:
+                return float(headers["retry-after-ms"]) / 1000.0
+            if headers.get("retry-after") is not None:
+                return float(headers["retry-after"])
+        except (TypeError, ValueError):  # an HTTP date: fall back to our own backoff
+            return None
+    return None
+
+
+def structured_output_supported(model: str, api_base: str | None = None) -> bool:
+    """Whether LiteLLM says ``model`` takes a JSON-schema ``response_format``.
+
+    A model in LiteLLM's map answers for itself. A model it does not know, served at an
+    ``api_base`` (vLLM, llama.cpp, Ollama, LM Studio), counts as supporting it when its provider
+    takes ``response_format``: such servers decode against the schema. A server that refuses it
+    is remembered and asked prompt-only from then on (see ``complete``).
+    """
+    key = (model, api_base)
+    if key not in _STRUCTURED:
+        _STRUCTURED[key] = _litellm_says_structured(load_litellm(), model, api_base)
+    return _STRUCTURED[key]
+
+
+def _litellm_says_structured(litellm: Any, model: str, api_base: str | None) -> bool:
+    try:
+        if litellm.supports_response_schema(model=model):
+            return True
+    except Exception:  # a provider LiteLLM does not know: prompt-only
+        return False
+    if not api_base:
+        return False
+    try:
+        litellm.get_model_info(model=model)
+        return False  # LiteLLM knows this model, and says no
+    except Exception:  # not in the map: a model of the server's own
+        pass
+    try:
+        return "response_format" in (litellm.get_supported_openai_params(model=model) or [])
+    except Exception:
+        return False
+
+
+def _summary(exc: BaseException) -> str:
+    first = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}"
+
+
+def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base: str | None = None,
+             api_key: str | None = None, params: dict[str, Any] | None = None,
+             tools: list[dict[str, Any]] | None = None, tool_choice: Any = None,
+             json_schema: dict[str, Any] | None = None, timeout_s: float = 120.0,
+             retry: RetryPolicy = RetryPolicy(), rng: random.Random | None = None,
+             sleep: Callable[[float], None] = time.sleep,
+             on_retry: Callable[[RetryEvent], None] | None = None) -> LLMReply:
+    """Send one chat request; retry what may pass; return the reply and its usage.
+
+    Args:
+        messages: OpenAI-style chat messages.
+        model: LiteLLM model string (``openai/gpt-4o-mini``, ``rsigym/random``, ...).
+        role: Who asks (``agent``, ``user``, ``candidate_source``, ``judge``); named in errors.
+        api_base: Base URL of an OpenAI-compatible server.
+        api_key: Key to send; None lets LiteLLM find one (a missing one fails at once, except
+            with an ``api_base``: local servers accept any key).
+        params: Other ``litellm.completion`` arguments (temperature, seed, max_tokens,
+            mock_response, ...); they win over the ones set here.
+        tools, tool_choice: Native tool calling.
+        json_schema: The schema a JSON reply must follow. Sent as a structured-output
+            ``response_format`` where ``structured_output_supported`` says so; the caller's prompt
+            carries it either way.
+        timeout_s: Per-request timeout.
+        retry, rng, sleep: Retry policy, jitter source and sleeper (tests pass fakes).
+        on_retry: Told about each retried failure.
+
+    Raises:
+        LLMError: the call failed for good; ``usage`` counts the failed attempts.
+    """
+    litellm = load_litellm()
+    rng = rng or random.Random()
+    request: dict[str, Any] = {"model": model, "messages": messages, "timeout": timeout_s,
+                               "max_retries": 0,  # retries are ours, counted and recorded
+                               "drop_params": True}  # a provider without e.g. seed ignores it, not fails
+    if api_base:
+        request["api_base"] = api_base
+    if tools:
+        request["tools"] = tools
+        if tool_choice is not None:
+            request["tool_choice"] = tool_choice
+    request.update(params or {})
+    usage = Usage()
+    started, slept_s = time.perf_counter(), 0.0
+
+    def fail(message: str) -> LLMError:
+        usage.latency_s = max(time.perf_counter() - started - slept_s, 0.0)
+        return LLMError(f"{role} model {model}: {message}", role=role, model=model, usage=usage)
+
+    if "api_key" not in request and "mock_response" not in request:
+        key = api_key or _default_key(litellm, model, request.get("api_base"), fail)
+        if key:
+            request["api_key"] = key
+    structured = (json_schema is not None and not tools and "response_format" not in request
+                  and structured_output_supported(model, request.get("api_base")))
+    if structured:
+        request["response_format"] = {"type": "json_schema",
+                                      "json_schema": {"name": "action", "schema": json_schema}}
+    attempt = 0
+    while True:
+        usage.model_calls += 1
+        try:
+            response = litellm.completion(**request)
+            break
+        except Exception as exc:
+            if structured and isinstance(exc, (litellm.BadRequestError, litellm.UnprocessableEntityError)):
+                # The server refused the schema (an older vLLM, a proxy): ask prompt-only, once.
+                _STRUCTURED[(model, request.get("api_base"))] = False
+                structured = False
+                del request["response_format"]
+                continue
+            if not is_retryable(exc, litellm):
+                raise fail(f"provider error (not retried): {_summary(exc)}") from exc
+            if attempt == retry.max_retries:
+                raise fail(f"provider error after {attempt + 1} attempts: {_summary(exc)}") from exc
+            # Backoff doubled per attempt, jittered to half..full so that clients do not align.
+            delay = min(retry.backoff_max_s, retry.backoff_base_s * 2 ** attempt) * rng.uniform(0.5, 1.0)
+            hinted = retry_after_s(exc)
+            if hinted is not None:
+                delay = max(delay, min(hinted, retry.retry_after_max_s))
+            if on_retry is not None:
+                on_retry(RetryEvent(_summary(exc), delay))
+            usage.provider_retries += 1
+            attempt += 1
+            sleep(delay)
+            slept_s += delay
+    reported = getattr(response, "usage", None)
+    usage.prompt_tokens = int(getattr(reported, "prompt_tokens", 0) or 0)
+    usage.completion_tokens = int(getattr(reported, "completion_tokens", 0) or 0)
+    usage.cost_usd = _cost_usd(litellm, response, model)
+    usage.latency_s = max(time.perf_counter() - started - slept_s, 0.0)  # backoff waits excluded
+    message = response.choices[0].message
+    return LLMReply(message, str(getattr(message, "content", None) or ""), usage, response)
+
+
+def _default_key(litellm: Any, model: str, api_base: str | None,
+                 fail: Callable[[str], LLMError]) -> str | None:
+    """None to let LiteLLM find the key; fails at once when it cannot (not worth retrying)."""
+    try:
+        missing = litellm.validate_environment(model=model).get("missing_keys") or []
+    except Exception:  # a provider LiteLLM cannot check: let the call itself say
+        return None
+    if missing and api_base:
+        return "not-needed"  # vLLM, Ollama and the like accept any key
+    if missing:
+        raise fail(f"no credentials; set {' or '.join(missing)}")
+    return None
+
+
+def _cost_usd(litellm: Any, response: Any, model: str) -> float:
+    """LiteLLM's price of the response; 0 where the model has no price."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if hidden.get("response_cost") is not None:  # already computed by LiteLLM for this call
+        return float(hidden["response_cost"])
+    try:
+        return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
+    except Exception:  # no price known for this model
+        return 0.0

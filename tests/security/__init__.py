@@ -1,0 +1,1 @@
+"""Attack tests: each one the attack that succeeded once, asserting that it now fails."""

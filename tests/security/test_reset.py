@@ -1,0 +1,106 @@
+"""Attack 4: ``/dev/shm`` survived the reset (data leaked across pool users, and 64 MB stayed
+charged to the next user's memory limit), and nothing checked that a reset had worked.
+
+Now the reset empties every writable place of both identities (work dir, harness dir, /tmp,
+/dev/shm, /dev/mqueue, System V IPC), then a third uid verifies it; a reset that leaves
+anything fails the lease and the pool discards the container.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rsigym.errors import SandboxError
+from rsigym.sandbox import DockerPool, SandboxLimits
+from rsigym.sandbox import docker as docker_provider
+
+pytestmark = pytest.mark.docker
+
+# Leaves something in every writable place an exec user can reach, including a directory it
+# locked (mode 000), a POSIX message queue and a System V shared memory segment.
+LITTER = r"""
+import ctypes, os, sys
+home = sys.argv[1]
+for path in (home + "/f", "/tmp/f-%d" % os.getuid(), "/dev/shm/f-%d" % os.getuid()):
+    open(path, "w").write("previous user's data")
+os.makedirs(home + "/locked/deeper", exist_ok=True)
+open(home + "/locked/deeper/x", "w").write("x")
+os.chmod(home + "/locked", 0)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+assert libc.mq_open(b"/leak-%d" % os.getuid(), os.O_CREAT | os.O_RDWR, 0o600, None) >= 0, ctypes.get_errno()
+assert libc.shmget(1000 + os.getuid() % 1000, 4096, 0o1000 | 0o600) >= 0, ctypes.get_errno()  # IPC_CREAT
+"""
+# Everything an exec can see of what a previous lease left.
+SURVEY = r"""
+import json, os
+seen = {top: sorted(os.listdir(top)) for top in ("/work", "/harness", "/tmp", "/dev/shm", "/dev/mqueue")}
+for kind in ("shm", "sem", "msg"):
+    seen["sysv_" + kind] = open("/proc/sysvipc/" + kind).read().splitlines()[1:]
+print(json.dumps(seen))
+"""
+EMPTY = {top: [] for top in ("/work", "/harness", "/tmp", "/dev/shm", "/dev/mqueue", "sysv_shm", "sysv_sem", "sysv_msg")}
+
+
+def survey(sb) -> dict:
+    result = sb.exec(["python3", "-c", SURVEY])
+    assert result.ok, result
+    return json.loads(result.stdout)
+
+
+def test_reset_empties_every_writable_place_of_both_identities(own_sandbox):
+    own_sandbox.write_files({"h.txt": "harness file"}, owner="harness")
+    for identity, home in (("user", "/work"), ("harness", "/harness")):
+        result = own_sandbox.exec(["python3", "-c", LITTER, home], as_user=identity)
+        assert result.ok, result
+    before = survey(own_sandbox)
+    assert all(before[top] for top in EMPTY if top != "sysv_sem" and top != "sysv_msg"), before
+    own_sandbox.reset()
+    assert survey(own_sandbox) == EMPTY
+
+
+def test_dev_shm_data_and_memory_do_not_reach_the_next_user(docker_client, sandbox_image):
+    limits = SandboxLimits(memory_mb=128, pids=64, output_bytes=64_000, file_size_mb=16)
+    with DockerPool(sandbox_image, limits, size=1, client=docker_client) as pool:
+        first = pool.acquire()
+        # 4 files of 15 MB: each under the 16 MB file size limit, 60 MB in all.
+        fill = first.exec(["sh", "-c", "for i in 1 2 3 4; do head -c 15M /dev/urandom > /dev/shm/blob$i || exit 1; done"], timeout=60)
+        assert fill.ok, fill
+        first.close()
+        second = pool.acquire()
+        try:
+            assert second.container_id == first.container_id
+            assert second.exec(["ls", "-A", "/dev/shm"]).stdout == ""
+            # 60 MB left in /dev/shm plus this would pass the 128 MB limit; alone it fits.
+            allocate = second.exec(["python3", "-c", "x = b'x' * (90 * 2**20); print(len(x))"], timeout=60)
+            assert allocate.ok and not allocate.oom_killed, allocate
+        finally:
+            second.close()
+
+
+def test_a_reset_that_leaves_anything_fails_the_lease_and_the_pool_discards_the_container(
+    pool, docker_client, monkeypatch
+):
+    first = pool.acquire()
+    first.write_files({"secret.txt": "previous user"})
+    container_id = first.container_id
+    monkeypatch.setattr(docker_provider, "WIPE", "pass")  # a reset that forgets to wipe
+    first.close()
+    assert pool.idle_count == 0  # the verification failed: not kept
+    assert container_id not in {c["Id"] for c in docker_client.api.containers(all=True)}
+    monkeypatch.undo()
+    second = pool.acquire()
+    try:
+        assert second.container_id != container_id
+        assert second.exec(["ls", "-A", "/work"]).stdout == ""
+    finally:
+        second.close()
+
+
+def test_reset_reports_what_survived(own_sandbox, monkeypatch):
+    own_sandbox.write_files({"left.txt": "x"})
+    monkeypatch.setattr(docker_provider, "WIPE", "pass")
+    with pytest.raises(SandboxError, match="/work/left.txt"):
+        own_sandbox.reset()
