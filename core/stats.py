@@ -15,7 +15,8 @@ import numpy as np
 from scipy import stats as _st
 
 __all__ = [
-    "TostResult", "bootstrap_ci", "paired_bootstrap_ci", "mcnemar_exact", "tost_paired", "flip_rate",
+    "TostResult", "bootstrap_ci", "paired_bootstrap_ci", "mcnemar_exact", "sign_flip_test", "tost_paired",
+    "flip_rate", "task_flip_share", "pass_hat_k",
     "icc_oneway", "single_run_difference_sd", "minimum_detectable_difference", "spearman",
     "ndcg_at_k", "regret_at_k",
 ]
@@ -70,7 +71,26 @@ class TostResult:
     ci90_high: float
 
 
-def tost_paired(deltas: Sequence[float], margin: float = 0.10, alpha: float = 0.05) -> TostResult:
+def sign_flip_test(deltas: Sequence[float], resamples: int = 20000, seed: int = 0) -> float:
+    """Two-sided permutation p-value of a mean paired difference of 0 (the sign-flip test).
+
+    Under H0 each difference is as likely to have either sign; scipy's ``permutation_test``
+    flips signs, exactly (all 2^n flips) when ``2^n <= resamples``, else by Monte Carlo. It needs
+    no variance, so it also decides a constant sample: n equal non-zero differences give
+    p = 2 / 2^n. Zero differences carry no sign; fewer than two non-zero differences give p = 1.
+    """
+    data = np.asarray(deltas, dtype=float)
+    data = data[data != 0]
+    if data.size <= 1:  # one sign out of two equally likely: p = 1
+        return 1.0
+    result = _st.permutation_test((data,), np.mean, permutation_type="samples", vectorized=True,
+                                  n_resamples=resamples, alternative="two-sided",
+                                  rng=np.random.default_rng(seed))
+    return float(min(1.0, result.pvalue))
+
+
+def tost_paired(deltas: Sequence[float], margin: float = 0.10, alpha: float = 0.05,
+                bound: float | None = None) -> TostResult:
     """Equivalence of a mean paired difference to 0 within ``(-margin, +margin)`` (TOST).
 
     Tests H0: mean <= -margin and H0: mean >= +margin with one-sided one-sample t-tests on the
@@ -79,8 +99,14 @@ def tost_paired(deltas: Sequence[float], margin: float = 0.10, alpha: float = 0.
 
     Degenerate samples: with fewer than two differences no variance can be estimated, so
     equivalence is never declared (p = 1, CI = (-inf, inf); empty gives nan bounds). A constant
-    sample (zero variance) is equivalent iff ``|mean| < margin``, with p = 0 or 1 and CI
-    ``(mean, mean)``.
+    sample (zero variance) has no t interval. With ``bound`` (the largest possible ``|delta|``,
+    1 for scores in [0, 1]) it is judged distribution-free: n equal differences are what one
+    sees with probability ``(1 - q)^n`` when a share q of the population differs, by at most
+    ``bound + |mean|``; the mean is within the margin unless ``q >= (margin - |mean|) /
+    (bound + |mean|)``, so ``p = (1 - that q)^n`` (3 equal differences: p = 0.73 at margin 0.1;
+    300: p < 1e-13) and the CI is the mean widened by ``(1 - alpha^(1/n)) (bound + |mean|)``.
+    Without ``bound`` a constant sample is equivalent iff ``|mean| < margin`` (p = 0 or 1, CI
+    ``(mean, mean)``): only right when the scores truly cannot vary.
     """
     if margin <= 0:
         raise ValueError(f"margin must be > 0, got {margin}")
@@ -91,8 +117,15 @@ def tost_paired(deltas: Sequence[float], margin: float = 0.10, alpha: float = 0.
         return TostResult(1.0, False, -math.inf, math.inf)
     mean = float(data.mean())
     if np.all(data == data[0]):
-        equivalent = abs(mean) < margin
-        return TostResult(0.0 if equivalent else 1.0, equivalent, mean, mean)
+        if bound is None:
+            equivalent = abs(mean) < margin
+            return TostResult(0.0 if equivalent else 1.0, equivalent, mean, mean)
+        if abs(mean) >= margin:
+            return TostResult(1.0, False, mean, mean)
+        spread = bound + abs(mean)
+        p_value = (1.0 - (margin - abs(mean)) / spread) ** data.size
+        half = (1.0 - alpha ** (1.0 / data.size)) * spread
+        return TostResult(float(p_value), p_value < alpha, mean - half, mean + half)
     above_lower = _st.ttest_1samp(data, popmean=-margin, alternative="greater")
     below_upper = _st.ttest_1samp(data, popmean=margin, alternative="less")
     p_value = float(max(above_lower.pvalue, below_upper.pvalue))
@@ -125,6 +158,38 @@ def flip_rate(outcomes_by_task: Mapping[Any, Sequence[bool | float]], threshold:
         return (math.nan, math.nan, math.nan)
     ci = _st.binomtest(disagreeing, pairs).proportion_ci(confidence_level=confidence, method="wilson")
     return (disagreeing / pairs, float(ci.low), float(ci.high))
+
+
+def task_flip_share(outcomes_by_task: Mapping[Any, Sequence[bool | float]], threshold: float = 0.5,
+                    confidence: float = 0.95) -> tuple[float, float, float, int]:
+    """Share of tasks whose pass/fail result flips across their reruns, with a Wilson CI.
+
+    The per-task reading of rerun noise (a task flips when its reruns do not all agree), next
+    to ``flip_rate``'s per-pair one. Tasks with fewer than two reruns are left out. Returns
+    ``(share, low, high, tasks)``; nan bounds when no task has two reruns.
+    """
+    rows = [list(v) for v in outcomes_by_task.values() if len(v) >= 2]
+    if not rows:
+        return (math.nan, math.nan, math.nan, 0)
+    flipped = sum(len({float(o) >= threshold for o in row}) > 1 for row in rows)
+    ci = _st.binomtest(flipped, len(rows)).proportion_ci(confidence_level=confidence, method="wilson")
+    return (flipped / len(rows), float(ci.low), float(ci.high), len(rows))
+
+
+def pass_hat_k(outcomes_by_task: Mapping[Any, Sequence[bool | float]], k: int,
+               threshold: float = 0.5) -> float:
+    """tau-bench's pass^k: the chance that k reruns of a task, drawn without replacement from
+    its n reruns, all pass, averaged over tasks: ``mean_t C(c_t, k) / C(n_t, k)`` with c_t
+    passes. Tasks with fewer than k reruns are left out; nan when none is left."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    values = []
+    for outcomes in outcomes_by_task.values():
+        if len(outcomes) < k:
+            continue
+        passes = sum(1 for o in outcomes if float(o) >= threshold)
+        values.append(math.comb(passes, k) / math.comb(len(outcomes), k))
+    return float(np.mean(values)) if values else math.nan
 
 
 def _oneway_anova(matrix: Sequence[Sequence[float]]) -> tuple[float, float, float]:

@@ -14,8 +14,9 @@ from rsigym.stats import (TostResult, flip_rate, icc_oneway, mcnemar_exact, mini
                           tost_paired)
 
 from .reruns import RerunNoise, rerun_noise, reruns_analysis
-from .trace import (BehaviourDiff, Effect, Pair, Pairs, RegradeEffect, TaskDelta, Verdict,
-                    behaviour_diff, pair_records, paired_effect, regrade_effect, verdict)
+from .trace import BehaviourDiff, Pair, Pairs, behaviour_diff, pair_records, rerun_behaviour
+from .trace_effects import Effect, Part, RegradeEffect, TaskDelta, paired_effect, regrade_effect
+from .trace_verdict import Attribution, BehaviourRate, Missing, Verdict, attribute
 from .trace_report import trace_analysis
 
 __all__ = [
@@ -26,5 +27,5 @@ __all__ = [
     "Verdict", "behaviour_diff", "flip_rate", "icc_oneway", "mcnemar_exact", "minimum_detectable_difference",
     "ndcg_at_k", "pair_records", "paired_bootstrap_ci", "paired_effect", "regrade_effect", "regret_at_k",
     "rerun_noise", "reruns_analysis", "single_run_difference_sd", "spearman", "tost_paired",
-    "trace_analysis", "verdict",
+    "trace_analysis", "attribute", "Attribution", "BehaviourRate", "Missing", "Part", "rerun_behaviour",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -11,8 +10,9 @@ from typing import Any, Sequence
 from rsigym.records import Trajectory, canonical_json
 from rsigym.report import ReportSection, condition_label, register_analysis
 
-from .trace import (BASELINE_NAMES, BehaviourDiff, Effect, RegradeEffect, Verdict, behaviour_diff,
-                    matches_condition, pair_records, paired_effect, regrade_effect, verdict)
+from .trace import BASELINE_NAMES, matches_condition, pair_records, rerun_behaviour
+from .trace_effects import Effect, RegradeEffect
+from .trace_verdict import MIN_TASKS, Attribution, Verdict, attribute
 
 __all__ = ["TraceRow", "plot_name", "trace_analysis", "treatment_names"]
 
@@ -21,15 +21,23 @@ __all__ = ["TraceRow", "plot_name", "trace_analysis", "treatment_names"]
 class TraceRow:
     agent: str
     treatment: str
-    positive_control: bool
-    effect: Effect
-    diffs: tuple[BehaviourDiff, ...]
-    regrade: RegradeEffect | None
-    verdict: Verdict
+    attribution: Attribution
 
     @property
-    def share_changed(self) -> float:
-        return sum(d.changed for d in self.diffs) / len(self.diffs) if self.diffs else math.nan
+    def positive_control(self) -> bool:
+        return self.attribution.positive_control
+
+    @property
+    def effect(self) -> Effect:
+        return self.attribution.effect
+
+    @property
+    def regrade(self) -> RegradeEffect | None:
+        return self.attribution.regrade
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.attribution.verdict
 
 
 def treatment_names(records: Sequence[Trajectory], baseline: str) -> list[str]:
@@ -52,12 +60,14 @@ def treatment_names(records: Sequence[Trajectory], baseline: str) -> list[str]:
 def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: str = "identity",
                    treatments: Sequence[str] | None = None, grader: str = "reward",
                    regrade_grader: str | None = None, margin: float = 0.10,
-                   positive_controls: Sequence[str] = (), confidence: float = 0.95) -> ReportSection:
+                   positive_controls: Sequence[str] = (), confidence: float = 0.95,
+                   min_tasks: int = MIN_TASKS) -> ReportSection:
     """TRACE attribution of each treatment against ``baseline``, per agent, with a verdict each.
 
     ``treatments`` defaults to every other condition in the records; ``positive_controls`` are
     conditions known to change the outcome (judged ``detected`` / ``not detected``) and are
-    added to the treatments when missing. See ``rsigym.graders.trace.verdict`` for the rules.
+    added to the treatments when missing. The task is the unit; behaviour noise comes from
+    identical reruns of ``baseline``. See ``rsigym.graders.trace_verdict`` for the rules.
     """
     wanted = list(treatments) if treatments is not None else treatment_names(records, baseline)
     wanted += [c for c in positive_controls if c not in wanted]
@@ -66,42 +76,54 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
     for treatment in wanted:
         pairs = pair_records(records, baseline, treatment)
         notes.append(f"- {treatment}: {len(pairs)} pairs, {pairs.infra_excluded} infra-error records "
-                     f"left out, {pairs.unpaired} records without a partner"
-                     + (f", {pairs.duplicates} repeated records (same episode key) left out" if pairs.duplicates else ""))
-        for agent in sorted({p.agent_id for p in pairs}):
-            mine = [p for p in pairs if p.agent_id == agent]
-            diffs = tuple(behaviour_diff(p) for p in mine)
-            effect = paired_effect(mine, grader, margin=margin, confidence=confidence)
-            regrade = (regrade_effect(mine, grader, regrade_grader, margin=margin, confidence=confidence)
-                       if regrade_grader else None)
-            control = treatment in positive_controls
-            rows.append(TraceRow(agent, treatment, control, effect, diffs, regrade,
-                                 verdict(effect, diffs, regrade, margin, positive_control=control)))
+                     f"left out, {pairs.unpaired} records without a partner, {pairs.duplicates} "
+                     "repeated records (same episode key) left out")
+        # an agent whose every pair broke still gets its row; one that never ran the treatment does not
+        broken = {r.agent.id for r in pairs.left_out if r.termination == "infra_error"}
+        for agent in sorted({p.agent_id for p in pairs} | broken):
+            noise = rerun_behaviour(records, baseline, agent)
+            found = attribute(pairs, grader, agent=agent, baseline=baseline, regrade_grader=regrade_grader,
+                              noise=noise, margin=margin, confidence=confidence,
+                              positive_control=treatment in positive_controls, min_tasks=min_tasks)
+            rows.append(TraceRow(agent, treatment, found))
 
     lines = [f"Paired runs of `{grader}`: each treatment against `{baseline}` on the same task, "
-             f"agent, seed and rep. Delta = treatment - baseline, {confidence:.0%} paired bootstrap "
-             f"CI; McNemar exact on pass/fail (score >= 0.5); TOST against margin {margin:.2f}; "
-             "behaviour changed = actions (tool names mapped back) or final database differ."
-             + (f" Regrade grader: `{regrade_grader}`." if regrade_grader else ""), "", *notes, ""]
+             f"agent, seed and rep. **The task is the unit**: each task's pairs (seeds x reruns) are "
+             f"averaged first, n counts tasks. Delta = treatment - baseline, {confidence:.0%} "
+             "bootstrap CI over tasks; sign-flip permutation test (exact up to 14 tasks); TOST "
+             f"against margin {margin:.2f}; fewer than {min_tasks} tasks: insufficient data. "
+             "Behaviour changed = actions (tool names mapped back) or final database differ, "
+             f"per task, against the same rate between identical reruns of `{baseline}`."
+             + (f" Regrade grader: `{regrade_grader}`; grader part = delta - regrade delta, "
+                "behaviour part = regrade delta." if regrade_grader else ""), "", *notes, ""]
     if not rows:
         return ReportSection("TRACE", "\n".join(lines + ["No pairs."]), "no pairs")
-    lines += ["| agent | treatment | n pairs | baseline | treatment mean | delta | 95% CI | McNemar p "
-              "| TOST p | behaviour changed | regrade delta | verdict |",
-              "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
+    lines += ["| agent | treatment | n tasks (pairs) | baseline | treatment mean | delta | 95% CI "
+              "| sign-flip p | TOST p | behaviour changed (reruns) | grader part | behaviour part "
+              "| missing | verdict |",
+              "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|---|---|"]
     for row in rows:
-        e = row.effect
-        regraded = f"{row.regrade.delta:+.3f}" if row.regrade and row.regrade.regraded.n else "-"
+        e, a = row.effect, row.attribution
+        grader_part = a.grader_part.text() if a.grader_part and a.regrade and a.regrade.regraded.n else "-"
+        behaviour_part = a.behaviour_part.text() if a.behaviour_part and a.behaviour_part.n else "-"
         name = row.treatment + (" (positive control)" if row.positive_control else "")
-        lines.append(f"| {row.agent} | {name} | {e.n} | {e.mean_baseline:.3f} | {e.mean_treatment:.3f} "
-                     f"| {e.delta:+.3f} | [{e.ci_low:+.3f}, {e.ci_high:+.3f}] | {e.mcnemar_p:.3g} "
-                     f"| {e.tost.p_value:.3g} | {row.share_changed:.0%} | {regraded} "
-                     f"| **{row.verdict.label}** |")
+        noise_rate = f"{a.behaviour.noise:.0%}" if a.behaviour.reference else "-"
+        m = a.missing
+        missing = f"{m.ungraded_pairs}/{m.infra_records}/{m.unpaired_records}"
+        lines.append(f"| {row.agent} | {name} | {e.n} ({e.n_pairs}) | {e.mean_baseline:.3f} "
+                     f"| {e.mean_treatment:.3f} | {e.delta:+.3f} | [{e.ci_low:+.3f}, {e.ci_high:+.3f}] "
+                     f"| {e.p_value:.3g} | {e.tost.p_value:.3g} | {a.behaviour.rate:.0%} ({noise_rate}) "
+                     f"| {grader_part} | {behaviour_part} | {missing} | **{row.verdict.label}** |")
+    lines += ["", "missing = ungraded pairs / infra-error records / unpaired records; a verdict is "
+              "withheld when imputing them as the worst or best case could change it."]
     lines += [""] + [f"- **{r.agent} / {r.treatment}: {r.verdict.label}.** {r.verdict.sentence}."
                      for r in rows]
     lines += _flip_tables(rows) + _per_task_table(rows)
     summary = "; ".join(f"{r.agent}/{r.treatment}: {r.verdict.label}" for r in rows)
     # several trace sections may share a report: only the default one gets the plain file name
     params = [baseline, treatments, grader, regrade_grader, margin, list(positive_controls), confidence]
+    if min_tasks != MIN_TASKS:
+        params.append(min_tasks)
     name = plot_name("trace_effects", params, ["identity", None, "reward", None, 0.10, [], 0.95])
     return ReportSection("TRACE", "\n".join(lines), summary, [_plot_effects(out_dir / name, rows, margin)])
 
@@ -114,7 +136,7 @@ def plot_name(stem: str, params: list[Any], defaults: list[Any]) -> str:
 
 
 def _per_task_table(rows: list[TraceRow]) -> list[str]:
-    lines = ["", "<details><summary>Per-task deltas</summary>", "",
+    lines = ["", "<details><summary>Per-task deltas (the unit of inference)</summary>", "",
              "| agent | treatment | task | n | baseline | treatment | delta |",
              "|---|---|---|---:|---:|---:|---:|"]
     for row in rows:
@@ -131,7 +153,7 @@ def _flip_tables(rows: list[TraceRow]) -> list[str]:
     lines = ["", "Regrade flips (original grade -> regrade, per record):", "",
              "| agent | treatment | side | " + " | ".join(kinds) + " |", "|---|---|---|" + "---:|" * 4]
     for row in rows:
-        if row.regrade is None:
+        if row.regrade is None or row.effect.n_pairs == 0:
             continue
         for side, counts in row.regrade.flips.items():
             lines.append(f"| {row.agent} | {row.treatment} | {side} | "
@@ -159,7 +181,7 @@ def _plot_effects(path: Path, rows: list[TraceRow], margin: float) -> str:
     ax.set_yticks(range(len(rows)), [f"{r.treatment} / {r.agent}" for r in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top, in table order
     ax.set_xlabel("delta (treatment - baseline)")
-    ax.set_title("TRACE: paired delta with 95% CI (red: positive control)", fontsize=9)
+    ax.set_title("TRACE: paired delta over tasks with 95% CI (red: positive control)", fontsize=9)
     ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -10,9 +10,10 @@ facts. They differ only in how they find the tool for each step among the tools 
 * ``description_reader``: by keyword overlap with names (weighted double) and descriptions;
   names that point to the wrong tool (``misleading_names``) fool it: the positive control.
 
-``error_rate`` (seeded by seed, rep and task) makes an episode slip with that probability (skip
-its last WRITE, or, with no WRITE to skip, leave out the facts the user must hear), so every slip
-fails the task: run-to-run noise of a known size. Each agent is also an offline LiteLLM model
+``error_rate`` makes an episode slip with that probability (skip its last WRITE, or, with no WRITE
+to skip, leave out the facts the user must hear), so every slip fails the task: run-to-run noise
+of a known size. The draw is seeded by (task, agent, condition, seed, rep), so the two arms of a
+TRACE pair slip independently: a paired delta is -1, 0 or +1 with variance 2p(1 - p). Each agent is also an offline LiteLLM model
 (``rsigym/role_binding``, ...), so the LLMAgent code path can be checked against it.
 """
 
@@ -24,7 +25,7 @@ from typing import Any, Callable
 
 from rsigym.agent import register_agent
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
-from rsigym.records import AgentSpec, Usage
+from rsigym.records import AgentSpec, Usage, canonical_json
 
 
 __all__ = ["ToolUsePlanAgent", "CHOOSERS", "final_message"]
@@ -96,8 +97,11 @@ class ToolUsePlanAgent:
         self.domain = get_domain(self.task.domain)
         self.shown = _displayed(task_info.get("tools"))
         self.plan = list(self.task.gold_actions)
-        # String seeds hash with SHA-512 in random.Random: the same draw in every process.
-        rng = random.Random(f"{seed}/{task_info.get('rep', 0)}/{self.task.task_id}/{self.spec.kind}")
+        # String seeds hash with SHA-512 in random.Random: the same draw in every process. The
+        # condition is part of the key, else both arms of a pair would slip together.
+        condition = canonical_json(task_info.get("condition"))
+        rng = random.Random(f"{seed}/{task_info.get('rep', 0)}/{self.task.task_id}/{self.spec.id}/"
+                            f"{self.spec.kind}/{condition}")
         self.slipped = rng.random() < self.error_rate
         self.forget_facts = False
         if self.slipped:  # a slip always costs the task: a missed WRITE, or untold facts

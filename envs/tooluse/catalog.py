@@ -35,13 +35,26 @@ def get_domain(name: str) -> Domain:
     return entry
 
 
+REPLICATION = "replication"
+
+
 def get_tasks(domain: str, split: str | None = None) -> list[Task]:
+    """The tasks of ``split`` (``all``/None: every task).
+
+    ``replication`` is derived, for replicating a ``controlled`` finding on fresh tasks: the
+    ``test`` tasks whose template occurs in the ``controlled`` split (same kinds of task, other
+    users, orders and wording; never a controlled task). Their ``split`` field stays ``test``.
+    """
     tasks = build_tasks(get_domain(domain))
     if split in (None, "all"):
         return list(tasks)
-    chosen = [t for t in tasks if t.split == split]
+    if split == REPLICATION:
+        templates = {t.template for t in tasks if t.split == "controlled"}
+        chosen = [t for t in tasks if t.split == "test" and t.template in templates]
+    else:
+        chosen = [t for t in tasks if t.split == split]
     if not chosen:
-        known = sorted({t.split for t in tasks})
+        known = sorted({t.split for t in tasks} | ({REPLICATION} if any(t.split == "controlled" for t in tasks) else set()))
         raise ValueError(f"unknown {domain} split {split!r}; known: all, {', '.join(known)}")
     return chosen
 

@@ -117,3 +117,45 @@ def test_ranking_metrics():
     # ranks (1,2,3) vs (1,3,2): rho = 1 - 6 * 2 / (3 * 8) = 0.5
     assert spearman([1, 2, 3], [1, 3, 2]) == pytest.approx(0.5)
     assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
+
+
+def test_sign_flip_test_is_exact_and_needs_no_variance():
+    from rsigym.stats import sign_flip_test
+
+    # 12 equal drops: only the all-negative and all-positive flips are as extreme: 2 / 2^12
+    assert sign_flip_test([-1.0] * 12) == pytest.approx(2 / 4096)
+    # 3 drops among 12 tasks: zeros carry no sign, 2 / 2^3 = 0.25
+    assert sign_flip_test([-1.0] * 3 + [0.0] * 9) == pytest.approx(0.25)
+    # (1, 2, -3): |mean| >= observed for flips with sum in {0 ... }: sums are +-6, +-4, +-2, 0, 0;
+    # observed sum 0 -> every flip is as extreme: p = 1
+    assert sign_flip_test([1.0, 2.0, -3.0]) == 1.0
+    assert sign_flip_test([]) == 1.0 and sign_flip_test([0.5]) == 1.0
+
+
+def test_tost_bound_for_a_constant_sample():
+    # 3 equal zeros: a 10% share of differing tasks (by at most 1) hides with (0.9)^3 = 0.729
+    result = tost_paired([0.0] * 3, margin=0.10, bound=1.0)
+    assert result.p_value == pytest.approx(0.729) and not result.equivalent
+    # 300 equal zeros: 0.9^300 ~ 1.9e-14; CI half-width (1 - 0.05^(1/300)) = 0.009937
+    result = tost_paired([0.0] * 300, margin=0.10, bound=1.0)
+    assert result.equivalent and result.p_value == pytest.approx(0.9 ** 300)
+    assert result.ci90_high == pytest.approx(1 - 0.05 ** (1 / 300))
+    # 30 equal -0.02: q = 0.08 / 1.02, p = (1 - q)^30 = 0.0868 -> not yet
+    assert tost_paired([-0.02] * 30, bound=1.0).p_value == pytest.approx((1 - 0.08 / 1.02) ** 30)
+    assert not tost_paired([0.2] * 50, bound=1.0).equivalent
+    assert tost_paired([0.0] * 3).equivalent  # without a bound: the old reading, kept for callers that know
+
+
+def test_task_flip_share_and_pass_hat_k():
+    from rsigym.stats import pass_hat_k, task_flip_share
+
+    table = {"a": [1.0, 1.0, 0.0], "b": [1.0, 1.0], "c": [0.0, 1.0, 1.0, 0.0], "d": [1.0]}
+    share, low, high, tasks = task_flip_share(table)
+    assert (share, tasks) == (2 / 3, 3) and low < 2 / 3 < high  # a and c flip, b does not, d has no rerun
+    # pass^1 over all four tasks: (2/3 + 1 + 1/2 + 1) / 4; pass^2: a C(2,2)/C(3,2) = 1/3, b 1,
+    # c C(2,2)/C(4,2) = 1/6 -> (1/3 + 1 + 1/6) / 3 = 0.5; pass^3: a 0, c C(2,3) = 0 -> 0
+    assert pass_hat_k(table, 1) == pytest.approx((2 / 3 + 1 + 0.5 + 1) / 4)
+    assert pass_hat_k(table, 2) == pytest.approx(0.5)
+    assert pass_hat_k(table, 3) == 0.0 and math.isnan(pass_hat_k(table, 5))
+    with pytest.raises(ValueError, match="k must be"):
+        pass_hat_k(table, 0)

@@ -8,9 +8,9 @@ import pytest
 
 from rsigym.graders import regrade
 from rsigym.graders.reruns import rerun_noise
-from rsigym.graders.trace import (BehaviourDiff, Effect, behaviour_diff, pair_records, paired_effect,
-                                  regrade_effect, verdict)
-from rsigym.stats import tost_paired
+from rsigym.graders.trace import BehaviourDiff, behaviour_diff, pair_records, rerun_behaviour
+from rsigym.graders.trace_effects import paired_effect, regrade_effect
+from rsigym.graders.trace_verdict import attribute
 from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory, episode_key
 from rsigym.report import write_report
 from rsigym.scenario import NamedSpec
@@ -128,23 +128,26 @@ def test_mapping_falls_back_to_the_snapshot_tool_names():
 
 def test_rename_is_a_measurement_artifact():
     pairs = pair_records(rename_battery(), "identity", "rename_tools")
-    diffs = [behaviour_diff(p) for p in pairs]
     effect = paired_effect(pairs, "action_match")
-    assert (effect.n, effect.mean_baseline, effect.mean_treatment, effect.delta) == (12, 1.0, 0.0, -1.0)
+    assert (effect.n, effect.n_pairs, effect.unit) == (12, 12, "task")
+    assert (effect.mean_baseline, effect.mean_treatment, effect.delta) == (1.0, 0.0, -1.0)
     assert (effect.ci_low, effect.ci_high) == (-1.0, -1.0)
-    # 12 pairs pass -> fail, none the other way: p = 2 / 2^12
+    # 12 tasks pass -> fail, none the other way: p = 2 / 2^12, for McNemar and the sign-flip test
     assert (effect.b, effect.c) == (12, 0) and effect.mcnemar_p == pytest.approx(2 / 4096)
+    assert effect.p_value == pytest.approx(2 / 4096) and effect.moved
     assert not effect.tost.equivalent
     assert [t.delta for t in effect.per_task] == [-1.0] * 12
-    assert verdict(effect, diffs).label == "measurement artifact"
+    assert attribute(pairs, "action_match").verdict.label == "measurement artifact"
 
     regrade = regrade_effect(pairs, "action_match", "action_match_mapped")
     assert regrade.delta == 0.0 and regrade.original.delta == -1.0
+    assert regrade.grader_part.estimate == -1.0 and regrade.grader_part.established()
     assert regrade.flips["baseline"]["pass->pass"] == 12 and regrade.flips["treatment"]["fail->pass"] == 12
-    result = verdict(effect, diffs, regrade)
-    assert result.label == "measurement artifact"
-    assert "delta -1.000 (95% CI -1.000 to -1.000" in result.sentence
-    assert "behaviour changed in 0% of pairs" in result.sentence and "regrade delta +0.000" in result.sentence
+    result = attribute(pairs, "action_match", regrade_grader="action_match_mapped")
+    assert result.verdict.label == "measurement artifact"
+    assert "delta -1.000 (95% CI -1.000 to -1.000, n=12 tasks (12 pairs)" in result.verdict.sentence
+    assert "behaviour changed in 0% of pairs" in result.verdict.sentence
+    assert "grader part -1.000 [-1.000, -1.000]" in result.verdict.sentence
 
 
 def test_same_name_regrade_reads_live_then_regrade_grades():
@@ -170,12 +173,12 @@ def test_behaviour_change():
     records = behaviour_battery()
     records[3].grades[0].score = 1.0  # one treatment pair still scores: delta -11/12
     pairs = pair_records(records, "identity", "hide_cancel")
-    diffs = [behaviour_diff(p) for p in pairs]
     effect = paired_effect(pairs, "reward")
     assert effect.delta == pytest.approx(-11 / 12) and (effect.b, effect.c) == (11, 0)
     assert effect.ci_high < 0
-    result = verdict(effect, diffs)
-    assert result.label == "behaviour change" and "behaviour changed in 100% of pairs" in result.sentence
+    result = attribute(pairs, "reward")
+    assert result.verdict.label == "behaviour change"
+    assert "behaviour changed in 100% of pairs (mean over tasks) vs no rerun reference" in result.verdict.sentence
 
 
 def test_identical_behaviour_within_margin_is_no_effect():
@@ -188,10 +191,10 @@ def test_identical_behaviour_within_margin_is_no_effect():
     effect = paired_effect(pairs, "reward")
     assert effect.delta == pytest.approx(0.0, abs=1e-12) and effect.tost.equivalent
     assert effect.tost.p_value < 1e-6
-    assert verdict(effect, [behaviour_diff(p) for p in pairs]).label == "no effect"
+    assert attribute(pairs, "reward").verdict.label == "no effect"
 
 
-def test_small_noisy_sample_is_indistinguishable_from_noise():
+def test_small_samples_get_no_confident_label():
     records = []
     for i, (x, y) in enumerate([(0.0, 1.0), (1.0, 0.0), (1.0, 1.0), (1.0, 0.0)]):
         records.append(make_record(f"t{i}", None, grades={"reward": x}))
@@ -201,35 +204,124 @@ def test_small_noisy_sample_is_indistinguishable_from_noise():
     effect = paired_effect(pairs, "reward")
     assert effect.delta == -0.25 and effect.ci_low < 0 < effect.ci_high and not effect.tost.equivalent
     assert (effect.b, effect.c) == (2, 1) and effect.mcnemar_p == 1.0  # 2 * P(X <= 1 | 3) = 1
-    assert verdict(effect, [behaviour_diff(p) for p in pairs]).label == "indistinguishable from noise"
+    result = attribute(pairs, "reward")
+    assert result.verdict.label == "insufficient data" and "fewer than 10 tasks" in result.verdict.sentence
+    assert attribute(pairs, "reward", min_tasks=4).verdict.label == "indistinguishable from noise"
+    # one pair that drops, three identical pairs: neither is evidence of anything
+    one = pair_records(rename_battery(1), "identity", "rename_tools")
+    assert attribute(one, "action_match", positive_control=True).verdict.label == "insufficient data"
 
 
-def _effect(delta, low, high, mcnemar_p=1.0, deltas=(0.0, 1.0)):
-    return Effect("g", 10, 0.5, 0.5 + delta, delta, low, high, mcnemar_p, 0, 0, tost_paired(list(deltas)))
+def test_reruns_are_not_independent_pairs():
+    # 12 tasks x 3 reruns; 3 tasks drop in every rerun: 9 discordant pairs (p = 0.004 if pooled)
+    records = []
+    for i in range(12):
+        for rep in range(3):
+            records.append(make_record(f"t{i:02d}", None, grades={"reward": 1.0}, rep=rep))
+            records.append(make_record(f"t{i:02d}", RENAME, mapping=MAPPING, rep=rep,
+                                       grades={"reward": 0.0 if i < 3 else 1.0}))
+    pairs = pair_records(records, "identity", "rename_tools")
+    effect = paired_effect(pairs, "reward")
+    assert (effect.n, effect.n_pairs, effect.b, effect.c) == (12, 36, 3, 0)
+    assert effect.p_value == pytest.approx(0.25) and effect.mcnemar_p == pytest.approx(0.25)
+    assert not effect.moved
+    assert attribute(pairs, "reward").verdict.label == "indistinguishable from noise"
+
+
+def test_missing_grades_and_infra_errors_are_counted_and_withhold():
+    records = []
+    for i in range(50):  # 8 tasks really fail, and the grader errors on exactly those records
+        records.append(make_record(f"t{i:02d}", None, grades={"reward": 1.0}))
+        records.append(make_record(f"t{i:02d}", {"name": "hide_cancel", "params": {}}, db="db-x" if i < 8 else "db-gold",
+                                   actions=GOLD[:1] if i < 8 else GOLD, grades={"reward": None if i < 8 else 1.0}))
+    pairs = pair_records(records, "identity", "hide_cancel")
+    result = attribute(pairs, "reward")
+    assert result.effect.n == 42 and result.missing.ungraded_pairs == 8
+    assert result.verdict.label == "withheld" and "8 ungraded pairs" in result.verdict.sentence
+    assert "worst case give delta -0.160" in result.verdict.sentence
+    # the same drop graded: a behaviour change, nothing missing
+    for record in records:
+        if record.grades[0].score is None:
+            record.grades[0].score = 0.0
+    assert attribute(pair_records(records, "identity", "hide_cancel"), "reward").verdict.label == "behaviour change"
+    # infra errors on 20 of 50 treatment records of an otherwise equivalent battery
+    for i, record in enumerate(records[1::2]):
+        record.grades[0].score = 1.0
+        record.steps, record.final = records[2 * i].steps, records[2 * i].final
+        if i >= 30:
+            record.termination = "infra_error"
+    pairs = pair_records(records, "identity", "hide_cancel")
+    result = attribute(pairs, "reward")
+    assert (result.missing.infra_records, result.missing.unpaired_records) == (20, 20)
+    assert result.verdict.label == "withheld" and "20 infra-error records" in result.verdict.sentence
+
+
+def test_duplicated_episodes_are_counted_not_fatal():
+    records = rename_battery(12)
+    pairs = pair_records(records + records[:3], "identity", "rename_tools")
+    assert len(pairs) == 12 and pairs.duplicates == 3
+    assert attribute(pairs, "action_match").missing.duplicates == 3
+
+
+def test_behaviour_change_needs_to_exceed_rerun_noise():
+    # an agent that takes one of two paths at random in every run, same outcome
+    records = []
+    for i in range(30):
+        for rep in range(2):
+            records.append(make_record(f"t{i:02d}", None, grades={"reward": 1.0}, rep=rep,
+                                       actions=GOLD if (i + rep) % 2 else GOLD[::-1]))
+            records.append(make_record(f"t{i:02d}", RENAME, mapping=MAPPING, rep=rep,
+                                       actions=GOLD if (i + rep + 1) % 2 else GOLD[::-1],
+                                       grades={"reward": 0.0 if i < 20 else 1.0}))
+    noise = rerun_behaviour(records, "identity", "scripted")
+    assert noise == {f"t{i:02d}": (1, 1) for i in range(30)}
+    pairs = pair_records(records, "identity", "rename_tools")
+    result = attribute(pairs, "reward", noise=noise)
+    assert result.effect.moved and result.behaviour.rate == 1.0 and result.behaviour.noise == 1.0
+    assert not result.behaviour.excess.established(+1)
+    assert result.verdict.label == "inconclusive"
+    # without the reference the same changes look like behaviour
+    assert attribute(pairs, "reward").verdict.label == "behaviour change"
+
+
+def test_mixed_splits_the_drop_with_two_cis():
+    records = []
+    for i in range(25):  # 8 tasks fail only under the name-bound ruler, 8 more really fail
+        fake, real = i < 8, 8 <= i < 16
+        records.append(make_record(f"t{i:02d}", None, grades={"action_match": 1.0, "action_match_mapped": 1.0}))
+        records.append(make_record(f"t{i:02d}", RENAME, mapping=MAPPING, actions=GOLD[:1] if real else GOLD,
+                                   db="db-x" if real else "db-gold",
+                                   grades={"action_match": 0.0 if fake or real else 1.0,
+                                           "action_match_mapped": 0.0 if real else 1.0}))
+    pairs = pair_records(records, "identity", "rename_tools")
+    result = attribute(pairs, "action_match", regrade_grader="action_match_mapped")
+    assert result.verdict.label == "mixed"
+    assert result.effect.delta == pytest.approx(-0.64)
+    assert result.grader_part.estimate == pytest.approx(-0.32) and result.grader_part.ci_high < 0
+    assert result.behaviour_part.estimate == pytest.approx(-0.32) and result.behaviour_part.ci_high < 0
+    assert "grader part -0.320 [" in result.verdict.sentence and "behaviour part (regrade" in result.verdict.sentence
 
 
 def test_positive_control_rule():
     pairs = pair_records(behaviour_battery(), "identity", "hide_cancel")
-    effect = paired_effect(pairs, "reward")
-    diffs = [behaviour_diff(p) for p in pairs]
-    assert verdict(effect, diffs, positive_control=True).label == "detected"  # CI (-1, -1)
-    # |delta| > margin with a CI that reaches inside the margin: McNemar decides
-    near = _effect(-0.3, -0.5, -0.05, mcnemar_p=0.02)
-    assert verdict(near, diffs, positive_control=True).label == "detected"
-    near = _effect(-0.3, -0.5, -0.05, mcnemar_p=0.2)
-    assert verdict(near, diffs, positive_control=True).label == "not detected"
-    assert verdict(_effect(0.0, -0.05, 0.05), diffs, positive_control=True).label == "not detected"
+    assert attribute(pairs, "reward", positive_control=True).verdict.label == "detected"  # CI (-1, -1)
+    records = behaviour_battery()
+    for record in records[1:6:2] + records[7::2]:
+        record.grades[0].score = 1.0  # 3 of 12 tasks drop: not established
+    pairs = pair_records(records, "identity", "hide_cancel")
+    assert attribute(pairs, "reward", positive_control=True).verdict.label == "not detected"
 
 
 def test_regrade_that_still_sees_the_delta_means_behaviour():
-    pairs = pair_records(rename_battery(), "identity", "rename_tools")
-    diffs = [behaviour_diff(p) for p in pairs]
-    effect = paired_effect(pairs, "action_match")
-    still = regrade_effect(pairs, "action_match", "action_match")  # no regrade grades: ignored
-    assert still.regraded.n == 0 and verdict(effect, diffs, still).label == "measurement artifact"
-    same_ruler = regrade_effect(pairs, "action_match", "action_match_mapped")
-    drops_too = replace(same_ruler, regraded=effect)  # a regrade that also drops by 1.0
-    assert verdict(effect, diffs, drops_too).label == "behaviour change"
+    pairs = pair_records(behaviour_battery(), "identity", "hide_cancel")
+    for pair in pairs:
+        pair.baseline.grades.append(Grade("reward_v2", "1", 1.0))
+        pair.treatment.grades.append(Grade("reward_v2", "1", 0.0))
+    result = attribute(pairs, "reward", regrade_grader="reward_v2")
+    assert result.grader_part.estimate == 0.0 and not result.grader_part.established()
+    assert result.verdict.label == "behaviour change"
+    # a regrade grader no record carries is ignored
+    assert "no regrade grades found" in attribute(pairs, "reward", regrade_grader="nope").verdict.sentence
 
 
 def rerun_records(table, condition=None, agent="scripted"):
@@ -250,6 +342,10 @@ def test_rerun_noise_identical_and_constructed():
     assert noisy.sd_single_run_difference == pytest.approx(math.sqrt(5 / 9))
     assert noisy.mdd == pytest.approx(1.205609, abs=1e-5)
     assert noisy.per_task["a"][0] == pytest.approx(2 / 3) and noisy.per_task["b"][0] == 0.0
+    # per task: a and c flip, b does not; pass^k over the tasks with >= k reruns
+    assert noisy.task_flip_share == pytest.approx(2 / 3)
+    assert noisy.pass_hat_k[1] == pytest.approx((2 / 3 + 1 + 0.5) / 3)
+    assert noisy.pass_hat_k[2] == pytest.approx(0.5) and set(noisy.pass_hat_k) == {1, 2, 3, 4}
     # a condition filter and infra errors leave records out
     mixed = rerun_records({"a": [1.0, 0.0]}) + rerun_records({"a": [1.0, 1.0]}, RENAME)
     assert rerun_noise(mixed, "reward", condition="none").flip_rate == 1.0
@@ -275,14 +371,20 @@ def test_registered_analyses_write_markdown_and_plots(tmp_path):
         NamedSpec("trace", {"grader": "reward"}),
         NamedSpec("reruns", {"grader": "reward"})])
     text = path.read_text()
-    assert "| scripted | rename_tools | 12 | 1.000 | 0.000 | -1.000 | [-1.000, -1.000] |" in text
-    assert "**measurement artifact**" in text and "| +0.000 |" in text
+    assert ("| scripted | rename_tools | 12 (12) | 1.000 | 0.000 | -1.000 | [-1.000, -1.000] | 0.000488 |"
+            in text)
+    assert "| -1.000 [-1.000, -1.000] | +0.000 [+0.000, +0.000] | 0/0/0 | **measurement artifact** |" in text
+    assert "| llm | rename_tools" not in text  # it never ran the treatment: no row, counted unpaired
+    assert "- rename_tools: 12 pairs, 0 infra-error records left out, 4 records without a partner" in text
     assert "hide_cancel (positive control)" in text and "**detected**" in text
     assert "Regrade flips" in text and "| scripted | rename_tools | treatment | 0 | 0 | 12 | 0 |" in text
-    # default treatments: every condition but the baseline; reward is the same under the rename
-    assert "**scripted / rename_tools: no effect.**" in text
+    # default treatments: every condition but the baseline; reward is the same under the rename,
+    # in 12 tasks, which is not enough to bound a possible effect within 0.10 without assumptions
+    assert "**scripted / rename_tools: indistinguishable from noise.**" in text
     assert "**scripted / hide_cancel: behaviour change.**" in text
-    assert "| llm | 2 | 0.500 |" in text  # reruns: 1 of 2 rerun pairs flips
+    # reruns, per agent and condition: 1 of 2 rerun pairs flips, 1 of 2 tasks; pass^1 3/4, pass^2 1/2
+    assert "| llm | none | 2 | 0.500 |" in text and "| 0.500 | [" in text
+    assert "| scripted | rename_tools" not in text.split("## Rerun noise")[1]  # no reruns there
     # the default trace section gets the plain plot name, the other one a suffix: no overwrite
     plots = sorted(p.name for p in tmp_path.glob("trace_*.png"))
     assert len(plots) == 3 and "trace_effects.png" in plots and "trace_flip_rates.png" in plots

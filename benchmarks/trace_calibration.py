@@ -1,0 +1,212 @@
+"""TRACE verdicts against constructed ground truth.
+
+Each case builds ToolUse-like records whose truth is known by construction (which tasks drop,
+whether the agent's actions and end state changed, what the fixed ruler says, how much identical
+reruns vary), runs the verdict code on them and compares the label with the truth. The last line
+is ``verdicts matching constructed truth: K/N``.
+
+Run: ``python benchmarks/trace_calibration.py``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory, episode_key
+
+MAPPING = {"get_order": "fetch_order", "cancel_order": "void_order"}
+RENAME = {"name": "rename_tools", "params": {"mapping": MAPPING}}
+HIDE = {"name": "hide_cancel", "params": {}}
+PARAPHRASE = {"name": "paraphrase_descriptions", "params": {}}
+MISLEAD = {"name": "misleading_names", "params": {}}
+GOLD = [{"tool": "get_order", "arguments": {"order_id": "#1"}},
+        {"tool": "cancel_order", "arguments": {"order_id": "#1", "reason": "no longer needed"}}]
+
+
+def record(task: str, condition: dict[str, Any] | None, grades: dict[str, float | None], *, rep: int = 0,
+           path: int = 0, db: str = "db-gold", termination: str = "agent_stop") -> Trajectory:
+    """One ToolUse-like record. ``path`` > 0 adds an extra lookup: another way through the task
+    (a behaviour difference); tools are shown renamed when the condition renames them."""
+    mapping = (condition or {}).get("params", {}).get("mapping", {})
+    actions = GOLD + ([{"tool": "get_order", "arguments": {"order_id": f"#{path}"}}] if path else [])
+    shown = [{**a, "tool": mapping.get(a["tool"], a["tool"])} for a in actions]
+    env = EnvRef("rsigym/ToolUse-v0", {"domain": "retail"}, task, condition)
+    spec = AgentSpec("agent", "scripted")
+    steps = [Step(t, {"text": "ok"}, a, 0.0, t == len(shown) - 1, False) for t, a in enumerate(shown)]
+    final = FinalSnapshot.of({"db_sha256": db, "tool_calls": shown})
+    return Trajectory(episode_key(env, spec, 0, rep), env, spec, 0, rep, steps, final, termination,
+                      grades=[Grade(name, "1", score) for name, score in grades.items()])
+
+
+@dataclass
+class Case:
+    name: str
+    truth: str
+    records: list[Trajectory]
+    treatment: str
+    grader: str = "reward"
+    regrade: str | None = None
+    positive_control: bool = False
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _paired(tasks: int, reps: int, condition: dict[str, Any],
+            outcome: Callable[[int, int], tuple[dict[str, float | None], dict[str, float | None], int, int, str]]
+            ) -> list[Trajectory]:
+    """Records of ``tasks`` x ``reps``; ``outcome(task, rep)`` gives (baseline grades, treatment
+    grades, baseline path, treatment path, treatment db)."""
+    records = []
+    for i in range(tasks):
+        for rep in range(reps):
+            base, treat, base_path, treat_path, db = outcome(i, rep)
+            records.append(record(f"t{i:03d}", None, base, rep=rep, path=base_path))
+            records.append(record(f"t{i:03d}", condition, treat, rep=rep, path=treat_path, db=db))
+    return records
+
+
+def _am(old: float | None, mapped: float | None) -> dict[str, float | None]:
+    return {"action_match": old, "action_match_mapped": mapped}
+
+
+def cases() -> list[Case]:
+    """The constructed cases, each with its true label."""
+    out = []
+    # Grader artifact: 12 of 20 tasks use a renamed tool; the name-bound ruler fails them, the
+    # agent does exactly the same, the mapped ruler sees no change.
+    out.append(Case("pure grader artifact", "measurement artifact", _paired(
+        20, 2, RENAME, lambda i, r: (_am(1, 1), _am(0 if i < 12 else 1, 1), 0, 0, "db-gold")),
+        "rename_tools", "action_match", "action_match_mapped"))
+    # Behaviour change: 10 of 20 tasks stop early (other actions, other end state).
+    out.append(Case("pure behaviour change", "behaviour change", _paired(
+        20, 2, HIDE, lambda i, r: ({"reward": 1, "reward_v2": 1},
+                                   {"reward": 0 if i < 10 else 1, "reward_v2": 0 if i < 10 else 1},
+                                   0, 1 if i < 10 else 0, "db-x" if i < 10 else "db-gold")),
+        "hide_cancel", "reward", "reward_v2"))
+    # Mixed: 8 of 25 tasks fail only under the name-bound ruler, 8 more really fail.
+    out.append(Case("mixed (grader -0.32, behaviour -0.32)", "mixed", _paired(
+        25, 2, RENAME, lambda i, r: (_am(1, 1), _am(0 if i < 16 else 1, 0 if 8 <= i < 16 else 1),
+                                     0, 1 if 8 <= i < 16 else 0, "db-x" if 8 <= i < 16 else "db-gold")),
+        "rename_tools", "action_match", "action_match_mapped"))
+    # A 0.02 drop on 300 tasks (6 tasks fail, behaviour changed there): within the margin.
+    out.append(Case("no effect: 300 tasks, 0.02 drop", "no effect", _paired(
+        300, 1, PARAPHRASE, lambda i, r: ({"reward": 1}, {"reward": 0 if i < 6 else 1}, 0,
+                                          1 if i < 6 else 0, "db-x" if i < 6 else "db-gold")),
+        "paraphrase_descriptions"))
+    # A real 0.15 drop on 200 tasks: 30 tasks fail with other actions.
+    out.append(Case("real 0.15 drop, 200 tasks", "behaviour change", _paired(
+        200, 1, HIDE, lambda i, r: ({"reward": 1}, {"reward": 0 if i < 30 else 1}, 0,
+                                    1 if i < 30 else 0, "db-x" if i < 30 else "db-gold")),
+        "hide_cancel"))
+    out.append(Case("1 pair", "insufficient data", _paired(
+        1, 1, RENAME, lambda i, r: (_am(1, 1), _am(0, 1), 0, 0, "db-gold")),
+        "rename_tools", "action_match", "action_match_mapped"))
+    out.append(Case("3 identical pairs", "insufficient data", _paired(
+        3, 1, PARAPHRASE, lambda i, r: ({"reward": 1}, {"reward": 1}, 0, 0, "db-gold")),
+        "paraphrase_descriptions"))
+    # 12 tasks x 3 reruns, 3 tasks drop in every rerun: 9 discordant pairs look like p = 0.004,
+    # but only 3 of 12 tasks moved (sign test p = 0.25).
+    out.append(Case("reruns that inflate n (12 tasks x 3)", "indistinguishable from noise", _paired(
+        12, 3, RENAME, lambda i, r: (_am(1, 1), _am(0 if i < 3 else 1, 1), 0, 0, "db-gold")),
+        "rename_tools", "action_match", "action_match_mapped"))
+    # A real drop on 8 of 50 tasks, and the grader errors on exactly those failing records.
+    out.append(Case("missing grades hide a drop", "withheld", _paired(
+        50, 1, HIDE, lambda i, r: ({"reward": 1}, {"reward": None if i < 8 else 1}, 0,
+                                   1 if i < 8 else 0, "db-x" if i < 8 else "db-gold")),
+        "hide_cancel"))
+    # 10 of 40 treatment records broke (infra error): the 30 left look equivalent.
+    infra = _paired(40, 1, PARAPHRASE, lambda i, r: ({"reward": 1}, {"reward": 1}, 0, 0, "db-gold"))
+    for rec in infra:
+        if rec.env.condition and int(str(rec.env.task_id)[1:]) < 10:
+            rec.termination, rec.grades = "infra_error", []
+    out.append(Case("infra errors hide 10 of 40 tasks", "withheld", infra, "paraphrase_descriptions"))
+    out += _llm_like_cases()
+    # The regrade that does not close the drop: -0.08 with a CI reaching -0.2, while 60% of the
+    # tasks behave differently (identical reruns agree). The grader part (-0.40) is clear; the
+    # behaviour part is neither excluded nor shown on 25 tasks: not an artifact, not yet mixed.
+    out.append(Case("regrade -0.08, 60% behave differently", "inconclusive", _paired(
+        25, 2, RENAME, lambda i, r: (_am(1, 1), _am(0 if i < 12 else 1, 0 if 10 <= i < 12 else 1),
+                                     0, 1 if i >= 10 else 0, "db-x" if 10 <= i < 12 else "db-gold")),
+        "rename_tools", "action_match", "action_match_mapped"))
+    out.append(Case("positive control, 18 of 25 tasks", "detected", _paired(
+        25, 1, MISLEAD, lambda i, r: ({"reward": 1}, {"reward": 0 if i < 18 else 1}, 0,
+                                      1 if i < 18 else 0, "db-x" if i < 18 else "db-gold")),
+        "misleading_names", positive_control=True))
+    out.append(Case("positive control on 4 tasks", "insufficient data", _paired(
+        4, 1, MISLEAD, lambda i, r: ({"reward": 1}, {"reward": 0}, 0, 1, "db-x")),
+        "misleading_names", positive_control=True))
+    return out
+
+
+def _llm_like_cases() -> list[Case]:
+    """An agent whose path and outcome vary between identical reruns (pass probability per
+    task, one of three paths at random), 400 tasks x 3 reruns: a 0.1 margin is then 4 standard
+    errors from 0."""
+    rng = random.Random(16)
+    tasks = 400
+    p_pass = [rng.uniform(0.3, 0.9) for _ in range(tasks)]
+    draws: dict[tuple[str, int, int], tuple[int, int]] = {}
+
+    def draw(arm: str, i: int, r: int, shift: float, paths: int) -> tuple[int, int]:
+        key = (arm, i, r)
+        if key not in draws:
+            draws[key] = (int(rng.random() < p_pass[i] - shift), rng.randrange(paths) + 1)
+        return draws[key]
+
+    def plain(i: int, r: int):  # the treatment draws from the baseline's distribution
+        (x, a), (y, b) = draw("base", i, r, 0, 3), draw("plain", i, r, 0, 3)
+        return {"reward": x}, {"reward": y}, a, b, "db-gold" if y else "db-x"
+
+    def worse(i: int, r: int):  # 0.3 less likely to pass, and more paths to take
+        (x, a), (y, b) = draw("base", i, r, 0, 3), draw("worse", i, r, 0.3, 6)
+        return ({"reward": x, "reward_v2": x}, {"reward": y, "reward_v2": y}, a, b,
+                "db-gold" if y else "db-x")
+
+    def renamed(i: int, r: int):  # half the tasks use a renamed tool: the name-bound ruler fails them
+        (x, a), (y, b) = draw("base", i, r, 0, 3), draw("renamed", i, r, 0, 3)
+        return _am(x, x), _am(0 if i % 2 else y, y), a, b, "db-gold" if y else "db-x"
+
+    return [Case("LLM-like noise, no change", "no effect", _paired(tasks, 3, PARAPHRASE, plain),
+                 "paraphrase_descriptions"),
+            Case("LLM-like noise, real -0.3", "behaviour change", _paired(tasks, 3, HIDE, worse),
+                 "hide_cancel", "reward", "reward_v2"),
+            Case("LLM-like noise, grader artifact", "measurement artifact", _paired(tasks, 3, RENAME, renamed),
+                 "rename_tools", "action_match", "action_match_mapped")]
+
+
+def judge(case: Case) -> str:
+    """The verdict of the TRACE code on a case: one agent, noise from its baseline reruns."""
+    from rsigym.graders.trace import pair_records, rerun_behaviour
+    from rsigym.graders.trace_verdict import attribute
+
+    pairs = pair_records(case.records, "identity", case.treatment)
+    noise = rerun_behaviour(case.records, "identity", "agent")
+    return attribute(pairs, case.grader, agent="agent", regrade_grader=case.regrade, noise=noise,
+                     positive_control=case.positive_control).verdict.label
+
+
+def main() -> tuple[int, int]:
+    """Print the table and the K/N line; return (K, N)."""
+    table = Table(title="TRACE verdicts on constructed records")
+    for column in ("case", "truth", "verdict", "match"):
+        table.add_column(column)
+    matched = 0
+    all_cases = cases()
+    for case in all_cases:
+        label = judge(case)
+        ok = label == case.truth
+        matched += ok
+        table.add_row(case.name, case.truth, label, "yes" if ok else "NO")
+    console = Console(width=120)
+    console.print(table)
+    console.print(f"verdicts matching constructed truth: {matched}/{len(all_cases)}", highlight=False)
+    return matched, len(all_cases)
+
+
+if __name__ == "__main__":
+    main()
