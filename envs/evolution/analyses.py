@@ -7,7 +7,11 @@ evaluation, with the full evaluations, full-evaluation equivalents and generator
   seeds (the paper's measure), and per seed;
 * tokens (generator, plus the allocator's own) spent by then;
 * best score at a fixed full-evaluation budget;
-* missed new bests: turned-away candidates that counterfactual exploration showed to be new bests.
+* full-evaluation equivalents to the target with and without the exploration the run paid for;
+* missed new bests: estimated over all turned-away candidates from the explored ones (each stands
+  for 1/``explore_p``), with a 95% Clopper-Pearson interval; "unknown" when nothing was explored;
+* each run's policy history (``[policy] ...`` lines in the allocator's rationales): every
+  challenger, when it was proposed, the disagreements, accepted or rejected and why.
 
 The target defaults to the baseline agent's mean final best (``always_full``): "to reach the
 baseline's score".
@@ -26,17 +30,50 @@ from rsigym.grader import snapshot_state
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, register_analysis
 
-__all__ = ["best_curve", "evaluations_to_reach", "mean_curve", "first_crossing",
-           "evolution_analysis"]
+from .evoalloc import POLICY_EVENT, missed_new_bests_estimate
+
+__all__ = ["best_curve", "evaluations_to_reach", "mean_curve", "first_crossing", "missed_new_bests",
+           "policy_events", "turned_away", "evolution_analysis"]
 
 
 def _state(record: Trajectory) -> dict[str, Any]:
     return snapshot_state(record, "curve", "program-evolution")
 
 
+def _spent(point: dict[str, Any], x: str) -> float:
+    if x == "with_exploration":  # full-evaluation equivalents, counterfactual exploration included
+        return float(point["full_equivalents"]) + float(point.get("exploration_cost", 0.0))
+    return float(point[x])
+
+
 def best_curve(record: Trajectory, x: str = "full_evaluations") -> list[tuple[float, float]]:
-    """``(spent, best score)`` after each evaluation, ``spent`` measured by ``x``."""
-    return [(float(p[x]), float(p["best_score"])) for p in _state(record)["curve"] if p["best_score"] is not None]
+    """``(spent, best score)`` after each evaluation, ``spent`` measured by ``x``.
+
+    ``x``: ``full_evaluations``, ``full_equivalents`` (partials counted) or ``with_exploration``
+    (full equivalents plus the counterfactual evaluations exploration ran, which the agent's budget
+    does not pay but the run does).
+    """
+    return [(_spent(p, x), float(p["best_score"])) for p in _state(record)["curve"] if p["best_score"] is not None]
+
+
+def turned_away(state: dict[str, Any]) -> int:
+    """Candidates the agent turned away: discarded, or stopped after a partial evaluation (not duplicates)."""
+    counts = state["counts"]
+    stopped = int(counts["partial"]) - int(counts["rest"]) - int(counts.get("duplicate", 0))
+    return int(counts["discard"]) + max(stopped, 0)
+
+
+def missed_new_bests(states: Sequence[dict[str, Any]]) -> str:
+    """Estimated new bests among turned-away candidates (explored ones weighted by 1/explore_p), with a 95% CI."""
+    away = sum(turned_away(s) for s in states)
+    explored = sum(int(s["exploration"]["evaluations"]) for s in states)
+    found = sum(int(s["exploration"]["missed_new_bests"]) for s in states)
+    if away == 0:
+        return "0 (nothing turned away)"
+    estimate, low, high = missed_new_bests_estimate(away, min(explored, away), min(found, explored, away))
+    if explored == 0:
+        return f"unknown (0 of {away} explored; CI [0, {away}])"
+    return f"{estimate:.2g} [{low:.2g}, {high:.2g}] ({found} seen in {explored} of {away} explored)"
 
 
 def _best_at(curve: list[tuple[float, float]], spent: float) -> float:
@@ -88,15 +125,18 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
         lines += [f"### {task}", "", f"Target: {_fmt(target)} ({'given' if (targets or {}).get(task) is not None else f'mean final best of {baseline}'}); "
                   f"fixed budget for the best-score column: {budget} full evaluations.", "",
                   "| allocator | runs | full evals to target (mean curve) | full-equivalents to target (mean curve, "
-                  "partials counted) | median per run | tokens to target (median) | "
-                  f"best at {budget} full | final best (mean) | partial evals (mean) | missed new bests | exploration cost |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "partials counted) | full-equivalents to target incl. exploration (mean curve) | median per run | "
+                  f"tokens to target (median) | best at {budget} full | final best (mean) | partial evals (mean) | "
+                  "missed new bests (est. [95% CI], explored x 1/explore_p) | exploration cost |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
         per_run: dict[str, dict[tuple[int, int], float | None]] = {}
         for agent, group in sorted(agents.items()):
             xs, ys = mean_curve(group)
             crossing = first_crossing(xs, ys, target) if target is not None else None
             xe, ye = mean_curve(group, x="full_equivalents")
             crossing_equivalents = first_crossing(xe, ye, target) if target is not None else None
+            xx, yx = mean_curve(group, x="with_exploration")
+            crossing_exploring = first_crossing(xx, yx, target) if target is not None else None
             reach = {(r.seed, r.rep): (evaluations_to_reach(r, target) if target is not None else None) for r in group}
             per_run[agent] = reach
             reached = [v for v in reach.values() if v is not None]
@@ -105,12 +145,13 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
             states = [_state(r) for r in group]
             lines.append(
                 f"| {agent} | {len(group)} | {_fmt(crossing, 'g')} | {_fmt(crossing_equivalents, 'g')} | "
+                f"{_fmt(crossing_exploring, 'g')} | "
                 f"{_fmt(float(np.median(reached)) if len(reached) == len(group) else None, 'g')} | "
                 f"{_fmt(float(np.median(tokens_reached)) if len(tokens_reached) == len(group) else None, '.0f')} | "
                 f"{np.mean([_best_at(best_curve(r), budget) for r in group]):.4g} | "
                 f"{np.mean([s['best_score'] for s in states]):.4g} | "
                 f"{np.mean([s['counts']['partial'] for s in states]):.1f} | "
-                f"{sum(s['exploration']['missed_new_bests'] for s in states)} | "
+                f"{missed_new_bests(states)} | "
                 f"{sum(s['exploration']['cost'] for s in states):.2f} |")
             reached_text = "not reached" if crossing is None else f"{crossing:g} full evals"
             verdicts.append(f"{task}/{agent}: {reached_text} to {_fmt(target)}")
@@ -122,10 +163,40 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
         for agent, reach in sorted(per_run.items()):
             lines.append(f"| {agent} | " + " | ".join(_fmt(reach.get(key), "g") for key in runs) + " |")
         lines.append("")
+        lines += _policy_history(agents)
         plots.append(_plot(out_dir, task, agents, target))
     if not groups:
         return ReportSection("Program evolution", "no program-evolution records", "no records")
     return ReportSection("Program evolution", "\n".join(lines), "; ".join(verdicts), plots)
+
+
+def policy_events(record: Trajectory) -> list[str]:
+    """The policy-history lines (``[policy] ...``) an allocator wrote into its action rationales."""
+    events = []
+    for step in record.steps:
+        rationale = step.action.get("rationale") if isinstance(step.action, dict) else None
+        for line in str(rationale or "").splitlines():
+            if line.startswith(POLICY_EVENT):
+                events.append(line[len(POLICY_EVENT):])
+    return events
+
+
+def _policy_history(agents: dict[str, list[Trajectory]]) -> list[str]:
+    """Each challenger of each run: proposed when, the disagreements, accepted or rejected and why."""
+    lines: list[str] = []
+    for agent, group in sorted(agents.items()):
+        runs = [(r, policy_events(r)) for r in sorted(group, key=lambda r: (r.seed, r.rep))]
+        if not any(events for _, events in runs):
+            continue
+        lines += [f"Policy history of {agent}:", ""]
+        for record, events in runs:
+            verdicts = [e for e in events if " accepted at " in e or " rejected at " in e]
+            accepted = sum(" accepted at " in e for e in verdicts)
+            lines.append(f"- seed {record.seed} rep {record.rep}: {sum(' proposed at ' in e for e in events)} "
+                         f"challengers, {accepted} accepted, {len(verdicts) - accepted} rejected")
+            lines += [f"  - {e}" for e in events]
+        lines.append("")
+    return lines
 
 
 def _tokens_at(record: Trajectory, target: float | None) -> int | None:

@@ -44,7 +44,9 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
     Counterfactual exploration: with probability ``explore_p`` a discarded candidate (or one
     stopped after a partial evaluation) is fully evaluated anyway; the result is shown in the
     next observation and in ``info["counterfactual"]``, costs nothing from the agent's budget
-    and is reported apart (``info["exploration"]``). It never enters the search.
+    and is reported apart (``info["exploration"]``; ``info["explore_p"]`` gives the probability, and
+    the snapshot's curve carries the exploration cost so far, so reports can count it). It never
+    enters the search.
 
     ## Observation
     ``Dict(text, budget_left, stage, partial_available, best_score, parent_score, partial_score,
@@ -71,7 +73,11 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
     (0.1), ``sandbox`` (``auto``, ``docker``, ``local`` or an open Sandbox, not closed by the
     env), ``tournament_size`` (3), ``timeout_s`` (overrides the task's), ``max_invalid_actions``,
     ``cache_evaluations`` (True: deterministic results are cached on disk, on the docker provider only; see
-    SandboxEvaluator).
+    SandboxEvaluator), ``dedup`` (``"code"``: a candidate whose code is already archived is
+    redrawn; ``"behaviour"``: also, a candidate whose partial result equals, instance by instance,
+    that of a program already evaluated on those instances is a behavioural duplicate: it stops
+    after the partial evaluation (status ``duplicate``, with a note naming the twin) and is never
+    fully evaluated or explored).
 
     ## Version History
     v0: initial version.
@@ -83,13 +89,16 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
                  source: str | dict[str, Any] | CandidateSource = "mutate", budget: float = 100.0,
                  explore_p: float = 0.1, sandbox: str | Sandbox = "auto", tournament_size: int = 3,
                  timeout_s: float | None = None, max_invalid_actions: int = 3, cache_evaluations: bool = True,
-                 render_mode: str | None = None) -> None:
+                 dedup: str = "code", render_mode: str | None = None) -> None:
         if task not in task_names():
             raise ValueError(f"unknown program-evolution task {task!r}; known: {', '.join(task_names())}")
         if not budget > 0:
             raise ValueError(f"budget must be > 0, got {budget}")
         if not 0.0 <= explore_p <= 1.0:
             raise ValueError(f"explore_p must be in [0, 1], got {explore_p}")
+        if dedup not in ("code", "behaviour"):
+            raise ValueError(f"dedup must be 'code' or 'behaviour', got {dedup!r}")
+        self.dedup = dedup
         unknown = set(task_params or {}) - set(task_names())
         if unknown:
             raise ValueError(f"task_params names unknown tasks {sorted(unknown)}; known: {', '.join(task_names())}")
@@ -163,7 +172,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
         self._evaluator = SandboxEvaluator(task, self._sandbox, self.timeout_s, cache=self.cache_evaluations)
         self.archive = Archive(self.tournament_size)
         self._spent = 0.0
-        self._counts = {"full": 0, "partial": 0, "rest": 0, "discard": 0, "failed": 0}
+        self._counts = {"full": 0, "partial": 0, "rest": 0, "discard": 0, "failed": 0, "duplicate": 0}
         self._exploration = {"evaluations": 0, "cost": 0.0, "missed_new_bests": 0}
         self._tokens = {"prompt": 0, "completion": 0}
         self._llm_usage = Usage()
@@ -204,6 +213,13 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
         elif self._stage == 0 and decision == "partial":
             result = self._evaluate(program, "partial")
             self._stage = 1 if result.ok else 0
+            twin = self._behavioural_twin(program) if result.ok and self.dedup == "behaviour" else None
+            if twin is not None:
+                program.status, program.reason = "duplicate", f"same partial results as #{twin.id}"
+                self._counts["duplicate"] += 1
+                self._notes.append(f"Candidate #{program.id} behaves like #{twin.id} on the partial instances "
+                                   "(a behavioural duplicate): not evaluated further.")
+                self._stage = 0
         elif self._stage == 1 and decision == "full":
             self._evaluate(program, "rest")
             self._stage = 0
@@ -280,6 +296,17 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
         return {"program_id": program.id, "score": result.score, "reason": result.reason, "new_best": missed,
                 "cost": cost}
 
+    def _behavioural_twin(self, program: Program) -> Program | None:
+        """An evaluated program whose per-instance partial results equal ``program``'s, if any."""
+        mine = program.details.get("excess_pct")
+        if mine is None:
+            return None
+        for other in self.archive.programs:
+            theirs = other.details.get("excess_pct") if other is not program else None
+            if theirs is not None and other.status in ("full", "partial") and list(theirs[:len(mine)]) == list(mine):
+                return other
+        return None
+
     def _propose(self) -> Program:
         assert self._task is not None
         parent = self.archive.select_parent(self._gen_rng)
@@ -323,6 +350,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
     def _point(self) -> None:
         self._curve.append({"full_evaluations": self._counts["full"] + self._counts["rest"],
                             "full_equivalents": round(self._spent, 9),
+                            "exploration_cost": round(self._exploration["cost"], 9),
                             "tokens": self._tokens["prompt"] + self._tokens["completion"],
                             "best_score": self._best_score()})
 
@@ -380,7 +408,7 @@ class ProgramEvolutionEnv(gym.Env[dict, dict]):
                        "full_evaluations": self._counts["full"] + self._counts["rest"],
                        "partial_evaluations": self._counts["partial"], "discards": self._counts["discard"],
                        "failed_evaluations": self._counts["failed"]},
-            "exploration": dict(self._exploration),
+            "exploration": dict(self._exploration), "explore_p": self.explore_p,
             "tokens": dict(self._tokens), "invalid_actions": self._invalid,
             "candidate": {"id": self._candidate.id, "parent_id": self._candidate.parent_id,
                           "generation": self._candidate.generation, "operator": self._candidate.operator,

@@ -1,22 +1,26 @@
 """EvoAlloc: an LLM allocator that revises its own textual policy from accumulated experience.
 
-Per candidate the LLM reads the incumbent policy and the observation and decides discard,
-partial or full. Every outcome goes to an experience store: the candidate, the decisions, and
-the real result, counterfactual ones included (the env fully evaluates some turned-away
-candidates). Every ``revise_every`` candidates the store is summarised into supporting and
-refuting cases and the LLM proposes a new policy. The challenger then shadows the incumbent
-for ``trial_candidates`` candidates (its decisions are asked, never executed) and replaces it
-only under the acceptance rule (``accept_challenger``): on the candidates where the two
-disagree, judged with the same real evaluation results, it misses fewer new bests, or as many
-and spends fewer evaluations (full-evaluation equivalents).
+Per candidate the LLM reads the incumbent policy, a summary of its experience (supporting and
+refuting cases) and the observation, and decides discard, partial or full. Every outcome goes to
+an experience store: the candidate, the decisions, and the real result, counterfactual ones
+included (the env fully evaluates a turned-away candidate with probability ``explore_p``). After
+every ``revise_after_full`` new full results (the agent's full evaluations plus counterfactual
+ones) the LLM proposes a new policy from that experience. The challenger then shadows the
+incumbent for ``trial_candidates`` candidates (its decisions are asked, never executed) and
+replaces it only under the acceptance rule (``accept_challenger``): on the candidates where the
+two disagree, fewer *expected* missed new bests (an unobserved counterfactual outcome is not
+"no miss": explored outcomes are weighted by 1/``explore_p``), or as many and a lower cost.
 
-A path the challenger would have taken but that was not observed (it wanted a partial
-evaluation, the incumbent did not run one) is charged conservatively: a partial evaluation then
-a full one (full cost, no miss). Offline, ``rsigym/evoalloc_heuristic`` plays both LLM parts.
+Each policy event (proposal, acceptance, rejection and why) is written into the rationale of the
+next action as a ``[policy] ...`` line, so the record carries the policy history. A path the
+challenger would have taken but that was not observed (it wanted a partial evaluation, the
+incumbent did not run one) is charged conservatively as a partial evaluation then a full one.
+Offline, ``rsigym/evoalloc_heuristic`` plays both LLM parts.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +36,7 @@ from .allocation_policy import ALLOCATOR_PREAMBLE, DEFAULT_POLICY, policy_text
 SCORE_BOUND = 1e6  # ProgramEvolution-v0 shows -SCORE_BOUND as its best score before any full evaluation
 
 __all__ = ["EvoAllocAgent", "Case", "Verdict", "accept_challenger", "path_cost", "summarise_experience",
+           "prior_new_best_rate", "missed_new_bests_estimate",
            "REVISE_MARKER", "DECIDE_MARKER"]
 
 REVISE_MARKER = "[evoalloc:revise]"
@@ -66,31 +71,100 @@ class Case:
 
 @dataclass(frozen=True)
 class Verdict:
+    """The acceptance rule's verdict on one trial (see ``accept_challenger``)."""
+
     accepted: bool
     disagreements: int
-    misses_incumbent: int
-    misses_challenger: int
+    misses_incumbent: float      # expected new bests the incumbent misses on the disagreements
+    misses_challenger: float     # expected new bests the challenger misses on the disagreements
     cost_incumbent: float
     cost_challenger: float
     reason: str
+    only_incumbent_full: int = 0   # disagreements only the incumbent evaluates fully (outcomes observed)
+    only_challenger_full: int = 0  # disagreements only the challenger would evaluate fully
+    observed_only_challenger_full: int = 0  # ... of which exploration revealed the outcome
+    new_bests_seen: tuple[int, int] = (0, 0)  # new bests observed in those two classes
 
 
-def accept_challenger(cases: list[Case], partial_cost: float) -> Verdict:
-    """The acceptance rule: fewer missed new bests on disagreements, then lower evaluation cost."""
+def _posterior_rate(new_bests: int, observed: int, prior_rate: float, prior_strength: float) -> float:
+    """Posterior mean new-best rate (Beta prior of mean ``prior_rate`` and ``prior_strength`` pseudo-candidates)."""
+    return (new_bests + prior_strength * prior_rate) / (observed + prior_strength)
+
+
+def prior_new_best_rate(cases: list[Case], explore_p: float) -> float:
+    """The run's new-best rate per decided candidate, counterfactual outcomes weighted by 1/``explore_p``.
+
+    A turned-away candidate's outcome is seen only when exploration (probability ``explore_p``)
+    evaluated it, so each explored new best stands for 1/``explore_p`` turned-away candidates
+    (inverse-propensity weighting). Laplace-smoothed, so it is never 0 or 1.
+    """
+    weight = 1.0 / explore_p if explore_p > 0 else 0.0
+    found = sum(bool(c.new_best) * (1.0 if evaluates_fully(c.incumbent) else weight * c.counterfactual)
+                for c in cases)
+    return min((found + 1.0) / (len(cases) + 2.0), 1.0)
+
+
+def accept_challenger(cases: list[Case], partial_cost: float, *, explore_p: float = 0.1, prior_rate: float = 0.1,
+                      prior_strength: float = 10.0, miss_tolerance: float = 0.25) -> Verdict:
+    """The acceptance rule: fewer expected missed new bests on the disagreements, then lower cost.
+
+    Only disagreements where exactly one policy evaluates fully can differ in misses. Where only
+    the incumbent evaluates fully the outcome is observed; where only the challenger would, the
+    outcome is seen only when exploration evaluated the turned-away candidate (probability
+    ``explore_p``): an unobserved outcome is *not* "no miss". Each class's new-best rate is
+    estimated by its posterior mean (explored outcomes stand for the whole class: 1/``explore_p``
+    weighting; a Beta prior of mean ``prior_rate``, the run's weighted rate, and strength
+    ``prior_strength``), and a policy's expected misses are the class size times that rate, so
+    a challenger is judged for what it would miss on such candidates, not for the luck of this
+    trial. Expected misses decide when they differ by more than ``miss_tolerance``; otherwise the
+    cheaper policy (full-evaluation equivalents) wins, and a tie keeps the incumbent.
+    """
+    if not 0.0 <= explore_p <= 1.0 or not 0.0 <= prior_rate <= 1.0 or prior_strength <= 0 or miss_tolerance < 0:
+        raise ValueError(f"bad acceptance-rule parameters: explore_p={explore_p}, prior_rate={prior_rate}, "
+                         f"prior_strength={prior_strength}, miss_tolerance={miss_tolerance}")
     split = [c for c in cases if c.incumbent != c.challenger]
-    misses_old = sum(bool(c.new_best) and not evaluates_fully(c.incumbent) for c in split)
-    misses_new = sum(bool(c.new_best) and not evaluates_fully(c.challenger) for c in split)
+    only_inc = [c for c in split if evaluates_fully(c.incumbent) and not evaluates_fully(c.challenger)]
+    only_ch = [c for c in split if evaluates_fully(c.challenger) and not evaluates_fully(c.incumbent)]
+    seen_inc = [c for c in only_inc if c.new_best is not None]
+    seen_ch = [c for c in only_ch if c.new_best is not None]
+    k_inc, k_ch = sum(bool(c.new_best) for c in seen_inc), sum(bool(c.new_best) for c in seen_ch)
+    misses_new = len(only_inc) * _posterior_rate(k_inc, len(seen_inc), prior_rate, prior_strength) if only_inc else 0.0
+    misses_old = len(only_ch) * _posterior_rate(k_ch, len(seen_ch), prior_rate, prior_strength) if only_ch else 0.0
     cost_old = sum(path_cost(c.incumbent, partial_cost) for c in split)
     cost_new = sum(path_cost(c.challenger, partial_cost) for c in split)
     if not split:
         accepted, reason = False, "the policies never disagreed"
-    elif misses_new != misses_old:
+    elif abs(misses_new - misses_old) > miss_tolerance:
         accepted = misses_new < misses_old
-        reason = f"misses {misses_new} vs {misses_old}"
+        reason = (f"expected misses {misses_new:.2f} vs {misses_old:.2f} (challenger vs incumbent; "
+                  f"{len(only_inc)} candidates only the incumbent evaluates, {k_inc} new bests; {len(only_ch)} only "
+                  f"the challenger would, {len(seen_ch)} explored, {k_ch} new bests)")
     else:
         accepted = cost_new < cost_old - 1e-12
-        reason = f"equal misses ({misses_new}); cost {cost_new:.3g} vs {cost_old:.3g}"
-    return Verdict(accepted, len(split), misses_old, misses_new, cost_old, cost_new, reason)
+        reason = (f"expected misses {misses_new:.2f} vs {misses_old:.2f} within {miss_tolerance:g}; "
+                  f"cost {cost_new:.3g} vs {cost_old:.3g}")
+    return Verdict(accepted, len(split), misses_old, misses_new, cost_old, cost_new, reason, len(only_inc),
+                   len(only_ch), len(seen_ch), (k_inc, k_ch))
+
+
+def missed_new_bests_estimate(turned_away: int, explored: int, found: int,
+                              confidence: float = 0.95) -> tuple[float, float, float]:
+    """New bests among ``turned_away`` candidates, from ``found`` of ``explored`` counterfactual ones.
+
+    Exploration evaluates a uniform random subset of the turned-away candidates, so the count is
+    ``turned_away * found / explored`` (each explored candidate stands for 1/``explore_p``), with a
+    Clopper-Pearson interval on the rate. With nothing explored the interval is [0, turned_away].
+    """
+    if not 0 <= found <= explored <= turned_away:
+        raise ValueError(f"need 0 <= found <= explored <= turned_away, got {found}, {explored}, {turned_away}")
+    if explored == 0:
+        return (0.0 if turned_away == 0 else math.nan), 0.0, float(turned_away)
+    from scipy.stats import beta
+
+    alpha = 1.0 - confidence
+    low = 0.0 if found == 0 else float(beta.ppf(alpha / 2, found, explored - found + 1))
+    high = 1.0 if found == explored else float(beta.ppf(1 - alpha / 2, found + 1, explored - found))
+    return turned_away * found / explored, turned_away * low, turned_away * high
 
 
 def summarise_experience(cases: list[Case]) -> str:
@@ -132,12 +206,17 @@ def _path(decisions: list[str]) -> str:
     return "partial+full" if decisions[1] == "full" else "partial"
 
 
+POLICY_EVENT = "[policy] "  # the prefix of policy-history lines in action rationales
+
+
 class EvoAllocAgent:
     """The EvoAlloc allocator (see the module docstring).
 
     Params:
-        revise_every: Decided candidates between policy proposals.
+        revise_after_full: New full results (own and counterfactual) between policy proposals.
         trial_candidates: Candidates a challenger shadows the incumbent before the verdict.
+        miss_tolerance, prior_strength: the acceptance rule's (``accept_challenger``).
+        experience_in_prompt: Show the experience summary in every decision prompt (default True).
         temperature, max_tokens, api_base, litellm_kwargs: LLM call parameters.
         max_retries, backoff_base_s, backoff_max_s, timeout_s: Provider-error retries and the
             per-request timeout (see ``rsigym.llm.RetryPolicy``).
@@ -145,8 +224,11 @@ class EvoAllocAgent:
 
     def __init__(self, spec: AgentSpec) -> None:
         params = dict(spec.params)
-        self.revise_every = int(params.pop("revise_every", 12))
+        self.revise_after_full = int(params.pop("revise_after_full", 6))
         self.trial_candidates = int(params.pop("trial_candidates", 10))
+        self.miss_tolerance = float(params.pop("miss_tolerance", 0.25))
+        self.prior_strength = float(params.pop("prior_strength", 10.0))
+        self.experience_in_prompt = bool(params.pop("experience_in_prompt", True))
         self.temperature = params.pop("temperature", 0.0)
         self.max_tokens = params.pop("max_tokens", None)
         self.api_base = params.pop("api_base", None)
@@ -156,8 +238,10 @@ class EvoAllocAgent:
         self.timeout_s = float(params.pop("timeout_s", 120.0))
         if params:
             raise TypeError(f"evoalloc got unknown params {sorted(params)}")
-        if self.revise_every < 1 or self.trial_candidates < 1:
-            raise TypeError("revise_every and trial_candidates must be >= 1")
+        if self.revise_after_full < 1 or self.trial_candidates < 1:
+            raise TypeError("revise_after_full and trial_candidates must be >= 1")
+        if self.miss_tolerance < 0 or self.prior_strength <= 0:
+            raise TypeError("miss_tolerance must be >= 0 and prior_strength > 0")
         self.model = spec.model or "rsigym/evoalloc_heuristic"
         self.spec, self.last_usage = spec, Usage()
 
@@ -169,9 +253,13 @@ class EvoAllocAgent:
         self.experience: list[Case] = []
         self.trial: list[Case] = []
         self.history: list[dict[str, Any]] = [{"version": 1, "event": "initial"}]
+        self._unannounced: list[str] = []
         self._pending: _Pending | None = None
         self._decided = 0
+        self._full_results = 0
+        self._full_at_revision = 0
         self._partial_cost = 1.0
+        self._explore_p = 0.1
         self._calls = 0
 
     # -- LLM parts ------------------------------------------------------------------------
@@ -190,7 +278,11 @@ class EvoAllocAgent:
         return reply.text
 
     def _ask(self, policy: str, text: str) -> str | None:
-        system = (f"{DECIDE_MARKER} {ALLOCATOR_PREAMBLE}\n\nFollow this policy:\n{policy}\n\n"
+        experience = ""
+        if self.experience_in_prompt and self.experience:
+            experience = ("\n\nExperience so far (candidates decided in this run, counterfactual outcomes "
+                          f"included):\n{summarise_experience(self.experience[-40:])}")
+        system = (f"{DECIDE_MARKER} {ALLOCATOR_PREAMBLE}\n\nFollow this policy:\n{policy}{experience}\n\n"
                   'Answer with one JSON object: {"decision": "discard" | "partial" | "full"}.')
         reply = self._complete([{"role": "system", "content": system}, {"role": "user", "content": text}])
         try:
@@ -199,16 +291,25 @@ class EvoAllocAgent:
             return None
         return decision if decision in ("discard", "partial", "full") else None
 
+    def _event(self, entry: dict[str, Any], line: str) -> None:
+        self.history.append(entry)
+        self._unannounced.append(POLICY_EVENT + line)
+
     def _revise(self) -> None:
-        summary = summarise_experience(self.experience[-4 * self.revise_every:])
+        summary = summarise_experience(self.experience[-40:])
         system = (f"{REVISE_MARKER} You maintain the evaluation-allocation policy of a program-evolution run. "
                   "Given the current policy and a summary of supporting and refuting cases, write an improved "
                   "policy in the same form. Answer with the policy text only.")
         user = f"Current policy:\n{self.incumbent}\n\nExperience:\n{summary}"
         proposal = self._complete([{"role": "system", "content": system}, {"role": "user", "content": user}]).strip()
+        self._full_at_revision = self._full_results
         if proposal and proposal != self.incumbent:
             self.challenger, self.trial = proposal, []
-            self.history.append({"version": self.version + 1, "event": "proposed", "at_candidate": self._decided})
+            params = proposal.strip().splitlines()[-1][:300]
+            self._event({"version": self.version + 1, "event": "proposed", "at_candidate": self._decided,
+                         "full_results": self._full_results, "policy": proposal},
+                        f"challenger v{self.version + 1} proposed at candidate {self._decided} after "
+                        f"{self._full_results} full results: {params}")
 
     # -- agent protocol -------------------------------------------------------------------
     def act(self, observation: dict[str, Any]) -> Any:
@@ -225,11 +326,9 @@ class EvoAllocAgent:
         if self.challenger is not None and (stage == 0 or self._pending.challenger[:1] == ["partial"]):
             shadow = self._ask(self.challenger, text)
             self._pending.challenger.append(shadow or decision)
-        last = self.history[-1]
-        note = (f"policy v{self.version}" + (f"; challenger v{self.version + 1} on trial" if self.challenger else "")
-                + f"; last policy event: {last['event']} v{last['version']}"
-                + (f" ({last['reason']})" if "reason" in last else ""))
-        return {"decision": decision, "rationale": note}
+        note = f"policy v{self.version}" + (f"; challenger v{self.version + 1} on trial" if self.challenger else "")
+        lines, self._unannounced = [note, *self._unannounced], []
+        return {"decision": decision, "rationale": "\n".join(lines)[:2000]}
 
     def observe(self, reward: float, observation: dict[str, Any], info: dict[str, Any]) -> None:
         decided, pending = info.get("decided"), self._pending
@@ -237,6 +336,8 @@ class EvoAllocAgent:
             return  # an invalid action: nothing was decided
         if observation is not None and int(observation["partial_available"]):
             self._partial_cost = float(info.get("partial_cost", self._partial_cost))
+        if info.get("explore_p") is not None:
+            self._explore_p = float(info["explore_p"])
         still_open = decided["status"] == "partial" and int(observation["stage"]) == 1
         if still_open:
             return
@@ -247,7 +348,7 @@ class EvoAllocAgent:
         known = score is not None or decided["status"] == "failed" or counterfactual is not None
         new_best = (bool(score is not None and (pending.best_before is None or score > pending.best_before))
                     if known else None)
-        failed_partial = decided["status"] == "failed" and pending.incumbent[0] == "partial"
+        failed_partial = decided["status"] in ("failed", "duplicate") and pending.incumbent[0] == "partial"
 
         def path(decisions: list[str]) -> str:  # a failed partial evaluation ends every path there
             return "partial" if failed_partial and decisions[0] == "partial" else _path(decisions)
@@ -257,17 +358,24 @@ class EvoAllocAgent:
                     new_best, score, pending.best_before, counterfactual is not None)
         self.experience.append(case)
         self._decided += 1
+        self._full_results += int(decided["status"] == "full" or counterfactual is not None)
         self._pending = None
         if self.challenger is not None:
             self.trial.append(case)
             if len(self.trial) >= self.trial_candidates:
-                verdict = accept_challenger(self.trial, self._partial_cost)
+                verdict = accept_challenger(self.trial, self._partial_cost, explore_p=self._explore_p,
+                                            prior_rate=prior_new_best_rate(self.experience, self._explore_p),
+                                            prior_strength=self.prior_strength, miss_tolerance=self.miss_tolerance)
+                challenger_version = self.version + 1
                 if verdict.accepted:
                     self.incumbent, self.version = self.challenger, self.version + 1
-                self.history.append({"version": self.version, "event": "accepted" if verdict.accepted else "rejected",
-                                     "at_candidate": self._decided, "reason": verdict.reason})
+                outcome = "accepted" if verdict.accepted else "rejected"
+                self._event({"version": challenger_version, "event": outcome, "at_candidate": self._decided,
+                             "disagreements": verdict.disagreements, "reason": verdict.reason},
+                            f"challenger v{challenger_version} {outcome} at candidate {self._decided}: "
+                            f"{verdict.disagreements} disagreements of {len(self.trial)}; {verdict.reason}")
                 self.challenger, self.trial = None, []
-        elif self._decided % self.revise_every == 0:
+        elif self._full_results - self._full_at_revision >= self.revise_after_full:
             self._revise()
 
 

@@ -81,7 +81,7 @@ def register_task(name: str) -> Callable[[Callable[..., EvolutionTask]], Callabl
 
 
 def task_names() -> list[str]:
-    from . import bin_packing, circle_packing  # noqa: F401  (register on import)
+    from . import bin_packing, circle_packing, noisy  # noqa: F401  (register on import)
 
     return sorted(_TASKS)
 

@@ -114,13 +114,13 @@ def test_model_override_reaches_every_agent_that_names_a_model(tmp_path):
     from rsigym.scenario import load_scenario
 
     agents = [{"id": "llm", "kind": "llm", "model": "openai/gpt-4o-mini"},
-              {"id": "evo", "kind": "evoalloc", "model": "rsigym/evoalloc_heuristic", "params": {"revise_every": 4}},
+              {"id": "evo", "kind": "evoalloc", "model": "rsigym/evoalloc_heuristic", "params": {"revise_after_full": 4}},
               {"id": "full", "kind": "always_full"}]
     path = write_scenario(tmp_path / "s.yaml", agents=agents)
     overridden = _override_llm_agents(load_scenario(path), "openai/other", "http://127.0.0.1:9/v1")
     by_id = {a["id"]: a for a in overridden.raw["agents"]}
     assert by_id["llm"]["model"] == by_id["evo"]["model"] == "openai/other"
-    assert by_id["evo"]["params"] == {"revise_every": 4, "api_base": "http://127.0.0.1:9/v1"}
+    assert by_id["evo"]["params"] == {"revise_after_full": 4, "api_base": "http://127.0.0.1:9/v1"}
     assert by_id["full"] == {"id": "full", "kind": "always_full"}  # no model: untouched
     with pytest.raises(UserError, match="no agent that uses a model"):
         _override_llm_agents(load_scenario(write_scenario(tmp_path / "t.yaml", agents=agents[2:])), "x/y", None)

@@ -70,7 +70,7 @@ def test_agent_persistent_500_is_infra_error_with_its_calls_counted():
 
 # -- EvoAlloc -------------------------------------------------------------------------------
 def evoalloc_episode(server: FakeOpenAI) -> EpisodeSpec:
-    params = {"api_base": server.api_base, "revise_every": 2, "trial_candidates": 2, **FAST}
+    params = {"api_base": server.api_base, "revise_after_full": 2, "trial_candidates": 2, **FAST}
     env = EnvRef("rsigym/ProgramEvolution-v0", {
         "task": "bin_packing_online", "sandbox": "local", "budget": 2,
         "task_params": {"bin_packing_online": {"instances": 3, "partial_instances": 1, "items": 20}}}, None, None)

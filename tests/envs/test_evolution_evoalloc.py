@@ -13,7 +13,8 @@ import rsigym.envs  # noqa: F401
 from rsigym.agents import make_agent
 from rsigym.envs.evolution.allocation_policy import (DEFAULT_POLICY, Features, PolicyParams, decide, parse_features,
                                              parse_policy, policy_text)
-from rsigym.envs.evolution.evoalloc import Case, accept_challenger, summarise_experience
+from rsigym.envs.evolution.evoalloc import (Case, accept_challenger, missed_new_bests_estimate,
+                                           prior_new_best_rate, summarise_experience)
 from rsigym.envs.evolution.policies import revise_policy
 
 PC = 8 / 30  # the bin-packing partial cost
@@ -25,28 +26,60 @@ def test_a_challenger_that_misses_a_new_best_is_rejected_even_if_it_saves_evalua
              Case("partial", "partial", new_best=None)]           # agreement: ignored
     verdict = accept_challenger(cases, PC)
     assert not verdict.accepted and verdict.disagreements == 3
-    assert (verdict.misses_incumbent, verdict.misses_challenger) == (0, 1)
+    assert verdict.misses_incumbent == 0 and verdict.misses_challenger == pytest.approx(3 * 2 / 13)
     assert verdict.cost_incumbent == pytest.approx(3.0) and verdict.cost_challenger == pytest.approx(PC)
 
 
-def test_a_challenger_that_saves_evaluations_and_misses_nothing_is_accepted():
+def test_a_challenger_that_saves_evaluations_and_misses_nothing_is_accepted_only_on_enough_evidence():
     cases = [Case("full", "discard", new_best=False), Case("full", "partial", new_best=False),
              Case("partial+full", "partial", new_best=False), Case("full", "full", new_best=True)]
     verdict = accept_challenger(cases, PC)
-    assert verdict.accepted and verdict.misses_challenger == verdict.misses_incumbent == 0
+    assert verdict.accepted and verdict.misses_incumbent == 0
     assert verdict.cost_challenger == pytest.approx(2 * PC) and verdict.cost_incumbent == pytest.approx(3.0)
+    # ten discards with no new best seen, in a run where one candidate in five is a new best: the
+    # challenger would still be expected to miss one; rejected (the luck of the trial is not evidence)
+    many = [Case("full", "discard", new_best=False)] * 10
+    assert not accept_challenger(many, PC, prior_rate=0.2).accepted
+    assert accept_challenger(many, PC, prior_rate=0.01).accepted
 
 
-def test_fewer_misses_win_over_cost_and_no_disagreement_is_no_evidence():
-    # the incumbent discarded a counterfactual new best that the challenger would have evaluated
-    looser = [Case("discard", "full", new_best=True), Case("discard", "full", new_best=False)]
-    assert accept_challenger(looser, PC).accepted
-    # same misses, same cost: not better, so rejected; and no disagreement at all: rejected
+def test_an_unobserved_counterfactual_is_not_no_miss():
+    # the incumbent discarded, the challenger would have evaluated; exploration saw none of them
+    unseen = [Case("discard", "full", new_best=None)] * 10
+    verdict = accept_challenger(unseen, PC, prior_rate=0.1)
+    assert verdict.accepted and verdict.misses_incumbent == pytest.approx(1.0)
+    assert verdict.only_challenger_full == 10 and verdict.observed_only_challenger_full == 0
+    # the same in a run that rarely finds new bests: the extra evaluations are not worth it
+    assert not accept_challenger(unseen, PC, prior_rate=0.01).accepted
+    # an explored new best among them weighs for the whole class
+    seen = [Case("discard", "full", new_best=True, counterfactual=True)] + unseen[1:]
+    assert accept_challenger(seen, PC, prior_rate=0.01).misses_incumbent == pytest.approx(10 * 1.1 / 11)
+    # no disagreement is no evidence; equal paths and cost keep the incumbent
     assert not accept_challenger([Case("full", "partial+full", new_best=False)], PC).accepted
     verdict = accept_challenger([Case("full", "full", new_best=True)], PC)
     assert not verdict.accepted and verdict.reason == "the policies never disagreed"
-    # an unknown outcome counts as no miss for either policy
-    assert accept_challenger([Case("full", "discard", new_best=None)], PC).accepted
+    with pytest.raises(ValueError, match="explore_p"):
+        accept_challenger(unseen, PC, explore_p=1.5)
+
+
+def test_the_prior_rate_weights_explored_outcomes_by_inverse_propensity():
+    full = [Case("full", "full", new_best=False)] * 8
+    explored = [Case("discard", "discard", new_best=True, counterfactual=True)]
+    unexplored = [Case("discard", "discard", new_best=None)] * 9
+    # one explored new best at explore_p 0.1 stands for ten turned-away candidates
+    assert prior_new_best_rate(full + explored + unexplored, 0.1) == pytest.approx((10 + 1) / (18 + 2))
+    assert prior_new_best_rate(full + unexplored, 0.1) == pytest.approx(1 / 19)
+    assert 0 < prior_new_best_rate([], 0.1) < 1
+
+
+def test_missed_new_bests_are_scaled_by_exploration_and_zero_seen_is_not_zero():
+    estimate, low, high = missed_new_bests_estimate(40, 4, 1)
+    assert estimate == pytest.approx(10.0) and 0 < low < 10 < high <= 40
+    estimate, low, high = missed_new_bests_estimate(40, 4, 0)
+    assert estimate == 0 and low == 0 and high > 10      # "0 seen in 4 explored" is far from "0 missed"
+    assert missed_new_bests_estimate(40, 0, 0)[1:] == (0.0, 40.0)
+    with pytest.raises(ValueError):
+        missed_new_bests_estimate(3, 5, 1)
 
 
 def test_policy_text_round_trips_and_decides_by_its_rules():
@@ -106,14 +139,15 @@ def test_llm_allocators_run_whole_offline_episodes(kind):
                         explore_p=0.3, max_episode_steps=200,
                         task_params={"bin_packing_online": {"instances": 5, "partial_instances": 2, "items": 40}}).unwrapped
     obs, _ = env.reset(seed=2)
-    params = {"revise_every": 2, "trial_candidates": 2} if kind == "evoalloc" else {}
+    params = {"revise_after_full": 1, "trial_candidates": 2} if kind == "evoalloc" else {}
     agent: Any = make_agent({"kind": kind, "model": "rsigym/evoalloc_heuristic", "params": params})
     agent.reset({"env_id": "rsigym/ProgramEvolution-v0", "action_schema": env.action_schema,
                  "action_space": env.action_space, "observation_space": env.observation_space}, 2)
-    tokens, terminated, steps = 0, False, 0
+    tokens, terminated, steps, rationales = 0, False, 0, []
     while not terminated and steps < 200:
         action = agent.act(obs)
         assert action["decision"] in ("discard", "partial", "full")
+        rationales += str(action.get("rationale", "")).splitlines()
         obs, reward, terminated, _, info = env.step(action)
         if hasattr(agent, "observe"):
             agent.observe(reward, obs, info)
@@ -122,6 +156,9 @@ def test_llm_allocators_run_whole_offline_episodes(kind):
     assert terminated and info["termination"] == "budget_exhausted" and tokens > 0
     if kind == "evoalloc":
         events = [h["event"] for h in agent.history]
+        proposed = [h for h in agent.history if h["event"] == "proposed"]
+        assert all(h["full_results"] >= 1 for h in proposed)
+        assert any(line.startswith("[policy] challenger v2 proposed") for line in rationales)
         assert "proposed" in events and ({"accepted", "rejected"} & set(events))
         assert len(agent.experience) >= 4 and any(c.counterfactual for c in agent.experience) == (
             info["exploration"]["evaluations"] > 0)
@@ -140,3 +177,56 @@ def test_mutate_source_is_seeded_and_varies_quality():
     operators = {source.propose(task.seed_program, 0.98, None, task.library, "", np.random.default_rng(s)).operator.split()[0]
                  for s in range(30)}
     assert {"crossover", "constant"} <= operators
+
+
+def _scripted_evoalloc(monkeypatch, **params):
+    agent: Any = make_agent({"kind": "evoalloc", "model": "rsigym/evoalloc_heuristic", "params": params})
+    agent.reset({}, 0)
+    prompts: list[str] = []
+
+    def complete(messages):
+        prompts.append(messages[0]["content"])
+        if "[evoalloc:revise]" in messages[0]["content"]:
+            return policy_text(DEFAULT_POLICY.scaled(2.0), 2)
+        return '{"decision": "%s"}' % script[0]
+
+    script = ["discard"]
+    monkeypatch.setattr(agent, "_complete", complete)
+    return agent, prompts, script
+
+
+def _decide(agent, decision_status, counterfactual=None, best=-5.0):
+    obs = {"text": "Candidate code: x", "best_score": best, "stage": 0, "partial_available": 0}
+    agent.act(obs)
+    info = {"decided": {"id": 1, "status": decision_status, "score": -4.0 if decision_status == "full" else None},
+            "explore_p": 0.2}
+    if counterfactual is not None:
+        info["counterfactual"] = {"program_id": 1, "score": counterfactual}
+    agent.observe(0.0, obs, info)
+
+
+def test_revision_waits_for_enough_full_results_not_candidates(monkeypatch):
+    agent, prompts, script = _scripted_evoalloc(monkeypatch, revise_after_full=3, trial_candidates=2)
+    for _ in range(10):
+        _decide(agent, "discarded")        # ten candidates, no full result: no proposal
+    assert [h["event"] for h in agent.history] == ["initial"]
+    _decide(agent, "discarded", counterfactual=-6.0)  # counterfactual results count as full results
+    script[0] = "full"
+    _decide(agent, "full")
+    assert agent.challenger is None
+    _decide(agent, "full")
+    assert agent.challenger is not None and agent.history[-1]["full_results"] == 3
+    assert agent._explore_p == 0.2  # read from the env's info for the acceptance rule
+
+
+def test_the_decision_prompt_carries_the_experience(monkeypatch):
+    agent, prompts, _ = _scripted_evoalloc(monkeypatch)
+    _decide(agent, "discarded")
+    assert "Experience so far" not in prompts[0]
+    _decide(agent, "discarded", counterfactual=-4.0)   # a missed new best: a refuting case
+    _decide(agent, "discarded")
+    assert "Experience so far" in prompts[-1] and "refuting (missed or near-best candidates turned away): 1" in prompts[-1]
+    quiet, quiet_prompts, _ = _scripted_evoalloc(monkeypatch, experience_in_prompt=False)
+    _decide(quiet, "discarded", counterfactual=-4.0)
+    _decide(quiet, "discarded")
+    assert not any("Experience so far" in p for p in quiet_prompts)

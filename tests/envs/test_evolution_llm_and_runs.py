@@ -69,7 +69,9 @@ def test_bundled_scenarios_validate_and_quick_runs_offline(tmp_path):
     assert len(expand(quick)) == 8
     raw = dict(quick.raw)  # the same battery, smaller still and on the local sandbox
     raw["env"] = {"id": raw["env"]["id"], "kwargs": {**raw["env"]["kwargs"], "budget": 2, "sandbox": "local",
-                  "task_params": {"bin_packing_online": {"instances": 5, "partial_instances": 2, "items": 30}}}}
+                  "task_params": {name: {"instances": 5, "partial_instances": 2, "items": 30}
+                                  for name in ("bin_packing_online", "bin_packing_noisy")}}}
+    raw["graders"] = ["evolution_best"]  # the held-out grader needs Docker: tested on its own
     summary = run_scenario(parse_scenario(raw, "quick-test"), tmp_path, workers=0, progress=False)
     records = read_records(tmp_path / "records.jsonl").records
     assert summary.ran == 8 and summary.infra_errors == 0

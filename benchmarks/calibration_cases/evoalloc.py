@@ -1,0 +1,133 @@
+"""Calibration cases of EvoAlloc's acceptance rule and its "missed new bests" column.
+
+Simulated trials with a known truth (the issue's setting): a challenger shadows the incumbent
+and they disagree on 10 candidates; new bests among them are Binomial(10, rate) (one expected
+at the 10% rate); exploration fully evaluates a turned-away candidate with probability
+``explore_p`` = 0.1. The run's experience before the trial (60 candidates, half evaluated fully,
+half turned away and explored at ``explore_p``) gives the rule its prior rate, as in a real run.
+
+* looser challenger: it would fully evaluate candidates the incumbent discards, and these hold
+  new bests: it must be accepted at a high rate;
+* stingier challenger: it would discard candidates the incumbent evaluates fully, and these hold
+  new bests: it must be rejected at a high rate;
+* the controls that make the rule able to fail the other way: in a run whose new-best rate is 1%,
+  a thriftier challenger whose discards truly hold no new best must be accepted; in a run on a
+  plateau (no new best in its experience), a looser one whose extra evaluations find nothing must
+  be rejected. (With exploration at 0.1 a trial sees about one of the looser challenger's extra
+  candidates, so the run's own rate is what the rule can go on: in a run at 1% a looser challenger
+  that finds nothing is accepted about a quarter of the time, the price of catching real misses.)
+* "missed new bests" over 40 turned-away candidates holding 4 new bests must not read 0 when
+  exploration saw none of them, and its interval must cover the truth.
+
+Each row also shows the pre-issue rule (an unobserved outcome counted as "no miss"; raw counts).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from calibration_cases.common import Case
+from rsigym.envs.evolution.evoalloc import Case as Decided
+from rsigym.envs.evolution.evoalloc import accept_challenger, evaluates_fully, missed_new_bests_estimate, path_cost
+from rsigym.envs.evolution.evoalloc import prior_new_best_rate
+
+TRIALS = 2000
+DISAGREEMENTS = 10
+EXPLORE_P = 0.1
+PARTIAL_COST = 8 / 30
+
+
+def legacy_accept(cases: list[Decided], partial_cost: float) -> bool:
+    """The rule before issue 17: observed misses only (unknown = no miss), then cost."""
+    split = [c for c in cases if c.incumbent != c.challenger]
+    misses_old = sum(bool(c.new_best) and not evaluates_fully(c.incumbent) for c in split)
+    misses_new = sum(bool(c.new_best) and not evaluates_fully(c.challenger) for c in split)
+    if not split:
+        return False
+    if misses_new != misses_old:
+        return misses_new < misses_old
+    return sum(path_cost(c.challenger, partial_cost) for c in split) < sum(path_cost(c.incumbent, partial_cost)
+                                                                            for c in split) - 1e-12
+
+
+def _outcome(rng: np.random.Generator, new_best: bool) -> tuple[bool | None, bool]:
+    """(recorded new_best, counterfactual) of a candidate the agent turned away."""
+    explored = rng.random() < EXPLORE_P
+    return (new_best if explored else None), explored
+
+
+def _history(rng: np.random.Generator, run_rate: float, n: int = 60) -> list[Decided]:
+    cases = []
+    for _ in range(n):
+        new_best = bool(rng.random() < run_rate)
+        if rng.random() < 0.5:
+            cases.append(Decided("full", "full", new_best))
+        else:
+            recorded, explored = _outcome(rng, new_best)
+            cases.append(Decided("discard", "discard", recorded, counterfactual=explored))
+    return cases
+
+
+def _trial(rng: np.random.Generator, kind: str, rate: float) -> list[Decided]:
+    cases = []
+    for _ in range(DISAGREEMENTS):
+        new_best = bool(rng.random() < rate)
+        if kind == "looser":      # the incumbent discards, the challenger would evaluate fully
+            recorded, explored = _outcome(rng, new_best)
+            cases.append(Decided("discard", "full", recorded, counterfactual=explored))
+        else:                     # stingier: the incumbent evaluates fully, the challenger would discard
+            cases.append(Decided("full", "discard", new_best))
+    return cases
+
+
+def _acceptance(kind: str, rate: float, run_rate: float, seed: int) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    new = old = 0
+    for _ in range(TRIALS):
+        prior = prior_new_best_rate(_history(rng, run_rate), EXPLORE_P)
+        trial = _trial(rng, kind, rate)
+        new += accept_challenger(trial, PARTIAL_COST, explore_p=EXPLORE_P, prior_rate=prior).accepted
+        old += legacy_accept(trial, PARTIAL_COST)
+    return new / TRIALS, old / TRIALS
+
+
+def _acceptance_case(name: str, kind: str, rate: float, run_rate: float, want_accept: bool,
+                     seed: int) -> Callable[[], Case]:
+    def run() -> Case:
+        accepted, before = _acceptance(kind, rate, run_rate, seed)
+        ok = accepted >= 0.8 if want_accept else accepted <= 0.2
+        return Case("evoalloc acceptance", name, f"{'accepted' if want_accept else 'rejected'} >= 80%",
+                    f"accepted {accepted:.0%} (pre-issue rule {before:.0%})", ok)
+    run.__name__ = f"acceptance_{name.replace(' ', '_')}"
+    return run
+
+
+def missed_new_bests_case() -> Case:
+    """40 turned-away candidates, 4 of them new bests, explored at 0.1."""
+    rng = np.random.default_rng(7)
+    away, truth = 40, 4
+    zero_reads = legacy_zero = covered = 0
+    for _ in range(TRIALS):
+        explored_mask = rng.random(away) < EXPLORE_P
+        explored = int(explored_mask.sum())
+        found = int(explored_mask[:truth].sum())  # the first `truth` candidates are the new bests
+        estimate, low, high = missed_new_bests_estimate(away, explored, found)
+        zero_reads += bool(high == 0)  # an estimate whose whole interval is 0 reads "0 missed"
+        legacy_zero += found == 0
+        covered += low <= truth <= high
+    coverage = covered / TRIALS
+    ok = zero_reads == 0 and coverage >= 0.9
+    return Case("evolution missed new bests", "40 turned away, 4 new bests",
+                "never reads 0; 95% CI covers 4 in >= 90%",
+                f"reads 0 in {zero_reads / TRIALS:.0%} (pre-issue {legacy_zero / TRIALS:.0%}); coverage {coverage:.0%}", ok)
+
+
+CASES: list[Callable[[], Case]] = [
+    _acceptance_case("looser, finds 1 more new best", "looser", 0.1, 0.1, True, 1),
+    _acceptance_case("stingier, misses 1 new best", "stingier", 0.1, 0.1, False, 2),
+    _acceptance_case("thriftier, misses none (run rate 1%)", "stingier", 0.0, 0.01, True, 3),
+    _acceptance_case("looser, finds none (run on a plateau)", "looser", 0.0, 0.0, False, 4),
+    missed_new_bests_case,
+]
