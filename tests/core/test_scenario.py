@@ -65,10 +65,33 @@ def test_expand_is_the_full_product_in_stable_order():
     assert episodes[0].env.condition is None and episodes[0].env.task_id == "probe-100"
 
 
-def test_bundled_scenarios_are_valid():
+def _docker_answers() -> bool:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        client.ping()
+        client.close()
+        return True
+    except Exception:  # noqa: BLE001 - any failure means there is no engine here
+        return False
+
+
+def test_the_bundled_scenarios_include_the_smoke_test():
     assert "probe_smoke" in bundled_scenarios()
-    for path in bundled_scenarios().values():
-        assert expand(load_scenario(path))
+
+
+@pytest.mark.parametrize("name", sorted(bundled_scenarios()))
+def test_bundled_scenarios_are_valid(name):
+    try:
+        assert expand(load_scenario(bundled_scenarios()[name]))
+    except UserError as exc:
+        # A scenario that runs agent code in Docker (DataSelection's run_python) must stop before
+        # any episode with one line naming Docker and the opt-in when no engine answers; with an
+        # engine (CI) it must load like every other scenario.
+        if "needs Docker" not in str(exc) or _docker_answers():
+            raise
+        assert "sandbox: local_unsafe" in str(exc) and "\n" not in str(exc)
 
 
 def test_yaml_syntax_error_names_line(tmp_path):
