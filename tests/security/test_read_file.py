@@ -7,7 +7,6 @@ message saying why, and a read has a timeout.
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -27,10 +26,10 @@ PLANTS = {
 @pytest.mark.parametrize("plant", sorted(PLANTS))
 def test_read_file_refuses_what_is_not_a_regular_file_at_once(any_sandbox, plant):
     assert any_sandbox.exec(PLANTS[plant]).ok
-    started = time.monotonic()
-    with pytest.raises(SandboxError, match=r"refused|outside|no such file") as caught:
+    with pytest.raises(SandboxError, match=r"refused|outside|no such file|not a regular file") as caught:
         any_sandbox.read_file("answer.csv", timeout=20)
-    assert time.monotonic() - started < 15, "refused only by the timeout"
+    # Refused by a check, not ended by the timeout (whose message is "did not finish within").
+    assert "did not finish" not in str(caught.value), "refused only by the timeout"
     assert "answer.csv" in str(caught.value)
 
 
