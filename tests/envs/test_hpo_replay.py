@@ -6,6 +6,7 @@ Episodes run with the analytic trial runner of ``test_hpo_env`` (no FNO is train
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from .test_hpo_env import TRIALS  # noqa: F401  (registers rsigym-test/HPOAnalyt
 
 def _episode(model: str, seed: int, task: str = "adv0.4->adv1.0", budget: int = 6, **params):
     env = EnvRef("rsigym-test/HPOAnalytic-v0", {"budget": budget}, task, None)
-    key = f"{seed:02d}{abs(hash(task)) % 10**6:06d}" + "1" * 24
+    key = f"{seed:02d}{zlib.crc32(task.encode()) % 10**6:06d}" + "1" * 24
     record = run_episode(EpisodeSpec(key, env, AgentSpec(model, "llm", model, params), seed, 0, 40))
     assert record.termination == "budget_exhausted", record.error
     return record
@@ -107,7 +108,7 @@ def test_cold_start_with_too_few_adaptations_gives_no_verdict(tmp_path):
 def _compare_record(agent, task, seed, test):
     state = {"task_id": task, "seed": seed, "budget": 1, "test_nrmse": test,
              "trials": [{"learning_rate": 1e-3, "optimizer": "adam", "loss": "mse", "val_nrmse": test}]}
-    return Trajectory(f"{seed:04d}{abs(hash(agent + task)) % 10**8:08d}" + "0" * 20, EnvRef("x", {}, task, None),
+    return Trajectory(f"{seed:04d}{zlib.crc32((agent + task).encode()) % 10**8:08d}" + "0" * 20, EnvRef("x", {}, task, None),
                       AgentSpec(agent, "llm", None, {}), seed, 0, final=FinalSnapshot.of(state))
 
 
