@@ -209,6 +209,7 @@ def _scores(records):
 
 
 @pytest.mark.ray
+@pytest.mark.timeout(900)  # Ray starts a cluster: minutes on a loaded 2-core machine
 @pytest.mark.slow
 def test_ray_backend_matches_local(tmp_path):
     pytest.importorskip("ray")
