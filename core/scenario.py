@@ -67,6 +67,7 @@ class EpisodeSpec:
     rep: int
     max_steps: int | None
     graders: tuple[NamedSpec, ...] = ()
+    imports: tuple[str, ...] = ()  # modules every worker imports first (``--import``)
 
 
 @lru_cache(maxsize=1)
@@ -243,4 +244,13 @@ def expand(scenario: Scenario) -> list[EpisodeSpec]:
                             key=episode_key(env_ref, agent, seed, rep), env=env_ref, agent=agent,
                             seed=seed, rep=rep, max_steps=scenario.max_steps,
                             graders=tuple(scenario.graders)))
+    seen: dict[str, EpisodeSpec] = {}
+    for spec in episodes:  # one record per key: two episodes with one key would pair with each other
+        if spec.key in seen:
+            tasks = scenario.tasks if isinstance(scenario.tasks, list) else []
+            where = "tasks" if tasks.count(spec.env.task_id) > 1 else "seeds" if scenario.seeds.count(spec.seed) > 1 else "conditions"
+            raise UserError(f"{scenario.source}: {where}: the episode of task {spec.env.task_id!r}, seed {spec.seed}, "
+                            f"agent {spec.agent.id!r} appears twice (one episode key, one record); list each "
+                            f"{where[:-1]} once")
+        seen[spec.key] = spec
     return episodes
