@@ -95,7 +95,7 @@ def _wait_for(predicate, what, proc=None, timeout_s=240):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_a_second_run_and_a_regrade_are_refused_while_a_run_holds_the_folder(plugin):
+def test_a_second_run_and_a_regrade_are_refused_while_a_run_holds_the_folder(plugin, monkeypatch):
     release = plugin / "release"
     path = write_scenario(plugin / "s.yaml", tasks=["probe-100", "probe-101"], conditions=["none"], seeds=[0],
                           agents=[{"id": "w", "kind": "test_waiting", "params": {"release": str(release)}}],
@@ -114,7 +114,8 @@ def test_a_second_run_and_a_regrade_are_refused_while_a_run_holds_the_folder(plu
             assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
             assert f"is in use by pid {first.pid} on " in proc.stderr and "rsigym run" in proc.stderr
         with pytest.raises(UserError, match=f"pid {first.pid}"):  # the Python API is refused too
-            run_scenario(load_scenario(path), out, workers=0, progress=False)
+            monkeypatch.syspath_prepend(str(plugin))
+            run_scenario(load_scenario(path), out, workers=0, progress=False, imports=["issue18_plugin"])
     finally:
         release.write_text("go")
         first.wait(timeout=300)
@@ -135,7 +136,7 @@ def test_the_lock_names_its_holder_and_dies_with_it(tmp_path):
         pass
     assert (tmp_path / LOCK_FILE).read_text() == ""
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from rsigym.runner.lock import RunFolderLock; "
-                               f"RunFolderLock({str(tmp_path)!r}).acquire(); print('held', flush=True); time.sleep(600)"],
+                               f"lock = RunFolderLock({str(tmp_path)!r}).acquire(); print('held', flush=True); time.sleep(600)"],
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(UserError, match=f"pid {holder.pid}"):
