@@ -104,7 +104,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "type":
         return f"{_path(path)}: expected {error.validator_value}, got {error.instance!r:.60}"
     if error.validator == "oneOf":
-        return f"{_path(path)}: {error.instance!r:.60} is not a valid value ({error.schema.get('description', 'see scenarios/schema.json')})"
+        from rsigym.scenarios import SCHEMA_PATH  # the installed file, wherever it is
+
+        return f"{_path(path)}: {error.instance!r:.60} is not a valid value ({error.schema.get('description', f'see {SCHEMA_PATH}')})"
     return f"{_path(path)}: {error.message}"
 
 
