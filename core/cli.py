@@ -41,7 +41,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    importing = argparse.ArgumentParser(add_help=False)
+    importing = _Parser(add_help=False)
     importing.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                            help="import MODULE first, here and in every worker: your conditions, graders, "
                            "agents, analyses, LiteLLM handlers (repeatable; the current folder is on the path)")

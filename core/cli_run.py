@@ -30,6 +30,7 @@ def run_command(args: argparse.Namespace) -> int:
     from .manifest import next_free_folder
     from .preflight import check_scenario
     from .runner import run_scenario, select_episodes
+    from .runner.progress import ProgressMode
     from .scenario import expand, load_scenario, parse_scenario
 
     scenario = load_scenario(args.scenario)
@@ -57,7 +58,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     if args.force_new:
         print(f"rsigym: new run folder {out_dir}", file=sys.stderr)
-    progress = "none" if args.no_progress else ("bar" if sys.stderr.isatty() else "plain")
+    progress: ProgressMode = "none" if args.no_progress else ("bar" if sys.stderr.isatty() else "plain")
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=progress, retry_infra_errors=not args.keep_infra_errors,
                            tasks=tasks, limit=args.limit, imports=args.imports, preflight=False)
@@ -122,7 +123,8 @@ def _print_plan(scenario: Any, episodes: list[Any], out_dir: Path) -> None:
             total += per_episode * n
             cost = f"~${per_episode * n:.4f} (${per_episode:.4f}/episode, from {len(cost_seen[agent.id])} recorded)"
         else:
-            cost, _ = "unknown (no recorded episode of this agent yet)", unknown.append(agent.id)
+            cost = "unknown (no recorded episode of this agent yet)"
+            unknown.append(agent.id)
         print(f"  agent {agent.id} ({agent.kind}{', ' + model if model else ''}): {n} episodes to run; cost {cost}")
     print(f"  graders: {', '.join(g.name for g in scenario.graders) or 'none'}; "
           f"analyses: {', '.join(a.name for a in scenario.analyses)}")

@@ -14,6 +14,7 @@ import difflib
 import fnmatch
 import inspect
 import os
+from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .errors import UserError
@@ -90,7 +91,7 @@ def preflight(scenario: Scenario, *, environ: Mapping[str, str] | None = None,
     problems: list[str] = []
     problems += _check_env(scenario)
     for i, agent in enumerate(scenario.agents):
-        problems += [f"agents[{i}]: {p}" for p in _build(lambda a=agent: _make_agent(a))]
+        problems += [f"agents[{i}]: {p}" for p in _build(partial(_make_agent, agent))]
     for i, spec in enumerate(scenario.graders):
         problems += [f"graders[{i}]: {p}" for p in _check_grader(spec.name, spec.params, scenario.env_id)]
     for i, spec in enumerate(scenario.analyses):
@@ -229,7 +230,7 @@ def _check_models(raw: dict[str, Any], environ: Mapping[str, str]) -> list[str]:
     problems = []
     for where, entry in _model_entries(raw):
         model = entry["model"]
-        params = entry.get("params") if isinstance(entry.get("params"), dict) else {}
+        params: dict[str, Any] = entry["params"] if isinstance(entry.get("params"), dict) else {}
         problem = check_model(model, api_base=entry.get("api_base") or params.get("api_base"),
                               api_key_env=entry.get("api_key_env") or params.get("api_key_env"),
                               environ=environ)

@@ -249,7 +249,7 @@ def expand(scenario: Scenario) -> list[EpisodeSpec]:
     seen: dict[str, EpisodeSpec] = {}
     for spec in episodes:  # one record per key: two episodes with one key would pair with each other
         if spec.key in seen:
-            tasks = scenario.tasks if isinstance(scenario.tasks, list) else []
+            tasks: list[Any] = scenario.tasks if isinstance(scenario.tasks, list) else []
             where = "tasks" if tasks.count(spec.env.task_id) > 1 else "seeds" if scenario.seeds.count(spec.seed) > 1 else "conditions"
             raise UserError(f"{scenario.source}: {where}: the episode of task {spec.env.task_id!r}, seed {spec.seed}, "
                             f"agent {spec.agent.id!r} appears twice (one episode key, one record); list each "

@@ -60,9 +60,9 @@ class RunFolderLock:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            holder = describe_holder(handle.read()) or "another rsigym process"
+            who = describe_holder(handle.read()) or "another rsigym process"
             handle.close()
-            raise UserError(f"{self.run_dir} is in use by {holder}; wait for it to finish, or use "
+            raise UserError(f"{self.run_dir} is in use by {who}; wait for it to finish, or use "
                             "another --out") from None
         holder: dict[str, Any] = {"pid": os.getpid(), "host": socket.gethostname(),
                                   "command": self.command[:300], "since": utc_now()}
