@@ -32,6 +32,7 @@ def regrade_command(args: argparse.Namespace,
     """The ``regrade`` command; ``records_or_error`` reads a run folder's records (the CLI's helper)."""
     from .grader import get_grader
     from .jsonl import rewrite_records
+    from .manifest import holds_a_run
     from .preflight import grader_fits
     from .regrade import regrade
     from .registry import GRADERS
@@ -61,6 +62,8 @@ def regrade_command(args: argparse.Namespace,
             target = args.run_dir
         else:
             target = args.out if args.out is not None else default_regrade_folder(args.run_dir, args.grader)
+            if holds_a_run(target):  # RUN_DIR itself included: in place is --in-place
+                raise UserError(f"{target} already holds a run; regrade into a new folder (--out) or use --in-place")
             with RunFolderLock(target):
                 _new_folder(args.run_dir, target, args.grader, params)
                 rewrite_records(target / RECORDS_FILE, graded)

@@ -191,3 +191,31 @@ def test_a_closed_pipe_and_ctrl_c_end_quietly(tmp_path):
     assert proc.returncode == 130, stderr
     assert stderr.decode().strip().splitlines()[-1].startswith("rsigym: interrupted")
     assert b"Traceback" not in stderr and b"KeyboardInterrupt" not in stderr, stderr
+
+
+def test_the_sandbox_fallback_warning_prints_once_per_run_not_per_worker(tmp_path):
+    path = write_scenario(tmp_path / "s.yaml", **dict(TINY, env={"id": "rsigym/Probe-v0", "kwargs": {"sandbox": "auto"}},
+                                                      seeds=[0, 1]))
+    proc = subprocess.run([*rsigym_cmd(), "run", str(path), "--out", str(tmp_path / "out"), "--workers", "2"],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("falls back to local") == 1, proc.stderr
+    assert all(r.sandbox["provider"] == "local" for r in read_records(tmp_path / "out" / RECORDS_FILE))
+
+
+def test_regrade_checks_the_fit_and_never_overwrites_a_run_folder(capsys, tmp_path):
+    path = write_scenario(tmp_path / "s.yaml", **dict(TINY, tasks=["probe-100"]))
+    out = tmp_path / "out"
+    assert _main(capsys, "run", path, "--out", out, "--workers", 0, "--no-progress")[0] == 0
+    status, _, err = _main(capsys, "regrade", out, "--grader", "action_match")
+    assert status == 2 and len(err) == 1 and "grader 'action_match' does not fit rsigym/Probe-v0 records" in err[0]
+    status, _, err = _main(capsys, "regrade", out, "--grader", "probe_answer", "--out", out)
+    assert status == 2 and len(err) == 1 and "already holds a run" in err[0], err
+    status, stdout, err = _main(capsys, "regrade", out, "--grader", "probe_answer", "--param", "tolerance=3")
+    assert status == 0, err
+    target = tmp_path / "out-regrade-probe_answer"
+    assert f"records in {target / RECORDS_FILE}; report: {target / 'report.md'}" in stdout
+    assert "tolerance=3" in (target / "report.md").read_text()
+    assert json.loads((target / MANIFEST_FILE).read_text())["regraded_from"]["grader"] == "probe_answer"
+    assert [len(r.grades) for r in read_records(out / RECORDS_FILE)] == [1]  # the source is untouched
