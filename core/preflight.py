@@ -99,7 +99,10 @@ def preflight(scenario: Scenario, *, environ: Mapping[str, str] | None = None,
             problems.append(f"analyses[{i}]: unknown analysis {spec.name!r}"
                             f"{did_you_mean(spec.name, ANALYSES)}; known: {', '.join(ANALYSES)}")
     problems += _check_models(scenario.raw, environ)
-    problems += _check_docker(scenario.raw, docker_answers)
+    # one line per problem: an env that already refused for want of Docker says it better
+    said = {p.split(".")[0].split("[")[0].split(":")[0] for p in problems if "Docker" in p}
+    problems += [p for p in _check_docker(scenario.raw, docker_answers)
+                 if p.split(".")[0].split("[")[0].split(":")[0] not in said]
     return [redact_text(f"{src}: {p}") for p in problems]
 
 
