@@ -7,6 +7,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from rsigym.errors import UserError
 from rsigym.records import AgentSpec, Usage
 
+from .redact import redact, redact_text
 from .registry import AGENTS
 
 __all__ = ["Agent", "register_agent", "make_agent", "available_agents"]
@@ -56,4 +57,5 @@ def make_agent(spec: AgentSpec | dict[str, Any]) -> Agent:
     try:
         return factory(spec)
     except TypeError as exc:
-        raise UserError(f"agent {spec.id!r} ({spec.kind}) rejects params {spec.params}: {exc}") from exc
+        raise UserError(f"agent {spec.id!r} ({spec.kind}) rejects params {redact(spec.params)}: "
+                        f"{redact_text(str(exc))}") from exc

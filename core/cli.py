@@ -20,21 +20,37 @@ from .errors import UserError
 __all__ = ["main"]
 
 EXIT_USER_ERROR = 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a process killed by it
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, not usage + message
-        raise UserError(f"{self.prog}: {message}")
+    def error(self, message: str) -> NoReturn:  # one line, naming the command and its --help
+        command = self.prog.removeprefix("rsigym").strip()
+        where = f"{command}: " if command else ""
+        raise UserError(f"{where}{message}; see {self.prog} --help")
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"rsigym {__version__}"
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rsigym", description="Simulation environments for research agents.")
+    parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    importing = _Parser(add_help=False)
+    importing.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                           help="import MODULE first, here and in every worker: your conditions, graders, "
+                           "agents, analyses, LiteLLM handlers (repeatable; the current folder is on the path)")
 
-    run = commands.add_parser("run", help="run a scenario battery (resumes where it stopped)")
-    run.add_argument("scenario", help="scenario YAML file, or the name of a bundled scenario")
+    run = commands.add_parser("run", parents=[importing], help="run a scenario battery (resumes where it stopped)")
+    run.add_argument("scenario", help="scenario YAML file, or the name of a bundled scenario (rsigym list scenarios)")
     run.add_argument("--out", type=Path, help="output folder (default runs/<scenario name>)")
+    run.add_argument("--force-new", action="store_true",
+                     help="start a new run folder (OUT-2, OUT-3, ...) when OUT already holds a run")
     run.add_argument("--backend", choices=["local", "ray"], help="default: the scenario's, else local")
     run.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
     run.add_argument("--workers", type=int, help="parallel episodes (0: in this process)")
@@ -45,25 +61,44 @@ def _build_parser() -> argparse.ArgumentParser:
                      "e.g. of ToolUse-v0), which becomes an LLM user")
     run.add_argument("--judge-model", help="LiteLLM model string for every grader of the scenario that uses a "
                      "model (e.g. llm_judge)")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--retry-infra-errors", action="store_true",
-                     help="run episodes recorded as infra_error again (old records kept aside)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a scenario key, VALUE read as YAML: max_steps=5, env.kwargs.sandbox=local, "
+                     "agents[0].model=rsigym/random (repeatable)")
+    run.add_argument("--tasks", action="append", metavar="ID[,ID...]",
+                     help="run only these task ids of the scenario (repeatable)")
+    run.add_argument("--limit", type=int, metavar="N", help="run only the first N tasks (after --tasks)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="check everything, print the episode plan and known costs, run nothing")
+    run.add_argument("--max-infra-errors", type=int, default=0, metavar="N",
+                     help="exit with status 1 when more than N episodes of this run end in infra_error (default 0)")
+    run.add_argument("--keep-infra-errors", action="store_true",
+                     help="do not run episodes recorded as infra_error again (by default they are retried, "
+                     "their old records kept in infra_errors.jsonl)")
+    run.add_argument("--retry-infra-errors", action="store_true", help=argparse.SUPPRESS)  # the default now
+    run.add_argument("--no-progress", action="store_true",
+                     help="no progress output (default: a bar in a terminal, a line every 5%% elsewhere)")
 
-    report = commands.add_parser("report", help="write report.md for a run folder")
-    report.add_argument("run_dir", type=Path)
+    report = commands.add_parser("report", parents=[importing], help="write report.md for a run folder")
+    report.add_argument("run_dir", type=Path, help="run folder (holds records.jsonl)")
 
-    regrade = commands.add_parser("regrade", help="grade fixed trajectories again with a grader")
-    regrade.add_argument("run_dir", type=Path)
+    regrade = commands.add_parser("regrade", parents=[importing],
+                                  help="grade fixed trajectories again with a grader (into a new run folder)")
+    regrade.add_argument("run_dir", type=Path, help="run folder whose records to regrade")
     regrade.add_argument("--grader", required=True, help="grader name (see rsigym list graders)")
     regrade.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                          help="grader parameter; VALUE is read as YAML (repeatable)")
+    regrade.add_argument("--out", type=Path, help="new run folder for the regraded records and their report "
+                         "(default RUN_DIR-regrade-GRADER)")
+    regrade.add_argument("--in-place", action="store_true",
+                         help="add the grades to RUN_DIR's own records instead (atomic rewrite)")
 
-    lister = commands.add_parser("list", help="list what is installed, each with one line about it")
+    lister = commands.add_parser("list", parents=[importing], help="list what is installed, each with one line about it")
     lister.add_argument("what", nargs="?", choices=[*LIST_KINDS, "offline-policies"],
                         help="one kind (default: all)")
 
     sandbox = commands.add_parser("sandbox", help="build, check or clean the Docker sandbox")
-    sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True, parser_class=_Parser)
+    sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", metavar="ACTION", parser_class=_Parser)
+    sandbox_commands.required = True
     build = sandbox_commands.add_parser("build", help="build the sandbox image offline (debootstrap)")
     build.add_argument("--force", action="store_true", help="rebuild even if the image exists")
     build.add_argument("--mirror", help="Debian mirror (default $RSIGYM_DEBIAN_MIRROR or deb.debian.org)")
@@ -73,121 +108,90 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _register_secrets(environ: Any) -> None:
+    """Values of secret-named variables (``*_API_KEY``, ``*_TOKEN``, ...) never reach the output."""
+    from .redact import is_secret_key, register_secret
+
+    for name, value in environ.items():
+        if is_secret_key(name):
+            register_secret(value)
+
+
+def _print_error(exc: UserError) -> None:
+    from .redact import redact_text
+
+    lines = redact_text(str(exc)).splitlines() or ["(no message)"]
+    if hasattr(exc, "problems"):  # a preflight: every line is one problem
+        for line in lines:
+            print(f"rsigym: error: {line}", file=sys.stderr)
+        return
+    print(f"rsigym: error: {lines[0]}", file=sys.stderr)
+    for line in lines[1:]:
+        print(line, file=sys.stderr)
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader left (``rsigym ... | head -1``): stop writing, exit without a traceback."""
     try:
-        args = _build_parser().parse_args(argv)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+    except OSError:
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``rsigym`` command with ``argv`` (default: the process's); returns the exit status."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_usage(sys.stderr)
+            raise UserError(f"choose a command: {', '.join(_COMMANDS)} (rsigym --help says more)")
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
+        _register_secrets(os.environ)
+        _import_user_modules(getattr(args, "imports", []))
         return _dispatch(args)
     except UserError as exc:
-        print(f"rsigym: error: {exc}", file=sys.stderr)
+        _print_error(exc)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("rsigym: interrupted; finished episodes are on disk, run again to resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+
+
+def _import_user_modules(modules: list[str]) -> None:
+    if not modules:
+        return
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as ``python -m`` does; spawned workers inherit sys.path
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except UserError:
+            raise
+        except Exception as exc:  # the user's module: its failure is theirs to fix, in one line
+            raise UserError(f"--import {name}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
+
+
+_COMMANDS = ("run", "report", "regrade", "list", "sandbox")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    handler = {"run": _run, "report": _report, "regrade": _regrade, "list": _list,
-               "sandbox": _sandbox}[args.command]
+    from .cli_regrade import regrade_command
+    from .cli_run import run_command
+
+    if args.command == "run":
+        return run_command(args)
+    if args.command == "regrade":
+        return regrade_command(args, _records_or_error)
+    handler = {"report": _report, "list": _list, "sandbox": _sandbox}[args.command]
     return handler(args)
-
-
-def _run(args: argparse.Namespace) -> int:
-    from .runner import run_scenario
-    from .scenario import load_scenario
-
-    scenario = _override_llm_agents(load_scenario(args.scenario), args.model, args.api_base)
-    scenario = _override_user_model(scenario, args.user_model)
-    scenario = _override_judge_model(scenario, args.judge_model)
-    backend = args.backend or scenario.runner.get("backend", "local")
-    workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
-    if workers < 0:
-        raise UserError(f"--workers must be >= 0, got {workers}")
-    out_dir = args.out or Path("runs") / scenario.name
-    summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
-                           progress=not args.no_progress and sys.stderr.isatty(),
-                           retry_infra_errors=args.retry_infra_errors)
-    if summary.bad_lines_moved:
-        print(f"rsigym: moved {summary.bad_lines_moved} unreadable lines of records.jsonl to "
-              "records.jsonl.bad (with their line numbers)", file=sys.stderr)
-    if summary.duplicate_keys:
-        print(f"rsigym: warning: {summary.duplicate_keys} records repeat an earlier record's episode key",
-              file=sys.stderr)
-    print(f"{summary.total} episodes: {summary.skipped} already recorded, {summary.ran} run now, "
-          f"{summary.infra_errors} infra errors; records in {summary.out_dir / 'records.jsonl'}")
-    if summary.report:
-        print(f"report: {summary.report}")
-    return 0
-
-
-def _override_llm_agents(scenario: Any, model: str | None, api_base: str | None) -> Any:
-    """Apply --model and --api-base to every agent that uses a model (kind ``llm``, or any agent
-    entry that names a ``model``, such as ``oneshot_llm`` and ``evoalloc``), in the scenario and in
-    its saved copy."""
-    if model is None and api_base is None:
-        return scenario
-
-    def uses_model(entry: dict[str, Any]) -> bool:
-        return entry["kind"] == "llm" or "model" in entry
-
-    if not any(uses_model(a) for a in scenario.raw["agents"]):
-        flag = "--model" if model is not None else "--api-base"
-        raise UserError(f"{flag}: scenario {scenario.name!r} has no agent that uses a model")
-
-    def override(entry: dict[str, Any]) -> dict[str, Any]:
-        if not uses_model(entry):
-            return entry
-        entry = dict(entry, params=dict(entry.get("params") or {}))
-        if model is not None:
-            entry["model"] = model
-        if api_base is not None:
-            entry["params"]["api_base"] = api_base
-        return entry
-
-    from .scenario import parse_scenario
-
-    raw = dict(scenario.raw, agents=[override(a) for a in scenario.raw["agents"]])
-    return parse_scenario(raw, scenario.source)
-
-
-def _override_user_model(scenario: Any, model: str | None) -> Any:
-    """Apply --user-model: the env's simulated user (``env.kwargs.user``) becomes an LLM user."""
-    if model is None:
-        return scenario
-    kwargs = dict(scenario.raw["env"].get("kwargs") or {})
-    if "user" not in kwargs:
-        raise UserError(f"--user-model: scenario {scenario.name!r} names no simulated user (env.kwargs.user)")
-    user = kwargs["user"]
-    if isinstance(user, dict) and user.get("kind") == "llm":
-        kwargs["user"] = dict(user, model=model)
-    else:  # a scripted user: keep what an LLM user also takes
-        kept = {k: v for k, v in user.items() if k == "max_replies"} if isinstance(user, dict) else {}
-        kwargs["user"] = {"kind": "llm", "model": model, **kept}
-    from .scenario import parse_scenario
-
-    return parse_scenario(dict(scenario.raw, env=dict(scenario.raw["env"], kwargs=kwargs)), scenario.source)
-
-
-def _override_judge_model(scenario: Any, model: str | None) -> Any:
-    """Apply --judge-model to every grader of the scenario that has a ``model`` (an LLM judge)."""
-    if model is None:
-        return scenario
-    from .grader import get_grader
-    from .scenario import NamedSpec, parse_scenario
-
-    graders, judges = [], 0
-    for entry in scenario.raw.get("graders") or []:
-        spec = NamedSpec.parse(entry)
-        try:
-            judge = hasattr(get_grader(spec.name, **spec.params), "model")
-        except Exception:  # a bad grader entry: the scenario check names it
-            judge = False
-        judges += judge
-        graders.append({"name": spec.name, "params": dict(spec.params, model=model)} if judge else entry)
-    if not judges:
-        raise UserError(f"--judge-model: scenario {scenario.name!r} has no grader that uses a model (e.g. llm_judge)")
-    return parse_scenario(dict(scenario.raw, graders=graders), scenario.source)
 
 
 def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, Any]:
@@ -237,31 +241,6 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _regrade(args: argparse.Namespace) -> int:
-    import yaml
-
-    from .grader import get_grader
-    from .jsonl import rewrite_records
-    from .regrade import regrade
-
-    params = {}
-    for item in args.param:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UserError(f"--param expects KEY=VALUE, got {item!r}")
-        params[key] = yaml.safe_load(value)
-    grader = get_grader(args.grader, **params)
-    path, result = _records_or_error(args.run_dir, rewriting=True)
-    graded = regrade(result.records, grader)
-    rewrite_records(path, graded, expected_size=result.size_bytes)
-    scores = [r.grades[-1].score for r in graded]
-    valid = [s for s in scores if s is not None]
-    mean = f"{sum(valid) / len(valid):.3f}" if valid else "n/a"
-    print(f"regraded {len(graded)} records with {grader.name} v{grader.version}: mean {mean}, "
-          f"{len(scores) - len(valid)} grader errors; original grades kept")
-    return 0
-
-
 LIST_KINDS = ("envs", "agents", "graders", "analyses", "conditions", "offline_policies", "scenarios")
 
 
@@ -297,6 +276,17 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _sandbox(args: argparse.Namespace) -> int:
+    from .errors import SandboxError
+
+    try:
+        return _sandbox_action(args)
+    except SandboxError as exc:  # no engine, no debootstrap: one line, not a traceback
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"sandbox {args.sandbox_command}: {first[:300]}; `rsigym sandbox check` says what "
+                        "works") from exc
+
+
+def _sandbox_action(args: argparse.Namespace) -> int:
     from . import sandbox
 
     if args.sandbox_command == "build":

@@ -8,6 +8,7 @@ from typing import Any, Callable, ClassVar, Literal, Protocol, runtime_checkable
 from rsigym.errors import InfraError, UserError
 from rsigym.records import Grade, Trajectory, to_jsonable
 
+from .redact import redact, redact_text
 from .registry import GRADERS
 
 __all__ = [
@@ -36,9 +37,17 @@ class Grader(Protocol):
 
 
 def _check_grader(name: str, cls: Any) -> Any:
+    """The one check every grader passes, built-in or plug-in, when it is registered or loaded."""
     missing = [a for a in ("version", "needs", "grade") if not hasattr(cls, a)]
     if missing:
         raise TypeError(f"grader {getattr(cls, '__name__', cls)!r} ({name}) lacks {', '.join(missing)}")
+    if not isinstance(cls.version, str) or not cls.version:
+        raise TypeError(f"grader {cls.__name__} ({name}): version must be a non-empty string, got {cls.version!r}")
+    if not callable(getattr(cls, "grade")):
+        raise TypeError(f"grader {cls.__name__} ({name}): grade is not a method")
+    fits = getattr(cls, "envs", None)
+    if fits is not None and (isinstance(fits, str) or not all(isinstance(e, str) for e in fits)):
+        raise TypeError(f"grader {cls.__name__} ({name}): envs must be a collection of env ids or patterns")
     if not set(cls.needs) <= NEEDS:
         raise TypeError(f"grader {cls.__name__} needs {set(cls.needs) - NEEDS}; known: {sorted(NEEDS)}")
     cls.name = name  # the registered name is the grader's name, whatever the class says
@@ -68,7 +77,7 @@ def get_grader(name: str, **params: Any) -> Grader:
     try:
         return cls(**params)
     except TypeError as exc:
-        raise UserError(f"grader {name!r} rejects params {params}: {exc}") from exc
+        raise UserError(f"grader {name!r} rejects params {redact(params)}: {redact_text(str(exc))}") from exc
 
 
 def snapshot_state(record: Trajectory, key: str, family: str) -> dict[str, Any]:
@@ -85,6 +94,13 @@ def grader_params(grader: Grader) -> dict[str, Any]:
     return dict(getattr(grader, "params", {}) or {})
 
 
+def _safe_params(grader: Grader) -> dict[str, Any]:
+    try:
+        return grader_params(grader)
+    except Exception:  # noqa: BLE001 - an odd grader still gets its error recorded
+        return {}
+
+
 def grade_record(grader: Grader, record: Trajectory, *,
                  source: Literal["live", "regrade"] = "live") -> Grade:
     """Grade one record; a grader that raises gives a Grade with ``score=None`` and the error.
@@ -92,17 +108,20 @@ def grade_record(grader: Grader, record: Trajectory, *,
     The returned grade always carries the grader's registered name, version and parameters,
     whatever the grader put there, so the record says which rule produced each number.
     """
+    name, version = getattr(grader, "name", type(grader).__name__), str(getattr(grader, "version", "?"))
     try:
         grade = grader.grade(record)
+        if not isinstance(grade, Grade):
+            raise TypeError(f"grade() returned {type(grade).__name__}, not a Grade")
     except InfraError as exc:  # e.g. a judge's provider failed for good: not the record's fault
         usage = getattr(exc, "usage", None)
-        return Grade(grader=grader.name, version=grader.version, score=None,
+        return Grade(grader=name, version=version, score=None,
                      details={"usage": to_jsonable(dataclasses.asdict(usage))} if usage is not None else {},
-                     params=grader_params(grader), source=source,
+                     params=_safe_params(grader), source=source,
                      error=f"infra_error: {type(exc).__name__}: {exc}")
     except Exception as exc:  # a failing grader is recorded, never fatal to the run
-        return Grade(grader=grader.name, version=grader.version, score=None,
-                     params=grader_params(grader), source=source,
+        return Grade(grader=name, version=version, score=None,
+                     params=_safe_params(grader), source=source,
                      error=f"{type(exc).__name__}: {exc}")
-    return dataclasses.replace(grade, grader=grader.name, version=grader.version,
+    return dataclasses.replace(grade, grader=name, version=version,
                                params=grader_params(grader), source=source)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .action_limits import short_repr
+from .redact import redact
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -280,7 +281,8 @@ class Trajectory:
         return to_jsonable(asdict(self))
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        """The record's line on disk, secrets redacted (``rsigym.redact``)."""
+        return json.dumps(redact(self.to_dict()), ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Trajectory":

@@ -106,7 +106,10 @@ class Registry(Mapping[str, T], Generic[T]):
             raise UserError(f"{self.kind} {name!r}: cannot load entry point {ep.value!r} "
                             f"(group {self.group}): {type(exc).__name__}: {exc}") from exc
         if name not in self._objects:  # loading may have registered it already (a decorator)
-            self.register(name, obj)
+            try:
+                self.register(name, obj)
+            except (TypeError, ValueError) as exc:  # fails the check every built-in passes
+                raise UserError(f"{self.kind} {name!r} (entry point {ep.value!r}): {exc}") from exc
         return self._objects[name]
 
     # -- lookup -------------------------------------------------------------------------
@@ -137,7 +140,11 @@ class Registry(Mapping[str, T], Generic[T]):
     def lookup(self, name: str) -> T:
         """The object registered as ``name``; an unknown name is a UserError listing the known."""
         if name not in self:
-            raise UserError(f"unknown {self.kind} {name!r}; known: {', '.join(self) or 'none'}")
+            import difflib
+
+            close = difflib.get_close_matches(name, list(self), n=2, cutoff=0.6)
+            hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+            raise UserError(f"unknown {self.kind} {name!r}{hint}; known: {', '.join(self) or 'none'}")
         return self[name]
 
     def loaded(self) -> dict[str, T]:

@@ -129,13 +129,24 @@ def _plot_scores(out_dir: Path, grader: str, version: str, params: str,
 
 
 def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: Sequence[Any],
-                 *, title: str = "rsigym report") -> Path:
-    """Run the named analyses and write ``report.md`` in ``out_dir``; returns its path."""
+                 *, title: str = "rsigym report", errors: list[str] | None = None) -> Path:
+    """Run the named analyses and write ``report.md`` in ``out_dir``; returns its path.
+
+    An analysis that raises becomes a section that says so (the others are still written); its
+    one-line error is appended to ``errors`` when given.
+    """
     out_dir = Path(out_dir)
     sections = []
     for spec in analyses:
         name, params = (spec, {}) if isinstance(spec, str) else (spec.name, spec.params)
-        sections.append(ANALYSES.lookup(name)(records, out_dir, **params))
+        analyse = ANALYSES.lookup(name)
+        try:
+            sections.append(analyse(records, out_dir, **params))
+        except Exception as exc:  # noqa: BLE001 - one broken analysis must not cost the report
+            line = f"analysis {name!r} failed: {type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+            if errors is not None:
+                errors.append(line)
+            sections.append(ReportSection(f"{name} (failed)", f"`{line}`", verdict="not computed: the analysis raised"))
     text = [f"# {title}", ""]
     for section in sections:
         text += [f"## {section.title}", ""]

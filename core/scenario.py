@@ -67,6 +67,7 @@ class EpisodeSpec:
     rep: int
     max_steps: int | None
     graders: tuple[NamedSpec, ...] = ()
+    imports: tuple[str, ...] = ()  # modules every worker imports first (``--import``)
 
 
 @lru_cache(maxsize=1)
@@ -103,7 +104,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "type":
         return f"{_path(path)}: expected {error.validator_value}, got {error.instance!r:.60}"
     if error.validator == "oneOf":
-        return f"{_path(path)}: {error.instance!r:.60} is not a valid value ({error.schema.get('description', 'see scenarios/schema.json')})"
+        from rsigym.scenarios import SCHEMA_PATH  # the installed file, wherever it is
+
+        return f"{_path(path)}: {error.instance!r:.60} is not a valid value ({error.schema.get('description', f'see {SCHEMA_PATH}')})"
     return f"{_path(path)}: {error.message}"
 
 
@@ -243,4 +246,13 @@ def expand(scenario: Scenario) -> list[EpisodeSpec]:
                             key=episode_key(env_ref, agent, seed, rep), env=env_ref, agent=agent,
                             seed=seed, rep=rep, max_steps=scenario.max_steps,
                             graders=tuple(scenario.graders)))
+    seen: dict[str, EpisodeSpec] = {}
+    for spec in episodes:  # one record per key: two episodes with one key would pair with each other
+        if spec.key in seen:
+            tasks: list[Any] = scenario.tasks if isinstance(scenario.tasks, list) else []
+            where = "tasks" if tasks.count(spec.env.task_id) > 1 else "seeds" if scenario.seeds.count(spec.seed) > 1 else "conditions"
+            raise UserError(f"{scenario.source}: {where}: the episode of task {spec.env.task_id!r}, seed {spec.seed}, "
+                            f"agent {spec.agent.id!r} appears twice (one episode key, one record); list each "
+                            f"{where[:-1]} once")
+        seen[spec.key] = spec
     return episodes

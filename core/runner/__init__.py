@@ -7,21 +7,28 @@ pool or on Ray, writes each record as it arrives, then writes the report.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from dataclasses import dataclass
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Sequence
 
-import yaml
-
+from ..errors import UserError
 from ..jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
+from ..manifest import check_or_write_manifest
 from ..records import Trajectory
 from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
 from .backends import infra_error_record, run_local, run_ray
-from .episode import run_episode
+from .episode import import_user_modules, run_episode
+from .lock import RunFolderLock
+from .progress import Progress, ProgressMode
 
-__all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "RECORDS_FILE"]
+__all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "select_episodes",
+           "RECORDS_FILE", "infra_error_cause"]
 
 log = logging.getLogger(__name__)
 RECORDS_FILE = "records.jsonl"
@@ -30,101 +37,154 @@ INFRA_ERRORS_FILE = "infra_errors.jsonl"
 
 @dataclass
 class RunSummary:
+    """What a run did; the CLI prints it and decides the exit status from it."""
+
     out_dir: Path
-    total: int      # episodes in the scenario
+    total: int      # episodes selected from the scenario
     skipped: int    # already in records.jsonl (resume)
     ran: int        # run now
-    infra_errors: int
+    infra_errors: int  # among the episodes run now
     report: Path | None
     bad_lines_moved: int = 0  # unreadable lines of records.jsonl moved to records.jsonl.bad
     duplicate_keys: int = 0   # records that repeat an earlier record's episode key
+    agent_errors: int = 0     # episodes run now that ended in agent_error
+    grader_errors: int = 0    # grades of episodes run now that have no score (the grader failed)
+    infra_causes: Counter[str] = field(default_factory=Counter)  # cause (one line) -> episodes run now
+    analysis_errors: list[str] = field(default_factory=list)     # analyses that raised: one line each
+    infra_retried: int = 0    # earlier infra_error records set aside and run again
+    new_run: bool = True      # the folder held no run before
+
+
+_WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
+
+
+def infra_error_cause(error: str | None) -> str:
+    """One line naming why an episode was an infra error (the error without its code location)."""
+    line = (error or "unknown cause").strip().splitlines()[0] if (error or "").strip() else "unknown cause"
+    return _WHERE.sub("", line)[:160]
+
+
+def select_episodes(episodes: Sequence[EpisodeSpec], *, tasks: Sequence[str] | None = None,
+                    limit: int | None = None) -> list[EpisodeSpec]:
+    """The episodes of the given ``tasks`` (all when None), then the first ``limit`` tasks of those."""
+    known = list(dict.fromkeys(e.env.task_id for e in episodes))
+    if tasks is not None:
+        missing = [t for t in tasks if t not in known]
+        if missing:
+            from ..preflight import did_you_mean
+
+            raise UserError(f"--tasks: {missing[0]!r} is not a task of this scenario"
+                            f"{did_you_mean(str(missing[0]), [str(k) for k in known])}; its tasks: "
+                            f"{', '.join(str(k) for k in known[:8])}{', ...' if len(known) > 8 else ''}")
+        keep = set(tasks)
+        known = [t for t in known if t in keep]
+    if limit is not None:
+        known = known[:limit]
+    chosen = set(known)
+    return [e for e in episodes if e.env.task_id in chosen]
 
 
 def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "local",
-                 workers: int = 1, address: str | None = None, progress: bool = True,
-                 report: bool = True, retry_infra_errors: bool = False) -> RunSummary:
+                 workers: int = 1, address: str | None = None, progress: ProgressMode | bool = True,
+                 report: bool = True, retry_infra_errors: bool = True,
+                 tasks: Sequence[str] | None = None, limit: int | None = None,
+                 imports: Sequence[str] = (), preflight: bool = True) -> RunSummary:
     """Run every episode of ``scenario`` not yet recorded in ``out_dir/records.jsonl``.
 
-    With ``retry_infra_errors``, episodes recorded as ``infra_error`` run again; their old
-    records move to ``infra_errors.jsonl`` first, so each key stays once in ``records.jsonl``.
+    The folder is locked for the whole run (one writer per run folder), and its manifest must
+    name the same scenario (a resume of another scenario raises ``UserError`` with the
+    differences). Episodes recorded as ``infra_error`` run again (``retry_infra_errors``, the
+    default); their old records move to ``infra_errors.jsonl`` first, so each key stays once in
+    ``records.jsonl``.
+
+    Args:
+        scenario: The battery.
+        out_dir: The run folder.
+        backend: ``local`` (process pool) or ``ray``.
+        workers: Parallel episodes (0: in this process).
+        address: Ray cluster address.
+        progress: ``bar``, ``plain`` (a line every 5%) or ``none`` (or True/False for bar/none).
+        report: Write ``report.md`` at the end.
+        retry_infra_errors: Run episodes recorded as ``infra_error`` again.
+        tasks: Only these task ids of the scenario.
+        limit: Only the first ``limit`` tasks (after ``tasks``).
+        imports: Modules every worker imports before its first episode (``--import``).
+        preflight: Check the scenario (``rsigym.preflight``) before anything is written.
     """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    episodes = expand(scenario)
-    path = out_dir / RECORDS_FILE
-    remove_stale_temporaries(path)
-    existing = read_records(path)
-    # a torn last line is the writer's to set aside (.torn); any other unreadable line moves to .bad
-    moved = move_bad_lines(path) if existing.bad_lines else 0
-    if retry_infra_errors:
-        _set_aside_infra_errors(out_dir)
+    import_user_modules(tuple(imports))
+    if preflight:
+        from ..preflight import check_scenario
+
+        check_scenario(scenario)
+    episodes = select_episodes(expand(scenario), tasks=tasks, limit=limit)
+    if imports:
+        episodes = [dataclasses.replace(e, imports=tuple(imports)) for e in episodes]
+    with RunFolderLock(out_dir):
+        new_run = check_or_write_manifest(out_dir, scenario)
+        path = out_dir / RECORDS_FILE
+        remove_stale_temporaries(path)
         existing = read_records(path)
-    done = {r.episode_key for r in existing}
-    todo = [e for e in episodes if e.key not in done]
-    (out_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario.raw, sort_keys=False))
+        # a torn last line is the writer's to set aside (.torn); any other unreadable line moves to .bad
+        moved = move_bad_lines(path) if existing.bad_lines else 0
+        retried = 0
+        if retry_infra_errors:
+            retried = _set_aside_infra_errors(out_dir, {e.key for e in episodes})
+            existing = read_records(path)
+        done = {r.episode_key for r in existing}
+        todo = [e for e in episodes if e.key not in done]
 
-    infra_errors = 0
-    with RecordWriter(path) as writer, _Progress(len(todo), scenario.name, enabled=progress) as bar:
-        def on_record(record: Trajectory) -> None:
-            nonlocal infra_errors
-            writer.write(record)  # on disk before the bar moves
-            infra_errors += record.termination == "infra_error"
-            bar.advance(record)
+        summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), len(todo), 0, None,
+                             bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,
+                             infra_retried=retried, new_run=new_run)
+        fallback_warned = False
+        in_process = backend == "local" and workers == 0
+        with RecordWriter(path) as writer, Progress(len(todo), scenario.name, mode=progress) as bar:
+            def on_record(record: Trajectory) -> None:
+                nonlocal fallback_warned
+                writer.write(record)  # on disk before the bar moves
+                _count(summary, record)
+                bar.advance(record)
+                reason = (record.sandbox or {}).get("fallback_reason")
+                if reason and not fallback_warned and not in_process:  # once per run, not per worker
+                    fallback_warned = True
+                    print(f"rsigym: warning: sandbox falls back to local (no isolation): {reason}",
+                          file=sys.stderr)
 
-        if backend == "local":
-            run_local(todo, on_record, workers=workers)
-        elif backend == "ray":
-            run_ray(todo, on_record, address=address, workers=workers or None)
-        else:
-            raise ValueError(f"unknown backend {backend!r}; use local or ray")
+            if backend == "local":
+                run_local(todo, on_record, workers=workers)
+            elif backend == "ray":
+                run_ray(todo, on_record, address=address, workers=workers or None)
+            else:
+                raise ValueError(f"unknown backend {backend!r}; use local or ray")
 
-    report_path = None
-    if report:
-        records = read_records(path).records
-        report_path = write_report(out_dir, records, scenario.analyses, title=f"rsigym report: {scenario.name}")
-    return RunSummary(out_dir, len(episodes), len(episodes) - len(todo), len(todo), infra_errors, report_path,
-                      bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys)
+        if report:
+            records = read_records(path).records
+            summary.report = write_report(out_dir, records, scenario.analyses,
+                                          title=f"rsigym report: {scenario.name}",
+                                          errors=summary.analysis_errors)
+    return summary
 
 
-def _set_aside_infra_errors(out_dir: Path) -> int:
-    """Move infra_error records to ``infra_errors.jsonl`` (kept, never deleted); returns how many."""
+def _count(summary: RunSummary, record: Trajectory) -> None:
+    if record.termination == "infra_error":
+        summary.infra_errors += 1
+        summary.infra_causes[infra_error_cause(record.error)] += 1
+    elif record.termination == "agent_error":
+        summary.agent_errors += 1
+    summary.grader_errors += sum(g.score is None for g in record.grades)
+
+
+def _set_aside_infra_errors(out_dir: Path, keys: set[str]) -> int:
+    """Move the infra_error records of episodes ``keys`` (those about to run) to
+    ``infra_errors.jsonl`` (kept, never deleted); returns how many."""
     path = out_dir / RECORDS_FILE
     records = read_records(path).records
-    failed = [r for r in records if r.termination == "infra_error"]
+    failed = [r for r in records if r.termination == "infra_error" and r.episode_key in keys]
     if failed:
         with RecordWriter(out_dir / INFRA_ERRORS_FILE) as history:
             for record in failed:
                 history.write(record)
-        rewrite_records(path, [r for r in records if r.termination != "infra_error"])
+        moved = {id(r) for r in failed}
+        rewrite_records(path, [r for r in records if id(r) not in moved])
     return len(failed)
-
-
-class _Progress:
-    """A rich progress bar with a running count of infra errors; silent when disabled."""
-
-    def __init__(self, total: int, name: str, *, enabled: bool) -> None:
-        self.total, self.name, self.enabled = total, name, enabled and total > 0
-        self.errors = 0
-
-    def __enter__(self) -> "_Progress":
-        if self.enabled:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
-
-            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TextColumn("{task.fields[errors]}"),
-                                 TimeElapsedColumn(), TimeRemainingColumn())
-            self._bar.__enter__()
-            self._task = self._bar.add_task(self.name, total=self.total, errors="")
-        return self
-
-    def advance(self, record: Trajectory) -> None:
-        if not self.enabled:
-            return
-        self.errors += record.termination == "infra_error"
-        self._bar.update(self._task, advance=1,
-                         errors=f"[red]{self.errors} infra errors" if self.errors else "")
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.enabled:
-            self._bar.__exit__(*exc)

@@ -7,6 +7,7 @@ interleave and a record is on disk (fsynced) before the progress bar advances.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -33,6 +34,21 @@ def infra_error_record(spec: EpisodeSpec, error: str) -> Trajectory:
                       finished_at=utc_now(), rsigym_version=rsigym.__version__)
 
 
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them: one quiet exit, no trace per worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's worker processes (on Ctrl-C or an error in the parent)."""
+    processes = getattr(pool, "_processes", None) or {}  # private, but the only handle on them
+    for process in list(processes.values()):
+        try:
+            process.terminate()
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+
 def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int = 1) -> None:
     """Run episodes in ``workers`` spawned processes (0: in this process, for debugging)."""
     if workers == 0:
@@ -44,7 +60,7 @@ def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: 
     pending, attempts = list(episodes), Counter[str]()
     while pending:
         retry: list[EpisodeSpec] = []
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init) as pool:
             futures = {pool.submit(run_episode, spec): spec for spec in pending}
             try:
                 not_done = set(futures)
@@ -53,14 +69,20 @@ def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: 
                     for future in done:
                         spec = futures[future]
                         try:
-                            on_record(future.result())
+                            record = future.result()
                         except BrokenProcessPool:
                             attempts[spec.key] += 1
                             if attempts[spec.key] < MAX_ATTEMPTS:
                                 retry.append(spec)
                             else:
                                 on_record(infra_error_record(spec, f"worker process died {MAX_ATTEMPTS} times"))
-            except BaseException:
+                            continue
+                        except Exception as exc:  # e.g. a result that cannot be pickled: keep the episode
+                            record = infra_error_record(spec, f"worker: {type(exc).__name__}: {exc}"[:500])
+                        on_record(record)
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt):  # the user wants out now, not after the episodes
+                    _stop_workers(pool)
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
         pending = retry

@@ -8,13 +8,16 @@ env that fails gives ``infra_error`` (infrastructure failures are not agent fail
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import time
+import warnings
 import traceback
 from typing import Any
 
 from rsigym.action_limits import short_repr
 from rsigym.errors import InfraError
-from rsigym.records import FinalSnapshot, Step, Trajectory, Usage, to_jsonable, utc_now
+from rsigym.record_limits import cap_for_record
+from rsigym.records import FinalSnapshot, Grade, Step, Trajectory, Usage, to_jsonable, utc_now
 
 from ..scenario import EpisodeSpec, NamedSpec
 
@@ -49,6 +52,9 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
     from rsigym.grader import grade_record
     from rsigym.registry import register_gym_envs
 
+    import_user_modules(spec.imports)  # --import: the user's conditions, graders, handlers, here too
+    if multiprocessing.parent_process() is not None:  # a worker: the runner warns once per run
+        warnings.filterwarnings("ignore", message="sandbox falls back to local", category=RuntimeWarning)
     register_gym_envs()  # in this worker: every env id of the rsigym.envs entry points
 
     record = Trajectory(episode_key=spec.key, env=spec.env, agent=spec.agent, seed=spec.seed,
@@ -80,8 +86,23 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
     record.finished_at = utc_now()
     if record.termination != "infra_error":
         for grader_spec in spec.graders:
-            record.grades.append(grade_record(_grader(grader_spec), record))
+            try:
+                grader = _grader(grader_spec)
+            except Exception as exc:  # a broken grader costs its grade, never the record
+                record.grades.append(Grade(grader=grader_spec.name, version="?", score=None,
+                                           params=dict(grader_spec.params),
+                                           error=f"cannot build the grader: {_short_error(exc)}"))
+                continue
+            record.grades.append(grade_record(grader, record))
     return record
+
+
+def import_user_modules(modules: tuple[str, ...] | list[str]) -> None:
+    """Import the modules named by ``--import`` (cached by Python after the first time)."""
+    import importlib
+
+    for name in modules:
+        importlib.import_module(name)
 
 
 def _charge_agent(record: Trajectory, exc: InfraError) -> None:
@@ -91,11 +112,12 @@ def _charge_agent(record: Trajectory, exc: InfraError) -> None:
         record.usage_by_role["agent"] = record.usage_by_role.get("agent", Usage()) + usage
 
 
-def _jsonable_action(action: Any) -> Any:
+def _storable(value: Any) -> Any:
+    """``value`` as stored in a step: capped in depth and size (cuts marked), then JSON values."""
     try:
-        return to_jsonable(action)
-    except TypeError:  # an agent may emit anything, even a list 10,000 deep: the record keeps its text
-        return short_repr(action, 2000)
+        return to_jsonable(cap_for_record(value))
+    except TypeError:  # an object no record can hold (an agent may emit anything): keep its text
+        return {"__rsigym_truncated__": "not JSON-storable", "preview": short_repr(value, 2000)}
 
 
 def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
@@ -143,9 +165,9 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
         agent_usage = getattr(agent, "last_usage", None) or Usage()
         usage = dataclasses.replace(agent_usage, latency_s=agent_usage.latency_s or latency_s, env_s=env_s)
         # Stored as JSON values at once, so live grading sees exactly what a regrade reads.
-        record.steps.append(Step(t, to_jsonable(observation), _jsonable_action(action),
+        record.steps.append(Step(t, _storable(observation), _storable(action),
                                  float(reward), bool(terminated), bool(truncated),
-                                 to_jsonable(info), usage))
+                                 _storable(info), usage))
         observation, t = next_observation, t + 1
         if observe_error is not None:
             record.termination, record.error = "agent_error", observe_error

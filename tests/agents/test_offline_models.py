@@ -109,7 +109,7 @@ def test_model_override_runs_offline_with_network_blocked(tmp_path):
 
 
 def test_model_override_reaches_every_agent_that_names_a_model(tmp_path):
-    from rsigym.cli import _override_llm_agents
+    from rsigym.cli_run import _override_llm_agents
     from rsigym.errors import UserError
     from rsigym.scenario import load_scenario
 

@@ -204,7 +204,7 @@ def test_user_and_judge_model_flags_refuse_scenarios_without_a_user_or_judge(tmp
 
 
 def test_a_scripted_user_becomes_an_llm_user_keeping_its_reply_limit(tmp_path):
-    from rsigym.cli import _override_user_model
+    from rsigym.cli_run import _override_user_model
     from rsigym.scenario import load_scenario
 
     from ..conftest import write_scenario

@@ -162,10 +162,10 @@ def test_retry_infra_errors_reruns_them_and_keeps_the_old_records(tmp_path):
     records = read_records(out / RECORDS_FILE).records
     records[1].termination, records[1].error, records[1].grades = "infra_error", "engine gone", []
     rewrite_records(out / RECORDS_FILE, records)
-    plain = run_scenario(scenario, out, workers=0, progress=False, report=False)
-    assert plain.ran == 0  # a plain resume keeps the infra error as recorded
-    again = run_scenario(scenario, out, workers=0, progress=False, report=False, retry_infra_errors=True)
-    assert (again.skipped, again.ran) == (3, 1)
+    kept = run_scenario(scenario, out, workers=0, progress=False, report=False, retry_infra_errors=False)
+    assert kept.ran == 0  # asked to keep them: the infra error stays as recorded
+    again = run_scenario(scenario, out, workers=0, progress=False, report=False)  # the default: retried
+    assert (again.skipped, again.ran, again.infra_retried) == (3, 1, 1)
     after = read_records(out / RECORDS_FILE).records
     assert Counter(r.episode_key for r in after) == Counter(r.episode_key for r in records)
     assert all(r.termination != "infra_error" for r in after)
@@ -242,7 +242,7 @@ def test_cli_run_report_regrade_end_to_end(tmp_path):
     before = read_records(out / RECORDS_FILE).records
     # A looser ruler on the same trajectories: only the grade changes, never the behaviour.
     regrade = subprocess.run([*rsigym_cmd(), "regrade", str(out), "--grader", "probe_answer",
-                              "--param", "tolerance=100", "--param", "sandbox=local"],
+                              "--param", "tolerance=100", "--param", "sandbox=local", "--in-place"],
                              capture_output=True, text=True, timeout=300)
     assert regrade.returncode == 0, regrade.stderr
     assert "regraded 24 records with probe_answer v1: mean 1.000" in regrade.stdout

@@ -77,7 +77,7 @@ def test_report_moves_bad_lines_aside_with_their_numbers_and_goes_on(tmp_path):
 
 def test_regrade_keeps_unreadable_lines_in_the_bad_file(tmp_path):
     folder, lines = run_folder(tmp_path)
-    regrade = cli("regrade", str(folder), "--grader", "probe_efficiency")
+    regrade = cli("regrade", str(folder), "--grader", "probe_efficiency", "--in-place")
     assert regrade.returncode == 0, regrade.stderr
     assert f"moved {len(BAD_LINES)} unreadable lines" in regrade.stderr
     assert sorted(moved_lines(folder / "records.jsonl").values()) == sorted(BAD_LINES)
@@ -180,7 +180,7 @@ def test_regrade_killed_midway_loses_nothing_and_leaves_nothing_stale(tmp_path, 
     folder = _big_run_folder(tmp_path, n)
     path = folder / "records.jsonl"
     before = path.read_bytes()
-    proc = subprocess.Popen([*rsigym_cmd(), "regrade", str(folder), "--grader", "probe_efficiency"],
+    proc = subprocess.Popen([*rsigym_cmd(), "regrade", str(folder), "--grader", "probe_efficiency", "--in-place"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     tmp = folder / "records.jsonl.tmp"
     started = time.monotonic()
@@ -203,7 +203,7 @@ def test_regrade_killed_midway_loses_nothing_and_leaves_nothing_stale(tmp_path, 
     if regraded == {1}:
         assert path.read_bytes() == before
 
-    again = cli("regrade", str(folder), "--grader", "probe_efficiency")
+    again = cli("regrade", str(folder), "--grader", "probe_efficiency", "--in-place")
     assert again.returncode == 0, again.stderr
     assert len(read_records(path)) == n
     assert not tmp.exists() and not (folder / "records.jsonl.bak").exists()
