@@ -58,6 +58,17 @@ def _build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                          help="grader parameter; VALUE is read as YAML (repeatable)")
 
+    view = commands.add_parser("view", help="write one static, offline HTML file to look at a run folder")
+    view.add_argument("run_dir", type=Path, help="a run folder (holds records.jsonl)")
+    view.add_argument("--out", type=Path, help="HTML file to write (default RUN_DIR/view.html)")
+
+    export = commands.add_parser("export", help="export a run folder's records as parquet, JSONL or an inspect_ai log")
+    export.add_argument("run_dir", type=Path, help="a run folder (holds records.jsonl)")
+    export.add_argument("--format", required=True, choices=["parquet", "jsonl", "inspect"],
+                        help="parquet: one row per (episode, grade), needs the 'export' extra; jsonl: full "
+                        "records, references resolved; inspect: an inspect_ai eval log, needs the 'inspect' extra")
+    export.add_argument("--out", type=Path, help="file to write (default RUN_DIR/export.<ext>)")
+
     lister = commands.add_parser("list", help="list what is installed, each with one line about it")
     lister.add_argument("what", nargs="?", choices=[*LIST_KINDS, "offline-policies"],
                         help="one kind (default: all)")
@@ -89,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     handler = {"run": _run, "report": _report, "regrade": _regrade, "list": _list,
-               "sandbox": _sandbox}[args.command]
+               "sandbox": _sandbox, "view": _view, "export": _export}[args.command]
     return handler(args)
 
 
@@ -259,6 +270,20 @@ def _regrade(args: argparse.Namespace) -> int:
     mean = f"{sum(valid) / len(valid):.3f}" if valid else "n/a"
     print(f"regraded {len(graded)} records with {grader.name} v{grader.version}: mean {mean}, "
           f"{len(scores) - len(valid)} grader errors; original grades kept")
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    from .viewer import write_view
+
+    print(f"view: {write_view(args.run_dir, args.out)}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .export import export_run
+
+    print(f"export: {export_run(args.run_dir, args.format, args.out)}")
     return 0
 
 
