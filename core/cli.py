@@ -20,6 +20,7 @@ from .errors import UserError
 __all__ = ["main"]
 
 EXIT_USER_ERROR = 2
+EXIT_STOPPED = 3  # a limit the user set (--cost-limit) ended the run before every episode ran
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,6 +49,12 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--retry-infra-errors", action="store_true",
                      help="run episodes recorded as infra_error again (old records kept aside)")
+    run.add_argument("--cost-limit", type=float, metavar="USD",
+                     help="start no episode once the episodes run now have cost USD (LiteLLM's prices); "
+                     "running ones finish and are recorded, exit status 3, run again to resume")
+    run.add_argument("--episode-timeout", type=float, metavar="S",
+                     help="wall-clock seconds per episode; one past it is stopped and recorded as "
+                     "infra_error with the cause 'timeout'")
 
     report = commands.add_parser("report", help="write report.md for a run folder")
     report.add_argument("run_dir", type=Path)
@@ -115,10 +122,15 @@ def _run(args: argparse.Namespace) -> int:
     workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
     if workers < 0:
         raise UserError(f"--workers must be >= 0, got {workers}")
+    if args.cost_limit is not None and not args.cost_limit >= 0:
+        raise UserError(f"--cost-limit must be a number of USD >= 0, got {args.cost_limit}")
+    if args.episode_timeout is not None and not args.episode_timeout > 0:
+        raise UserError(f"--episode-timeout must be a number of seconds > 0, got {args.episode_timeout}")
     out_dir = args.out or Path("runs") / scenario.name
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=not args.no_progress and sys.stderr.isatty(),
-                           retry_infra_errors=args.retry_infra_errors)
+                           retry_infra_errors=args.retry_infra_errors, cost_limit_usd=args.cost_limit,
+                           episode_timeout_s=args.episode_timeout)
     if summary.bad_lines_moved:
         print(f"rsigym: moved {summary.bad_lines_moved} unreadable lines of records.jsonl to "
               "records.jsonl.bad (with their line numbers)", file=sys.stderr)
@@ -129,6 +141,10 @@ def _run(args: argparse.Namespace) -> int:
           f"{summary.infra_errors} infra errors; records in {summary.out_dir / 'records.jsonl'}")
     if summary.report:
         print(f"report: {summary.report}")
+    if summary.stopped:
+        print(f"rsigym: stopped early, {summary.stopped}; {summary.not_run} episodes not run (run the same "
+              "command again to resume them)", file=sys.stderr)
+        return EXIT_STOPPED
     return 0
 
 

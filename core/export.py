@@ -76,7 +76,8 @@ def records_frame(records_or_dir: Iterable[Trajectory] | str | os.PathLike[str])
             "started_at": record.started_at, "finished_at": record.finished_at,
         }
         empty = {c: None for c in FRAME_COLUMNS if c not in episode}
-        for grade in record.grades or [None]:
+        grades: list[Any] = list(record.grades) or [None]
+        for grade in grades:
             row = dict(episode, **empty)
             if grade is not None:
                 row.update(grader=grade.grader, grader_version=grade.version, score=grade.score,

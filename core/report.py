@@ -130,12 +130,19 @@ def _plot_scores(out_dir: Path, grader: str, version: str, params: str,
 
 def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: Sequence[Any],
                  *, title: str = "rsigym report") -> Path:
-    """Run the named analyses and write ``report.md`` in ``out_dir``; returns its path."""
+    """Run the named analyses and write ``report.md`` in ``out_dir``; returns its path.
+
+    The report always ends with the "Cost and time" section (``rsigym.costs``): tokens, cost,
+    latency and retries per agent.
+    """
+    from .costs import usage_section
+
     out_dir = Path(out_dir)
     sections = []
     for spec in analyses:
         name, params = (spec, {}) if isinstance(spec, str) else (spec.name, spec.params)
         sections.append(ANALYSES.lookup(name)(records, out_dir, **params))
+    sections.append(usage_section(records, out_dir))  # every report says what its results cost
     text = [f"# {title}", ""]
     for section in sections:
         text += [f"## {section.title}", ""]

@@ -67,6 +67,7 @@ class EpisodeSpec:
     rep: int
     max_steps: int | None
     graders: tuple[NamedSpec, ...] = ()
+    timeout_s: float | None = None  # wall clock for env, agent and steps (--episode-timeout); not in the key
 
 
 @lru_cache(maxsize=1)

@@ -95,11 +95,12 @@ class SharedText:
     """The chunk store of one run folder (``<folder>/shared.jsonl``): compacts and expands records.
 
     Args:
-        path: the ``shared.jsonl`` file (need not exist; it is created on the first chunk).
+        path: the ``shared.jsonl`` file (need not exist; it is created on the first chunk), or
+            None for a store that lives in memory only (``chunks`` holds what it collected).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = None if path is None else Path(path)
         self._chunks: dict[str, Any] | None = None  # chunk id -> text or JSON value; loaded on first use
         self._seen: set[str] = set()  # containers written once, inline: the second sighting shares them
         self._file: Any = None
@@ -114,7 +115,7 @@ class SharedText:
     def _load(self) -> dict[str, Any]:
         if self._chunks is None:
             self._chunks = {}
-            if self.path.exists():
+            if self.path is not None and self.path.exists():
                 for number, raw in enumerate(self.path.read_bytes().split(b"\n"), start=1):
                     if not raw.strip():
                         continue
@@ -129,6 +130,11 @@ class SharedText:
                         continue
                     self._chunks[chunk_id] = content
         return self._chunks
+
+    @property
+    def chunks(self) -> dict[str, Any]:
+        """Every chunk this store holds: chunk id -> text or (compacted) JSON value."""
+        return self._load()
 
     def _chunk(self, chunk_id: Any) -> Any:
         try:
@@ -216,6 +222,8 @@ class SharedText:
         return {_REF: pieces}
 
     def _append(self, chunks: dict[str, Any]) -> None:
+        if self.path is None:
+            return
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "ab")

@@ -84,8 +84,9 @@ def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str
     transcripts = [store.compact(record.to_dict()) for record in records]
     rows = episode_rows(records)
     graders = sorted({name for row in rows for name in row["grades"]})
+    page_title = title or f"rsigym run: {run_dir.resolve().name}"
     data = {
-        "title": title or f"rsigym run: {run_dir.resolve().name}",
+        "title": page_title,
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "graders": graders, "episodes": rows, "pairs": paired_episodes(records),
         "transcripts": transcripts, "chunks": store.chunks,
@@ -96,7 +97,7 @@ def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str
     page = (assets / "page.html").read_text(encoding="utf-8")
     return (page.replace("/*CSS*/", (assets / "page.css").read_text(encoding="utf-8"))
             .replace("/*JS*/", (assets / "page.js").read_text(encoding="utf-8"))
-            .replace("<!--TITLE-->", _escape(data["title"]))
+            .replace("<!--TITLE-->", _escape(page_title))
             .replace("<!--REPORT-->", _report_html(run_dir) or "<p>No report.md in this folder "
                      "(<code>rsigym report RUN_DIR</code> writes one).</p>")
             .replace("<!--DATA-->", blob))
