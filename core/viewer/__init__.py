@@ -84,7 +84,7 @@ def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str
     transcripts = [store.compact(record.to_dict()) for record in records]
     rows = episode_rows(records)
     graders = sorted({name for row in rows for name in row["grades"]})
-    page_title = title or f"rsigym run: {run_dir.resolve().name}"
+    page_title = title or f"rsigym run: {_scenario_name(run_dir) or run_dir.resolve().name}"
     data = {
         "title": page_title,
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -101,6 +101,17 @@ def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str
             .replace("<!--REPORT-->", _report_html(run_dir) or "<p>No report.md in this folder "
                      "(<code>rsigym report RUN_DIR</code> writes one).</p>")
             .replace("<!--DATA-->", blob))
+
+
+def _scenario_name(run_dir: Path) -> str | None:
+    import yaml
+
+    try:
+        raw = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    name = raw.get("name") if isinstance(raw, dict) else None
+    return f"{name} ({run_dir.resolve().name})" if isinstance(name, str) else None
 
 
 def _escape(text: str) -> str:
