@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import time
 
 import pytest
 
 from rsigym.agents import register_agent
+from rsigym.cli import main
 from rsigym.costs import usage_section
 from rsigym.jsonl import read_records
 from rsigym.records import AgentSpec, EnvRef, Trajectory, Usage
@@ -15,7 +15,7 @@ from rsigym.report import write_report
 from rsigym.runner import RECORDS_FILE, run_episode, run_scenario
 from rsigym.scenario import EpisodeSpec, NamedSpec, load_scenario
 
-from ..conftest import rsigym_cmd, write_scenario
+from ..conftest import write_scenario
 
 
 class PricedAgent:
@@ -89,28 +89,37 @@ def test_every_report_ends_with_cost_and_time(tmp_path):
 def test_cost_limit_stops_cleanly_records_what_ran_and_resumes(tmp_path):
     scenario = load_scenario(str(write_scenario(
         tmp_path / "s.yaml", agents=[{"id": "priced", "kind": "test-priced"}], conditions=["none"],
-        seeds=[0, 1], max_steps=2, graders=["probe_answer"])))
+        seeds=[0, 1], max_steps=2, graders=["probe_answer"], tasks={"split": "test", "limit": 2})))
     out = tmp_path / "run"
     summary = run_scenario(scenario, out, workers=0, progress=False, report=False, cost_limit_usd=0.03)
     # each episode costs 2 steps x 0.01: after two, 0.04 >= 0.03 and nothing else starts
-    assert summary.ran == 2 and summary.not_run == 4 and summary.cost_usd == pytest.approx(0.04)
+    assert summary.ran == 2 and summary.not_run == 2 and summary.cost_usd == pytest.approx(0.04)
     assert summary.stopped and "cost limit" in summary.stopped
     assert len(read_records(out / RECORDS_FILE)) == 2
     rest = run_scenario(scenario, out, workers=0, progress=False, report=False)
-    assert rest.skipped == 2 and rest.ran == 4 and rest.stopped is None
-    assert len({r.episode_key for r in read_records(out / RECORDS_FILE)}) == 6
+    assert rest.skipped == 2 and rest.ran == 2 and rest.stopped is None
+    assert len({r.episode_key for r in read_records(out / RECORDS_FILE)}) == 4
 
 
-def test_cost_limit_from_the_cli_says_so_and_exits_3(tmp_path):
+def test_cost_limit_from_the_cli_says_so_and_exits_3(tmp_path, capsys):
     path = write_scenario(tmp_path / "s.yaml", agents=[{"id": "bisect", "kind": "probe_bisect"}],
                           conditions=["none"], seeds=[0])
-    out = subprocess.run([*rsigym_cmd(), "run", str(path), "--out", str(tmp_path / "run"), "--workers", "0",
-                          "--cost-limit", "0"], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 3, out.stderr
-    assert "stopped early, cost limit reached" in out.stderr and "3 episodes not run" in out.stderr
-    bad = subprocess.run([*rsigym_cmd(), "run", str(path), "--episode-timeout", "-1"],
-                         capture_output=True, text=True, timeout=600)
-    assert bad.returncode == 2 and "--episode-timeout" in bad.stderr and bad.stderr.count("\n") == 1
+    assert main(["run", str(path), "--out", str(tmp_path / "run"), "--workers", "0", "--cost-limit", "0"]) == 3
+    err = capsys.readouterr().err
+    assert "stopped early, cost limit reached" in err and "3 episodes not run" in err
+    assert main(["run", str(path), "--episode-timeout", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--episode-timeout" in err and err.count("\n") == 1
+
+
+def test_a_timeout_in_a_worker_process_is_recorded_and_the_run_ends(tmp_path, capsys):
+    path = write_scenario(tmp_path / "s.yaml", agents=[{"id": "bisect", "kind": "probe_bisect"}],
+                          conditions=["none"], seeds=[0], tasks={"split": "test", "limit": 2})
+    # 1 ms: no episode can make its env in that time, so each is stopped inside the worker
+    assert main(["run", str(path), "--out", str(tmp_path / "run"), "--workers", "1", "--episode-timeout", "0.001",
+                 "--no-progress"]) == 0
+    records = read_records(tmp_path / "run" / RECORDS_FILE).records
+    assert len(records) == 2 and all(r.termination == "infra_error" and r.error.startswith("timeout:") for r in records)
 
 
 @pytest.mark.parametrize("spin", [False, True], ids=["sleeping", "spinning"])

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 
 import pytest
 
 import rsigym
+from rsigym.cli import main
 from rsigym.errors import UserError
 from rsigym.export import FRAME_COLUMNS, export_run, records_frame
 from rsigym.jsonl import RecordWriter, read_records
 from rsigym.records import AgentSpec, EnvRef, Grade, Step, Trajectory, Usage
-
-from ..conftest import rsigym_cmd
 
 POLICY = "".join(f"rule {i}: confirm every change with the user first.\n" for i in range(100))
 
@@ -64,9 +62,7 @@ def test_parquet_and_jsonl_exports_read_back(run_dir, tmp_path):
 
     parquet = export_run(run_dir, "parquet", tmp_path / "out" / "r.parquet")
     assert pandas.read_parquet(parquet).shape == (4, len(FRAME_COLUMNS))
-    out = subprocess.run([*rsigym_cmd(), "export", str(run_dir), "--format", "jsonl"],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    assert main(["export", str(run_dir), "--format", "jsonl"]) == 0
     text = (run_dir / "export.jsonl").read_text()
     assert '"rsigym:' not in text and json.dumps(POLICY)[1:-1] in text  # self-contained: references resolved
     assert [json.loads(line) for line in text.splitlines()] == [r.to_dict() for r in read_records(run_dir / "records.jsonl")]

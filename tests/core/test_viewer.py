@@ -17,14 +17,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rsigym.cli import main
 from rsigym.jsonl import RecordWriter, read_records
 from rsigym.records import AgentSpec, EnvRef, Step, Trajectory
 from rsigym.runner import run_scenario
 from rsigym.scenario import load_scenario
 from rsigym.viewer import write_view
 from rsigym.viewer.pairs import paired_episodes
-
-from ..conftest import rsigym_cmd
 
 CHROMIUM_TIMEOUT_S = 180
 
@@ -101,9 +100,7 @@ def trace_run(tmp_path_factory) -> Path:
 
 
 def test_view_is_one_offline_file(trace_run, tmp_path):
-    out = subprocess.run([*rsigym_cmd(), "view", str(trace_run), "--out", str(tmp_path / "v.html")],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    assert main(["view", str(trace_run), "--out", str(tmp_path / "v.html")]) == 0
     html = (tmp_path / "v.html").read_text()
     assert "Content-Security-Policy" in html and "default-src 'none'" in html  # the browser fetches nothing
     for reference in ("<script src", "<link", "http://", "https://"):
@@ -169,6 +166,7 @@ def test_record_text_never_becomes_markup(tmp_path):
     assert "data-pwned" in dom  # the text is there, shown as text
 
 
-def test_view_of_a_folder_without_records_is_one_line(tmp_path):
-    out = subprocess.run([*rsigym_cmd(), "view", str(tmp_path)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 2 and out.stderr.strip().count("\n") == 0 and "records.jsonl" in out.stderr
+def test_view_of_a_folder_without_records_is_one_line(tmp_path, capsys):
+    assert main(["view", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "records.jsonl" in err
