@@ -23,5 +23,14 @@ except PackageNotFoundError:  # running from a source tree without an install
 __all__ = [
     "__version__", "SCHEMA_VERSION", "AgentSpec", "EnvRef", "FinalSnapshot", "Grade", "InfraError",
     "RsigymError", "SandboxError", "SandboxUnavailable", "Step", "Trajectory", "Usage", "UserError",
-    "episode_key",
+    "episode_key", "records_frame",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # records_frame imports the report module (numpy, the registries): only when asked for
+    if name == "records_frame":
+        from .export import records_frame
+
+        return records_frame
+    raise AttributeError(f"module 'rsigym' has no attribute {name!r}")

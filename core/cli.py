@@ -77,6 +77,12 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--retry-infra-errors", action="store_true", help=argparse.SUPPRESS)  # the default now
     run.add_argument("--no-progress", action="store_true",
                      help="no progress output (default: a bar in a terminal, a line every 5%% elsewhere)")
+    run.add_argument("--cost-limit", type=float, metavar="USD",
+                     help="start no episode once the episodes run now have cost USD (LiteLLM's prices); "
+                     "running ones finish and are recorded, exit status 3, run again to resume")
+    run.add_argument("--episode-timeout", type=float, metavar="S",
+                     help="wall-clock seconds per episode; one past it is stopped and recorded as "
+                     "infra_error with the cause 'timeout'")
 
     report = commands.add_parser("report", parents=[importing], help="write report.md for a run folder")
     report.add_argument("run_dir", type=Path, help="run folder (holds records.jsonl)")
@@ -91,6 +97,17 @@ def _build_parser() -> argparse.ArgumentParser:
                          "(default RUN_DIR-regrade-GRADER)")
     regrade.add_argument("--in-place", action="store_true",
                          help="add the grades to RUN_DIR's own records instead (atomic rewrite)")
+
+    view = commands.add_parser("view", parents=[importing], help="write one static, offline HTML file to look at a run folder")
+    view.add_argument("run_dir", type=Path, help="a run folder (holds records.jsonl)")
+    view.add_argument("--out", type=Path, help="HTML file to write (default RUN_DIR/view.html)")
+
+    export = commands.add_parser("export", parents=[importing], help="export a run folder's records as parquet, JSONL or an inspect_ai log")
+    export.add_argument("run_dir", type=Path, help="a run folder (holds records.jsonl)")
+    export.add_argument("--format", required=True, choices=["parquet", "jsonl", "inspect"],
+                        help="parquet: one row per (episode, grade), needs the 'export' extra; jsonl: full "
+                        "records, references resolved; inspect: an inspect_ai eval log, needs the 'inspect' extra")
+    export.add_argument("--out", type=Path, help="file to write (default RUN_DIR/export.<ext>)")
 
     lister = commands.add_parser("list", parents=[importing], help="list what is installed, each with one line about it")
     lister.add_argument("what", nargs="?", choices=[*LIST_KINDS, "offline-policies"],
@@ -179,7 +196,7 @@ def _import_user_modules(modules: list[str]) -> None:
             raise UserError(f"--import {name}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
 
 
-_COMMANDS = ("run", "report", "regrade", "list", "sandbox")
+_COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -190,7 +207,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_command(args)
     if args.command == "regrade":
         return regrade_command(args, _records_or_error)
-    handler = {"report": _report, "list": _list, "sandbox": _sandbox}[args.command]
+    handler = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export}[args.command]
     return handler(args)
 
 
@@ -238,6 +255,20 @@ def _report(args: argparse.Namespace) -> int:
         analyses = [NamedSpec.parse(a) for a in raw.get("analyses") or ["summary"]]
     path = write_report(args.run_dir, records, analyses, title=f"rsigym report: {args.run_dir.name}")
     print(f"report: {path}")
+    return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    from .viewer import write_view
+
+    print(f"view: {write_view(args.run_dir, args.out)}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .export import export_run
+
+    print(f"export: {export_run(args.run_dir, args.format, args.out)}")
     return 0
 
 

@@ -20,9 +20,10 @@ import yaml
 from .errors import UserError
 from .redact import redact_text
 
-__all__ = ["run_command", "apply_set", "EXIT_RUN_FAILED"]
+__all__ = ["run_command", "apply_set", "EXIT_RUN_FAILED", "EXIT_STOPPED"]
 
 EXIT_RUN_FAILED = 1
+EXIT_STOPPED = 3  # a limit the user set (--cost-limit) ended the run before every episode ran
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -47,6 +48,10 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError(f"--limit must be >= 1, got {args.limit}")
     if args.max_infra_errors < 0:
         raise UserError(f"--max-infra-errors must be >= 0, got {args.max_infra_errors}")
+    if args.cost_limit is not None and not args.cost_limit >= 0:
+        raise UserError(f"--cost-limit must be a number of USD >= 0, got {args.cost_limit}")
+    if args.episode_timeout is not None and not args.episode_timeout > 0:
+        raise UserError(f"--episode-timeout must be a number of seconds > 0, got {args.episode_timeout}")
     tasks = [t.strip() for item in args.tasks for t in item.split(",") if t.strip()] if args.tasks else None
     check_scenario(scenario, environ=os.environ)
     episodes = select_episodes(expand(scenario), tasks=tasks, limit=args.limit)
@@ -61,7 +66,8 @@ def run_command(args: argparse.Namespace) -> int:
     progress: ProgressMode = "none" if args.no_progress else ("bar" if sys.stderr.isatty() else "plain")
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=progress, retry_infra_errors=not args.keep_infra_errors,
-                           tasks=tasks, limit=args.limit, imports=args.imports, preflight=False)
+                           tasks=tasks, limit=args.limit, imports=args.imports, preflight=False,
+                           cost_limit_usd=args.cost_limit, episode_timeout_s=args.episode_timeout)
     return _print_summary(summary, args.max_infra_errors)
 
 
@@ -86,6 +92,10 @@ def _print_summary(summary: Any, max_infra_errors: int) -> int:
     for line in summary.analysis_errors:
         print(f"rsigym: error: {redact_text(line)} (the other report sections were written)", file=sys.stderr)
         status = EXIT_RUN_FAILED
+    if summary.stopped:
+        print(f"rsigym: stopped early, {summary.stopped}; {summary.not_run} episodes not run (run the same "
+              "command again to resume them)", file=sys.stderr)
+        status = EXIT_STOPPED
     if summary.infra_errors > max_infra_errors:
         print(f"rsigym: error: {summary.infra_errors} infra errors, more than --max-infra-errors "
               f"{max_infra_errors} (causes above); run the same command again to retry them",

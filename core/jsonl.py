@@ -29,6 +29,7 @@ from typing import Iterable, Iterator
 
 from .errors import UserError
 from .records import Trajectory, utc_now
+from .shared_text import SharedText
 
 __all__ = ["RecordWriter", "ReadResult", "read_records", "rewrite_records", "move_bad_lines",
            "remove_stale_temporaries"]
@@ -73,12 +74,13 @@ def read_records(path: str | os.PathLike[str], *, strict: bool = False) -> ReadR
     result.size_bytes = len(data)
     lines = data.split(b"\n")
     ends_clean = data.endswith(b"\n") or not data
+    shared = SharedText.beside(path)
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         is_last = number == len(lines)
         try:
-            result.records.append(_parse_line(raw))
+            result.records.append(_parse_line(raw, shared))
         except _UNREADABLE as exc:
             if is_last and not ends_clean:
                 result.torn_tail = True
@@ -97,11 +99,19 @@ def read_records(path: str | os.PathLike[str], *, strict: bool = False) -> ReadR
 _UNREADABLE = (ValueError, KeyError, TypeError, AttributeError, RecursionError)
 
 
-def _parse_line(raw: bytes) -> Trajectory:
+def _parse_line(raw: bytes, shared: SharedText) -> Trajectory:
     data = json.loads(raw)
     if not isinstance(data, dict):  # "null", "[1,2]", "5": JSON, but no record
         raise ValueError(f"not a JSON object but {type(data).__name__}")
+    if b'"rsigym:' in raw:  # a compact record: resolve its references to shared.jsonl
+        data = shared.expand(data)
     return Trajectory.from_dict(data)
+
+
+def _record_line(record: Trajectory, shared: SharedText) -> bytes:
+    """The record's line on disk: its JSON with what the run shares moved to ``shared.jsonl``."""
+    compact = shared.compact(record.to_dict())
+    return json.dumps(compact, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 class RecordWriter:
@@ -113,6 +123,7 @@ class RecordWriter:
         self._lock = open(_lock_path(self.path), "ab")
         fcntl.flock(self._lock, fcntl.LOCK_SH)  # writers share; a rewrite waits for none of them
         self._set_aside_torn_tail()
+        self._shared = SharedText.beside(self.path)
         self._file = open(self.path, "ab")
 
     def _set_aside_torn_tail(self) -> None:
@@ -132,7 +143,7 @@ class RecordWriter:
                     self.path, len(data) - cut, self.path.name)
 
     def write(self, record: Trajectory) -> None:
-        line = record.to_json().encode("utf-8") + b"\n"
+        line = _record_line(record, self._shared)  # its shared chunks are on disk first
         self._file.write(line)
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -140,6 +151,7 @@ class RecordWriter:
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
+        self._shared.close()
         if not self._lock.closed:
             self._lock.close()  # releases the shared lock
 
@@ -223,7 +235,11 @@ def rewrite_records(path: str | os.PathLike[str], records: list[Trajectory], *,
         if expected_size is not None and size != expected_size:
             raise UserError(f"{path} changed since it was read ({expected_size} -> {size} bytes: a run "
                             "wrote to it); nothing was rewritten, run the command again")
-        _replace(path, (record.to_json().encode("utf-8") + b"\n" for record in records))
+        shared = SharedText.beside(path)
+        try:
+            _replace(path, (_record_line(record, shared) for record in records))
+        finally:
+            shared.close()
 
 
 def _replace(path: Path, lines: Iterable[bytes]) -> None:
@@ -264,11 +280,12 @@ def move_bad_lines(path: str | os.PathLike[str]) -> int:
             lines.pop()
         keep: list[bytes] = []
         bad: list[tuple[int, bytes]] = []
+        shared = SharedText.beside(path)
         for number, raw in enumerate(lines, start=1):
             if not raw.strip():
                 continue
             try:
-                _parse_line(raw)
+                _parse_line(raw, shared)
             except _UNREADABLE:
                 bad.append((number, raw))
                 continue

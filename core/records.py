@@ -3,7 +3,9 @@
 A record is written once, when its episode ends, as one line of a JSONL file (see
 ``rsigym.jsonl``). Graders read records, never live objects, so any grader can regrade a fixed
 trajectory later. ``core/schemas/trajectory.schema.json`` is the wire contract; the dataclasses
-here are its typed view and round-trip through ``to_dict``/``from_dict`` without loss.
+here are its typed view and round-trip through ``to_dict``/``from_dict`` without loss. (On disk,
+what a run's records share may be a reference into the run's ``shared.jsonl``, resolved on
+reading: see ``rsigym.shared_text``.)
 """
 
 from __future__ import annotations

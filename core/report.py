@@ -133,8 +133,11 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     """Run the named analyses and write ``report.md`` in ``out_dir``; returns its path.
 
     An analysis that raises becomes a section that says so (the others are still written); its
-    one-line error is appended to ``errors`` when given.
+    one-line error is appended to ``errors`` when given. The report always ends with the "Cost and
+    time" section (``rsigym.costs``): tokens, cost, latency and retries per agent.
     """
+    from .costs import usage_section
+
     out_dir = Path(out_dir)
     sections = []
     for spec in analyses:
@@ -147,6 +150,7 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
             if errors is not None:
                 errors.append(line)
             sections.append(ReportSection(f"{name} (failed)", f"`{line}`", verdict="not computed: the analysis raised"))
+    sections.append(usage_section(records, out_dir))  # every report says what its results cost
     text = [f"# {title}", ""]
     for section in sections:
         text += [f"## {section.title}", ""]

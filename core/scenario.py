@@ -68,6 +68,7 @@ class EpisodeSpec:
     max_steps: int | None
     graders: tuple[NamedSpec, ...] = ()
     imports: tuple[str, ...] = ()  # modules every worker imports first (``--import``)
+    timeout_s: float | None = None  # wall clock for env, agent and steps (--episode-timeout); not in the key
 
 
 @lru_cache(maxsize=1)

@@ -53,6 +53,9 @@ class RunSummary:
     analysis_errors: list[str] = field(default_factory=list)     # analyses that raised: one line each
     infra_retried: int = 0    # earlier infra_error records set aside and run again
     new_run: bool = True      # the folder held no run before
+    cost_usd: float = 0.0     # spent by the episodes run now
+    stopped: str | None = None  # why the run ended before every episode ran (a cost limit)
+    not_run: int = 0          # episodes left for a later run after a stop
 
 
 _WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
@@ -88,7 +91,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                  workers: int = 1, address: str | None = None, progress: ProgressMode | bool = True,
                  report: bool = True, retry_infra_errors: bool = True,
                  tasks: Sequence[str] | None = None, limit: int | None = None,
-                 imports: Sequence[str] = (), preflight: bool = True) -> RunSummary:
+                 imports: Sequence[str] = (), preflight: bool = True, cost_limit_usd: float | None = None,
+                 episode_timeout_s: float | None = None) -> RunSummary:
     """Run every episode of ``scenario`` not yet recorded in ``out_dir/records.jsonl``.
 
     The folder is locked for the whole run (one writer per run folder), and its manifest must
@@ -110,6 +114,10 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         limit: Only the first ``limit`` tasks (after ``tasks``).
         imports: Modules every worker imports before its first episode (``--import``).
         preflight: Check the scenario (``rsigym.preflight``) before anything is written.
+        cost_limit_usd: Once the episodes run now have spent this, no further episode starts
+            (those running finish and are recorded; ``stopped`` says so and a later run resumes).
+        episode_timeout_s: An episode past this wall clock is stopped and recorded as
+            ``infra_error`` with an error starting "timeout:".
     """
     out_dir = Path(out_dir)
     import_user_modules(tuple(imports))
@@ -133,8 +141,10 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             existing = read_records(path)
         done = {r.episode_key for r in existing}
         todo = [e for e in episodes if e.key not in done]
+        if episode_timeout_s is not None:
+            todo = [dataclasses.replace(e, timeout_s=episode_timeout_s) for e in todo]
 
-        summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), len(todo), 0, None,
+        summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), 0, 0, None,
                              bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,
                              infra_retried=retried, new_run=new_run)
         fallback_warned = False
@@ -144,6 +154,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                 nonlocal fallback_warned
                 writer.write(record)  # on disk before the bar moves
                 _count(summary, record)
+                summary.ran += 1
+                summary.cost_usd += record.usage.cost_usd
                 bar.advance(record)
                 reason = (record.sandbox or {}).get("fallback_reason")
                 if reason and not fallback_warned and not in_process:  # once per run, not per worker
@@ -151,12 +163,19 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                     print(f"rsigym: warning: sandbox falls back to local (no isolation): {reason}",
                           file=sys.stderr)
 
+            def over_budget() -> bool:
+                return cost_limit_usd is not None and summary.cost_usd >= cost_limit_usd
+
             if backend == "local":
-                run_local(todo, on_record, workers=workers)
+                run_local(todo, on_record, workers=workers, stop=over_budget)
             elif backend == "ray":
-                run_ray(todo, on_record, address=address, workers=workers or None)
+                run_ray(todo, on_record, address=address, workers=workers or None, stop=over_budget)
             else:
                 raise ValueError(f"unknown backend {backend!r}; use local or ray")
+        summary.not_run = len(todo) - summary.ran
+        if cost_limit_usd is not None and summary.not_run and over_budget():
+            summary.stopped = (f"cost limit reached: {summary.cost_usd:.4f} USD spent, "
+                               f"limit {cost_limit_usd:.4f} USD")
 
         if report:
             records = read_records(path).records

@@ -22,6 +22,7 @@ from .episode import run_episode
 __all__ = ["run_local", "run_ray", "infra_error_record"]
 
 OnRecord = Callable[[Trajectory], None]
+Stop = Callable[[], bool]  # asked after each record: True ends the run cleanly (a cost limit)
 MAX_ATTEMPTS = 3  # a worker that dies takes every in-flight episode with it; retry those
 
 
@@ -49,16 +50,27 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
             pass
 
 
-def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int = 1) -> None:
-    """Run episodes in ``workers`` spawned processes (0: in this process, for debugging)."""
+def _never() -> bool:
+    return False
+
+
+def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int = 1,
+              stop: Stop = _never) -> None:
+    """Run episodes in ``workers`` spawned processes (0: in this process, for debugging).
+
+    Once ``stop()`` is true, episodes not yet started are cancelled; those already running finish
+    and are recorded.
+    """
     if workers == 0:
         for spec in episodes:
+            if stop():
+                return
             on_record(run_episode(spec))
         return
     # spawn, not fork: the parent may hold threads (progress bar, docker client sockets).
     context = multiprocessing.get_context("spawn")
     pending, attempts = list(episodes), Counter[str]()
-    while pending:
+    while pending and not stop():
         retry: list[EpisodeSpec] = []
         with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init) as pool:
             futures = {pool.submit(run_episode, spec): spec for spec in pending}
@@ -80,6 +92,10 @@ def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: 
                         except Exception as exc:  # e.g. a result that cannot be pickled: keep the episode
                             record = infra_error_record(spec, f"worker: {type(exc).__name__}: {exc}"[:500])
                         on_record(record)
+                    if stop():
+                        for waiting in not_done:
+                            waiting.cancel()  # not started: never run; running ones finish
+                        not_done = {f for f in not_done if not f.cancelled()}
             except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt):  # the user wants out now, not after the episodes
                     _stop_workers(pool)
@@ -89,7 +105,7 @@ def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: 
 
 
 def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: str | None = None,
-            workers: int | None = None) -> None:
+            workers: int | None = None, stop: Stop = _never) -> None:
     """Run episodes as Ray tasks on the cluster at ``address`` (None: start a local Ray)."""
     try:
         import ray
@@ -112,6 +128,8 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
                     on_record(ray.get(ref))
                 except ray.exceptions.RayError as exc:
                     on_record(infra_error_record(spec, f"ray: {type(exc).__name__}: {str(exc)[:300]}"))
+            if stop():
+                break
     except BaseException:
         for ref in refs:
             ray.cancel(ref, force=True)

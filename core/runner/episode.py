@@ -7,12 +7,15 @@ env that fails gives ``infra_error`` (infrastructure failures are not agent fail
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing
+import signal
+import threading
 import time
 import warnings
 import traceback
-from typing import Any
+from typing import Any, Iterator
 
 from rsigym.action_limits import short_repr
 from rsigym.errors import InfraError
@@ -21,7 +24,39 @@ from rsigym.records import FinalSnapshot, Grade, Step, Trajectory, Usage, to_jso
 
 from ..scenario import EpisodeSpec, NamedSpec
 
-__all__ = ["run_episode"]
+__all__ = ["run_episode", "EpisodeTimeout", "TIMEOUT_CAUSE"]
+
+TIMEOUT_CAUSE = "timeout"  # the first word of the error of an episode stopped by its wall clock
+
+
+class EpisodeTimeout(BaseException):
+    """The episode ran past its wall clock. A BaseException, so that no ``except Exception`` of an
+    agent, env or provider client can swallow it and keep the run waiting."""
+
+
+@contextlib.contextmanager
+def _deadline(timeout_s: float | None) -> Iterator[None]:
+    """Raise ``EpisodeTimeout`` in this thread once ``timeout_s`` of wall clock have passed.
+
+    A SIGALRM timer: it interrupts Python code, sleeps and blocking I/O (a hung provider call, a
+    sandbox exec); a native call that never returns to the interpreter is out of its reach. Only
+    the main thread of a process can take signals: elsewhere (some Ray setups) there is no timer.
+    """
+    if not timeout_s or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 1.0)  # once more in 1 s, should something swallow this one
+        raise EpisodeTimeout(f"{TIMEOUT_CAUSE}: the episode ran past its wall clock of {timeout_s:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 _GRADER_CACHE: dict[tuple[str, str], Any] = {}
 
@@ -61,12 +96,15 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
                         rep=spec.rep, rsigym_version=rsigym.__version__)
     env = None
     try:
-        kwargs = dict(spec.env.kwargs)
-        if spec.env.condition is not None:
-            kwargs["condition"] = spec.env.condition
-        env = gym.make(spec.env.id, max_episode_steps=spec.max_steps, **kwargs)
-        agent = make_agent(spec.agent)
-        _play(env, agent, spec, record)
+        with _deadline(spec.timeout_s):
+            kwargs = dict(spec.env.kwargs)
+            if spec.env.condition is not None:
+                kwargs["condition"] = spec.env.condition
+            env = gym.make(spec.env.id, max_episode_steps=spec.max_steps, **kwargs)
+            agent = make_agent(spec.agent)
+            _play(env, agent, spec, record)
+    except EpisodeTimeout as exc:  # an infrastructure limit, not the agent's failure
+        record.termination, record.error = "infra_error", str(exc)
     except InfraError as exc:
         record.termination, record.error = "infra_error", _short_error(exc)
     except Exception as exc:  # an env bug is not the agent's fault: infra_error, recorded
