@@ -45,6 +45,11 @@ def _build_parser() -> argparse.ArgumentParser:
                      "e.g. of ToolUse-v0), which becomes an LLM user")
     run.add_argument("--judge-model", help="LiteLLM model string for every grader of the scenario that uses a "
                      "model (e.g. llm_judge)")
+    run.add_argument("--concurrency", type=int, help="episodes in flight per worker (default: the scenario's "
+                     "runner.concurrency, else 16 when it calls a hosted model, else 1; always 1 for envs "
+                     "that declare CPU-heavy steps)")
+    run.add_argument("--max-connections", type=int, help="LLM calls in flight per provider and worker (a cap "
+                     "that halves on 429 and recovers; default: the episodes in flight)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--retry-infra-errors", action="store_true",
                      help="run episodes recorded as infra_error again (old records kept aside)")
@@ -104,10 +109,14 @@ def _run(args: argparse.Namespace) -> int:
     workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
     if workers < 0:
         raise UserError(f"--workers must be >= 0, got {workers}")
+    if args.max_connections is not None and args.max_connections < 1:
+        raise UserError(f"--max-connections must be >= 1, got {args.max_connections}")
     out_dir = args.out or Path("runs") / scenario.name
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=not args.no_progress and sys.stderr.isatty(),
-                           retry_infra_errors=args.retry_infra_errors)
+                           retry_infra_errors=args.retry_infra_errors, concurrency=args.concurrency,
+                           max_connections=args.max_connections)
+    _print_capacity(summary)
     if summary.bad_lines_moved:
         print(f"rsigym: moved {summary.bad_lines_moved} unreadable lines of records.jsonl to "
               "records.jsonl.bad (with their line numbers)", file=sys.stderr)
@@ -119,6 +128,20 @@ def _run(args: argparse.Namespace) -> int:
     if summary.report:
         print(f"report: {summary.report}")
     return 0
+
+
+def _print_capacity(summary: Any) -> None:
+    """The runner's capacity notes on stderr; episodes in flight, memory and provider limits on stdout."""
+    from .limits import format_stats
+
+    for note in summary.notes:
+        print(f"rsigym: {note}", file=sys.stderr)
+    if summary.concurrency > 1 or summary.limits:
+        memory = f", peak worker memory {summary.peak_rss_mb:.0f} MiB" if summary.peak_rss_mb else ""
+        print(f"in flight: up to {summary.concurrency} episodes per worker, {max(summary.workers, 1)} "
+              f"worker{'s' if summary.workers > 1 else ''}{memory}")
+    for stats in summary.limits:
+        print(format_stats(stats))
 
 
 def _override_llm_agents(scenario: Any, model: str | None, api_base: str | None) -> Any:

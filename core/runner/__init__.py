@@ -2,24 +2,30 @@
 
 ``run_scenario`` expands the scenario, skips episode keys already in ``records.jsonl`` (so a
 rerun after a crash loses nothing and duplicates nothing), runs the rest on the local process
-pool or on Ray, writes each record as it arrives, then writes the report.
+pool or on Ray, writes each record as it arrives, then writes the report. With ``concurrency``
+above one (or provider limits set), each local worker keeps that many episodes in flight on
+threads (``inflight``); ``capacity`` chooses the default and keeps CPU-heavy envs to the cores.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..errors import UserError
 from ..jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
 from ..records import Trajectory
 from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
+from .. import limits
 from .backends import infra_error_record, run_local, run_ray
+from .capacity import plan_capacity
 from .episode import run_episode
+from .inflight import WorkerStats, run_in_process, run_in_workers
 
 __all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "RECORDS_FILE"]
 
@@ -38,15 +44,24 @@ class RunSummary:
     report: Path | None
     bad_lines_moved: int = 0  # unreadable lines of records.jsonl moved to records.jsonl.bad
     duplicate_keys: int = 0   # records that repeat an earlier record's episode key
+    workers: int = 1          # worker processes used (0: this process)
+    concurrency: int = 1      # episodes in flight per worker
+    notes: list[str] = field(default_factory=list)  # what the runner changed from the request, and why
+    limits: list[limits.GateStats] = field(default_factory=list)  # per provider: waits, 429s, the cap
+    peak_rss_mb: float | None = None  # the largest worker's peak memory (in-flight runs only)
 
 
 def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "local",
                  workers: int = 1, address: str | None = None, progress: bool = True,
-                 report: bool = True, retry_infra_errors: bool = False) -> RunSummary:
+                 report: bool = True, retry_infra_errors: bool = False, concurrency: int | None = None,
+                 max_connections: int | None = None) -> RunSummary:
     """Run every episode of ``scenario`` not yet recorded in ``out_dir/records.jsonl``.
 
     With ``retry_infra_errors``, episodes recorded as ``infra_error`` run again; their old
     records move to ``infra_errors.jsonl`` first, so each key stays once in ``records.jsonl``.
+    ``concurrency`` is the number of episodes in flight per local worker (None: the scenario's
+    ``runner.concurrency``, else 16 against a hosted model and 1 otherwise); ``max_connections``
+    caps the calls in flight per provider and worker (over the scenario's ``limits:``).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -63,6 +78,16 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
     todo = [e for e in episodes if e.key not in done]
     (out_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario.raw, sort_keys=False))
 
+    plan = plan_capacity(scenario.env_id, scenario.raw, workers=workers, concurrency=concurrency)
+    for note in plan.notes:
+        log.warning("%s", note)
+    try:
+        limits_config = limits.LimitsConfig.parse(scenario.raw.get("limits"), max_connections=max_connections)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{scenario.source}: limits: {exc}") from exc
+    in_flight = backend == "local" and (plan.concurrency > 1 or limits_config.is_set())
+    stats = WorkerStats()
+
     infra_errors = 0
     with RecordWriter(path) as writer, _Progress(len(todo), scenario.name, enabled=progress) as bar:
         def on_record(record: Trajectory) -> None:
@@ -71,10 +96,15 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             infra_errors += record.termination == "infra_error"
             bar.advance(record)
 
-        if backend == "local":
-            run_local(todo, on_record, workers=workers)
+        if in_flight and plan.workers == 0:
+            stats = run_in_process(todo, on_record, concurrency=plan.concurrency, limits_config=limits_config)
+        elif in_flight:
+            stats = run_in_workers(todo, on_record, workers=plan.workers, concurrency=plan.concurrency,
+                                   limits_config=limits_config)
+        elif backend == "local":
+            run_local(todo, on_record, workers=plan.workers)
         elif backend == "ray":
-            run_ray(todo, on_record, address=address, workers=workers or None)
+            run_ray(todo, on_record, address=address, workers=plan.workers or None)
         else:
             raise ValueError(f"unknown backend {backend!r}; use local or ray")
 
@@ -83,7 +113,9 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         records = read_records(path).records
         report_path = write_report(out_dir, records, scenario.analyses, title=f"rsigym report: {scenario.name}")
     return RunSummary(out_dir, len(episodes), len(episodes) - len(todo), len(todo), infra_errors, report_path,
-                      bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys)
+                      bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys, workers=plan.workers,
+                      concurrency=plan.concurrency if backend == "local" else 1, notes=plan.notes,
+                      limits=stats.limits, peak_rss_mb=stats.peak_rss_mb or None)
 
 
 def _set_aside_infra_errors(out_dir: Path) -> int:
