@@ -63,6 +63,15 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
     ``runner.concurrency``, else 16 against a hosted model and 1 otherwise); ``max_connections``
     caps the calls in flight per provider and worker (over the scenario's ``limits:``).
     """
+    plan = plan_capacity(scenario.env_id, scenario.raw, workers=workers, concurrency=concurrency)
+    for note in plan.notes:
+        log.warning("%s", note)
+    try:
+        limits_config = limits.LimitsConfig.parse(scenario.raw.get("limits"), max_connections=max_connections)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{scenario.source}: limits: {exc}") from exc
+    in_flight = backend == "local" and (plan.concurrency > 1 or limits_config.is_set())
+    stats = WorkerStats()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     episodes = expand(scenario)
@@ -78,15 +87,6 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
     todo = [e for e in episodes if e.key not in done]
     (out_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario.raw, sort_keys=False))
 
-    plan = plan_capacity(scenario.env_id, scenario.raw, workers=workers, concurrency=concurrency)
-    for note in plan.notes:
-        log.warning("%s", note)
-    try:
-        limits_config = limits.LimitsConfig.parse(scenario.raw.get("limits"), max_connections=max_connections)
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"{scenario.source}: limits: {exc}") from exc
-    in_flight = backend == "local" and (plan.concurrency > 1 or limits_config.is_set())
-    stats = WorkerStats()
 
     infra_errors = 0
     with RecordWriter(path) as writer, _Progress(len(todo), scenario.name, enabled=progress) as bar:
