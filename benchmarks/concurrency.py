@@ -81,7 +81,8 @@ def measure(config: dict[str, Any]) -> dict[str, Any]:
 
     api_base, out = config["api_base"], Path(config["out"])
     warm = parse_scenario(battery(config.get("warm_api_base", api_base), 1, name="warm-up", seeds=[10_000], tasks=1))
-    run_scenario(warm, out / "warm", workers=0, progress=False, report=False, concurrency=1)
+    # through the in-flight runner (concurrency 2, one episode), so that it counts the env as warm
+    run_scenario(warm, out / "warm", workers=0, progress=False, report=False, concurrency=2)
     scenario = parse_scenario(battery(api_base, config["episodes"], backoff_base_s=config.get("backoff_base_s", 1.0)))
     started = time.perf_counter()
     summary = run_scenario(scenario, out / "run", workers=config["workers"], concurrency=config["concurrency"],
