@@ -12,7 +12,8 @@ function of the conversation, for ToolUse-v0 (env tools offered) and for single-
 * without env tools: ``{"guess": G}`` with G a deterministic function of the conversation.
 
 So the records of two runs of the same battery must match action for action, whatever the
-order in which the server saw the requests.
+order in which the server saw the requests. ``open_episodes`` counts the ToolUse conversations
+(request, seed) that have begun and not yet been closed: the episodes in flight.
 
 In-process: ``with FakeProvider(latency_s=0.5) as server: ... server.api_base``.
 As a process: ``python benchmarks/fake_provider.py --latency 0.5`` prints ``PORT <n>`` and serves
@@ -90,6 +91,8 @@ class FakeProvider:
         self.retry_after_s = retry_after_s
         self.requests = self.throttled = self.in_flight = self.max_in_flight = 0
         self.first_request_at: float | None = None
+        self._opened: set[tuple[str, Any]] = set()  # ToolUse conversations (request tag, seed) seen ...
+        self._closed: set[tuple[str, Any]] = set()  # ... and those given their closing statement
         self._lock = threading.Lock()
         provider = self
 
@@ -115,6 +118,7 @@ class FakeProvider:
                         self._send(429, json.dumps(error).encode(), headers)
                         return
                     message = reply_for(body)
+                    provider._track(body, message)
                     payload = {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                                "model": body.get("model", "fake"),
                                "choices": [{"index": 0, "message": message,
@@ -159,6 +163,19 @@ class FakeProvider:
             throttle = in_storm and self.requests % self.storm_every == 0
             self.throttled += throttle
             return throttle
+
+    def _track(self, body: dict[str, Any], message: dict[str, Any]) -> None:
+        conversation = (_tag(body.get("messages") or []), body.get("seed"))
+        with self._lock:
+            self._opened.add(conversation)
+            if str(message.get("content") or "").endswith("Goodbye."):
+                self._closed.add(conversation)
+
+    @property
+    def open_episodes(self) -> int:
+        """ToolUse episodes that have had a reply and not yet their closing one: episodes in flight."""
+        with self._lock:
+            return len(self._opened - self._closed)
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

@@ -20,6 +20,7 @@ memory than one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -86,6 +87,10 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     running.pop(future)
+                while pending and len(running) < _room(pending[0], concurrency):  # refill first: no slot
+                    spec = pending.popleft()                                      # idles during the fsyncs
+                    running[pool.submit(_safe_episode, spec)] = spec
+                for future in done:
                     on_record(future.result())
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -172,19 +177,27 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
                 worker.inbox.put(None)  # nothing left for it: let it report and exit
                 worker.closed = True
 
+    arrived: list[Trajectory] = []
+
     def handle(message: tuple[str, int, Any]) -> None:
         kind, worker_id, payload = message
         if kind == "record":
             by_id[worker_id].in_flight.pop(payload.episode_key, None)
-            on_record(payload)
+            arrived.append(payload)  # written after the next feed: no slot idles during the fsyncs
         else:
             stats.append(payload)
+
+    def write_arrived() -> None:
+        while arrived:
+            on_record(arrived.pop(0))
 
     try:
         feed()
         while any(w.process.exitcode is None or w.in_flight for w in pool):
             try:
                 handle(results.get(timeout=POLL_S))
+                while True:
+                    handle(results.get_nowait())
             except queue.Empty:
                 pass
             for worker in list(pool):
@@ -195,6 +208,7 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
                         handle(results.get_nowait())
                     except queue.Empty:
                         break
+                write_arrived()
                 if worker.in_flight:
                     log.warning("worker %s died (exit %s) with %d episodes in flight", worker.id,
                                 worker.process.exitcode, len(worker.in_flight))
@@ -215,9 +229,12 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
                     pool.append(replacement)
                     by_id[replacement.id] = replacement
             feed()
+            write_arrived()
     except BaseException:
         for worker in pool:
             worker.process.kill()
+        with contextlib.suppress(Exception):  # finished episodes stay finished (a Ctrl-C, not a bad disk)
+            write_arrived()
         raise
     finally:
         for worker in by_id.values():
