@@ -8,6 +8,7 @@ env that fails gives ``infra_error`` (infrastructure failures are not agent fail
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 import traceback
 from typing import Any
@@ -21,6 +22,7 @@ from ..scenario import EpisodeSpec, NamedSpec
 __all__ = ["run_episode"]
 
 _GRADER_CACHE: dict[tuple[str, str], Any] = {}
+_GRADER_LOCK = threading.Lock()
 
 
 def _grader(spec: NamedSpec) -> Any:
@@ -29,9 +31,10 @@ def _grader(spec: NamedSpec) -> Any:
     from rsigym.records import canonical_json
 
     key = (spec.name, canonical_json(spec.params))
-    if key not in _GRADER_CACHE:
-        _GRADER_CACHE[key] = get_grader(spec.name, **spec.params)
-    return _GRADER_CACHE[key]
+    with _GRADER_LOCK:  # episodes in flight on threads share the cache: build each grader once
+        if key not in _GRADER_CACHE:
+            _GRADER_CACHE[key] = get_grader(spec.name, **spec.params)
+        return _GRADER_CACHE[key]
 
 
 def _short_error(exc: BaseException) -> str:

@@ -141,7 +141,9 @@ class _Worker:
     def __init__(self, context: Any, worker_id: int, results: Any, concurrency: int,
                  limits_config: limits.LimitsConfig) -> None:
         self.id, self.inbox = worker_id, context.Queue()
-        self.process = context.Process(target=_worker_main, name=f"rsigym-worker-{worker_id}", daemon=True,
+        # not a daemon: an episode may start processes of its own (multiprocessing forbids that to
+        # daemons); a worker ends with its inbox's None, a kill, or its parent (``_exit_with_parent``)
+        self.process = context.Process(target=_worker_main, name=f"rsigym-worker-{worker_id}",
                                        args=(worker_id, self.inbox, results, concurrency, limits_config))
         self.process.start()
         self.in_flight: dict[str, EpisodeSpec] = {}
