@@ -44,6 +44,7 @@ class LLMAgent:
         tool_choice: Passed with tools; ``required`` forces a call, None omits it.
         max_invalid_retries: Validation errors fed back per turn before giving up on the turn.
         max_retries, backoff_base_s, backoff_max_s: Provider-error retries (see RetryPolicy).
+        max_rate_limit_retries: Retries of 429s, counted apart from other errors' (see RetryPolicy).
         timeout_s: Per-request timeout.
         system_preamble: Text put before the built-in system prompt (a persona, task notes).
         litellm_kwargs: Any other arguments for ``litellm.completion``.
@@ -55,12 +56,12 @@ class LLMAgent:
                  api_key: str | None = None, api_key_env: str | None = None,
                  tool_mode: str = "auto", tool_choice: str | None = "required",
                  max_invalid_retries: int = 2, max_retries: int = 4, backoff_base_s: float = 1.0,
-                 backoff_max_s: float = 30.0, timeout_s: float = 120.0,
+                 backoff_max_s: float = 30.0, max_rate_limit_retries: int = 8, timeout_s: float = 120.0,
                  system_preamble: str | None = None, litellm_kwargs: dict[str, Any] | None = None,
                  spec: AgentSpec | None = None) -> None:
         if tool_mode not in TOOL_MODES:
             raise TypeError(f"tool_mode must be one of {TOOL_MODES}, got {tool_mode!r}")
-        if max_invalid_retries < 0 or max_retries < 0:
+        if max_invalid_retries < 0 or max_retries < 0 or max_rate_limit_retries < 0:
             raise TypeError("retry counts must be >= 0")
         self.model = model
         self.temperature, self.fixed_seed, self.max_tokens = temperature, seed, max_tokens
@@ -69,7 +70,8 @@ class LLMAgent:
         self.system_preamble = system_preamble
         self.litellm_kwargs = dict(litellm_kwargs or {})
         self._api_key, self._api_key_env = api_key, api_key_env
-        self.retry_policy = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
+        self.retry_policy = RetryPolicy(max_retries, backoff_base_s, backoff_max_s,
+                                        max_rate_limit_retries=max_rate_limit_retries)
         self.spec = spec or AgentSpec(id=model, kind="llm", model=model, params={})
         self.last_usage = Usage()
         self.retry_log: list[RetryEvent] = []  # provider retries of the current episode

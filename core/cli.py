@@ -83,6 +83,11 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--episode-timeout", type=float, metavar="S",
                      help="wall-clock seconds per episode; one past it is stopped and recorded as "
                      "infra_error with the cause 'timeout'")
+    run.add_argument("--concurrency", type=int, help="episodes in flight per worker (default: the scenario's "
+                     "runner.concurrency, else 16 when it calls a hosted model, else 1; always 1 for envs "
+                     "that declare CPU-heavy steps)")
+    run.add_argument("--max-connections", type=int, help="LLM calls in flight per provider and worker (a cap "
+                     "that halves on 429 and recovers; default: the episodes in flight)")
 
     report = commands.add_parser("report", parents=[importing], help="write report.md for a run folder")
     report.add_argument("run_dir", type=Path, help="run folder (holds records.jsonl)")

@@ -48,6 +48,10 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError(f"--limit must be >= 1, got {args.limit}")
     if args.max_infra_errors < 0:
         raise UserError(f"--max-infra-errors must be >= 0, got {args.max_infra_errors}")
+    if args.max_connections is not None and args.max_connections < 1:
+        raise UserError(f"--max-connections must be >= 1, got {args.max_connections}")
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UserError(f"--concurrency must be >= 1, got {args.concurrency}")
     if args.cost_limit is not None and not args.cost_limit >= 0:
         raise UserError(f"--cost-limit must be a number of USD >= 0, got {args.cost_limit}")
     if args.episode_timeout is not None and not args.episode_timeout > 0:
@@ -67,8 +71,24 @@ def run_command(args: argparse.Namespace) -> int:
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=progress, retry_infra_errors=not args.keep_infra_errors,
                            tasks=tasks, limit=args.limit, imports=args.imports, preflight=False,
-                           cost_limit_usd=args.cost_limit, episode_timeout_s=args.episode_timeout)
+                           cost_limit_usd=args.cost_limit, episode_timeout_s=args.episode_timeout,
+                           concurrency=args.concurrency, max_connections=args.max_connections)
+    _print_capacity(summary)
     return _print_summary(summary, args.max_infra_errors)
+
+
+def _print_capacity(summary: Any) -> None:
+    """What the runner changed from the request, episodes in flight, and what the provider gates saw."""
+    from .limits import format_stats
+
+    for note in summary.notes:
+        print(f"rsigym: {note}", file=sys.stderr)
+    if summary.concurrency > 1 or summary.limits:
+        memory = f", peak worker memory {summary.peak_rss_mb:.0f} MiB" if summary.peak_rss_mb else ""
+        print(f"in flight: up to {summary.concurrency} episodes per worker, {max(summary.workers, 1)} "
+              f"worker{'s' if summary.workers > 1 else ''}{memory}")
+    for stats in summary.limits:
+        print(format_stats(stats))
 
 
 def _print_summary(summary: Any, max_infra_errors: int) -> int:

@@ -23,11 +23,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import limits
 from .errors import InfraError
 from .records import Usage
 
 __all__ = ["LLMError", "LLMReply", "RetryEvent", "RetryPolicy", "complete", "is_retryable",
-           "load_litellm", "on_load", "retry_after_s", "structured_output_supported"]
+           "is_rate_limit", "load_litellm", "on_load", "retry_after_s", "structured_output_supported"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
@@ -96,12 +97,19 @@ class LLMReply:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How provider errors are retried. ``max_retries`` counts retries after the first call."""
+    """How provider errors are retried. ``max_retries`` counts retries after the first call.
+
+    A 429 (rate limit) is counted apart, up to ``max_rate_limit_retries``: a rate limit says
+    "later", not "broken", and the provider's gate (``rsigym.limits``) slows every episode down
+    meanwhile, so a storm of 429s is waited out instead of losing episodes; the count stays
+    bounded all the same.
+    """
 
     max_retries: int = 4
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
     retry_after_max_s: float = 120.0
+    max_rate_limit_retries: int = 8
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,11 @@ def retry_after_s(exc: BaseException) -> float | None:
         except (TypeError, ValueError):  # an HTTP date: fall back to our own backoff
             return None
     return None
+
+
+def is_rate_limit(exc: BaseException, litellm: Any) -> bool:
+    """True for a 429: the provider asks us to slow down."""
+    return isinstance(exc, litellm.RateLimitError) or getattr(exc, "status_code", None) == 429
 
 
 def structured_output_supported(model: str, api_base: str | None = None) -> bool:
@@ -235,13 +248,16 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
     if structured:
         request["response_format"] = {"type": "json_schema",
                                       "json_schema": {"name": "action", "schema": json_schema}}
-    attempt = 0
+    gate = None if "mock_response" in request else limits.gate_for(model, request.get("api_base"))
+    attempt, throttled_attempt = 0, 0
     while True:
         usage.model_calls += 1
         try:
-            response = litellm.completion(**request)
+            response, waited_s = _send(litellm, request, gate)
+            slept_s += waited_s
             break
         except Exception as exc:
+            slept_s += getattr(exc, "_rsigym_gate_wait_s", 0.0)
             if structured and isinstance(exc, (litellm.BadRequestError, litellm.UnprocessableEntityError)):
                 # The server refused the schema (an older vLLM, a proxy): ask prompt-only, once.
                 _STRUCTURED[(model, request.get("api_base"))] = False
@@ -250,17 +266,22 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
                 continue
             if not is_retryable(exc, litellm):
                 raise fail(f"provider error (not retried): {_summary(exc)}") from exc
-            if attempt == retry.max_retries:
-                raise fail(f"provider error after {attempt + 1} attempts: {_summary(exc)}") from exc
+            throttled = is_rate_limit(exc, litellm)
+            if (throttled_attempt == retry.max_rate_limit_retries) if throttled else (attempt == retry.max_retries):
+                raise fail(f"provider error after {attempt + throttled_attempt + 1} attempts: {_summary(exc)}") from exc
             # Backoff doubled per attempt, jittered to half..full so that clients do not align.
-            delay = min(retry.backoff_max_s, retry.backoff_base_s * 2 ** attempt) * rng.uniform(0.5, 1.0)
+            delay = (min(retry.backoff_max_s, retry.backoff_base_s * 2 ** (attempt + throttled_attempt))
+                     * rng.uniform(0.5, 1.0))
             hinted = retry_after_s(exc)
             if hinted is not None:
                 delay = max(delay, min(hinted, retry.retry_after_max_s))
             if on_retry is not None:
                 on_retry(RetryEvent(_summary(exc), delay))
             usage.provider_retries += 1
-            attempt += 1
+            if throttled:
+                throttled_attempt += 1
+            else:
+                attempt += 1
             sleep(delay)
             slept_s += delay
     reported = getattr(response, "usage", None)
@@ -270,6 +291,24 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
     usage.latency_s = max(time.perf_counter() - started - slept_s, 0.0)  # backoff waits excluded
     message = response.choices[0].message
     return LLMReply(message, str(getattr(message, "content", None) or ""), usage, response)
+
+
+def _send(litellm: Any, request: dict[str, Any], gate: limits.ProviderGate | None) -> tuple[Any, float]:
+    """One request through the provider's gate; returns the response and the seconds spent waiting
+    for the gate (set on a raised error as ``_rsigym_gate_wait_s``: waits are not model time)."""
+    if gate is None:
+        return litellm.completion(**request), 0.0
+    with gate.slot() as slot:
+        try:
+            response = litellm.completion(**request)
+        except Exception as exc:
+            slot.throttled = is_rate_limit(exc, litellm)
+            exc._rsigym_gate_wait_s = slot.waited_s  # type: ignore[attr-defined]
+            raise
+        reported = getattr(response, "usage", None)
+        slot.ok = True
+        slot.tokens = int(getattr(reported, "total_tokens", 0) or 0)
+        return response, slot.waited_s
 
 
 def _default_key(litellm: Any, model: str, api_base: str | None,

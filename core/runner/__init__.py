@@ -2,7 +2,9 @@
 
 ``run_scenario`` expands the scenario, skips episode keys already in ``records.jsonl`` (so a
 rerun after a crash loses nothing and duplicates nothing), runs the rest on the local process
-pool or on Ray, writes each record as it arrives, then writes the report.
+pool or on Ray, writes each record as it arrives, then writes the report. With ``concurrency``
+above one (or provider limits set), each local worker keeps that many episodes in flight on
+threads (``inflight``); ``capacity`` chooses the default and keeps CPU-heavy envs to the cores.
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ from ..manifest import check_or_write_manifest
 from ..records import Trajectory
 from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
+from .. import limits
 from .backends import infra_error_record, run_local, run_ray
 from .episode import import_user_modules, run_episode
 from .lock import RunFolderLock
 from .progress import Progress, ProgressMode
+from .capacity import plan_capacity
+from .inflight import WorkerStats, run_in_process, run_in_workers
 
 __all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "select_episodes",
            "RECORDS_FILE", "infra_error_cause"]
@@ -56,6 +61,11 @@ class RunSummary:
     cost_usd: float = 0.0     # spent by the episodes run now
     stopped: str | None = None  # why the run ended before every episode ran (a cost limit)
     not_run: int = 0          # episodes left for a later run after a stop
+    workers: int = 1          # worker processes used (0: this process)
+    concurrency: int = 1      # episodes in flight per worker
+    notes: list[str] = field(default_factory=list)  # what the runner changed from the request, and why
+    limits: list[limits.GateStats] = field(default_factory=list)  # per provider: waits, 429s, the cap
+    peak_rss_mb: float | None = None  # the largest worker's peak memory (in-flight runs only)
 
 
 _WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
@@ -92,7 +102,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                  report: bool = True, retry_infra_errors: bool = True,
                  tasks: Sequence[str] | None = None, limit: int | None = None,
                  imports: Sequence[str] = (), preflight: bool = True, cost_limit_usd: float | None = None,
-                 episode_timeout_s: float | None = None) -> RunSummary:
+                 episode_timeout_s: float | None = None, concurrency: int | None = None,
+                 max_connections: int | None = None) -> RunSummary:
     """Run every episode of ``scenario`` not yet recorded in ``out_dir/records.jsonl``.
 
     The folder is locked for the whole run (one writer per run folder), and its manifest must
@@ -117,8 +128,23 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         cost_limit_usd: Once the episodes run now have spent this, no further episode starts
             (those running finish and are recorded; ``stopped`` says so and a later run resumes).
         episode_timeout_s: An episode past this wall clock is stopped and recorded as
-            ``infra_error`` with an error starting "timeout:".
+            ``infra_error`` with an error starting "timeout:" (one episode in flight per worker).
+        concurrency: Episodes in flight per local worker (None: the scenario's
+            ``runner.concurrency``, else 16 against a hosted model and 1 otherwise).
+        max_connections: Calls in flight per provider and worker (over the scenario's ``limits:``).
     """
+    plan = plan_capacity(scenario.env_id, scenario.raw, workers=workers, concurrency=concurrency)
+    for note in plan.notes:
+        log.warning("%s", note)
+    try:
+        limits_config = limits.LimitsConfig.parse(scenario.raw.get("limits"), max_connections=max_connections)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{scenario.source}: limits: {exc}") from exc
+    in_flight = backend == "local" and (plan.concurrency > 1 or limits_config.is_set())
+    if in_flight and episode_timeout_s is not None:
+        raise UserError("--episode-timeout needs one episode in flight per worker (its timer is a SIGALRM "
+                        "of the worker's main thread): add --concurrency 1, and no limits:")
+    stats = WorkerStats()
     out_dir = Path(out_dir)
     import_user_modules(tuple(imports))
     if preflight:
@@ -146,9 +172,10 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
 
         summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), 0, 0, None,
                              bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,
-                             infra_retried=retried, new_run=new_run)
+                             infra_retried=retried, new_run=new_run, workers=plan.workers,
+                             concurrency=plan.concurrency if backend == "local" else 1, notes=plan.notes)
         fallback_warned = False
-        in_process = backend == "local" and workers == 0
+        in_process = backend == "local" and plan.workers == 0
         with RecordWriter(path) as writer, Progress(len(todo), scenario.name, mode=progress) as bar:
             def on_record(record: Trajectory) -> None:
                 nonlocal fallback_warned
@@ -166,12 +193,19 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             def over_budget() -> bool:
                 return cost_limit_usd is not None and summary.cost_usd >= cost_limit_usd
 
-            if backend == "local":
-                run_local(todo, on_record, workers=workers, stop=over_budget)
+            if in_flight and plan.workers == 0:
+                stats = run_in_process(todo, on_record, concurrency=plan.concurrency,
+                                       limits_config=limits_config, stop=over_budget)
+            elif in_flight:
+                stats = run_in_workers(todo, on_record, workers=plan.workers, concurrency=plan.concurrency,
+                                       limits_config=limits_config, stop=over_budget)
+            elif backend == "local":
+                run_local(todo, on_record, workers=plan.workers, stop=over_budget)
             elif backend == "ray":
-                run_ray(todo, on_record, address=address, workers=workers or None, stop=over_budget)
+                run_ray(todo, on_record, address=address, workers=plan.workers or None, stop=over_budget)
             else:
                 raise ValueError(f"unknown backend {backend!r}; use local or ray")
+        summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None
         summary.not_run = len(todo) - summary.ran
         if cost_limit_usd is not None and summary.not_run and over_budget():
             summary.stopped = (f"cost limit reached: {summary.cost_usd:.4f} USD spent, "

@@ -59,6 +59,7 @@ def _deadline(timeout_s: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 _GRADER_CACHE: dict[tuple[str, str], Any] = {}
+_GRADER_LOCK = threading.Lock()
 
 
 def _grader(spec: NamedSpec) -> Any:
@@ -67,9 +68,10 @@ def _grader(spec: NamedSpec) -> Any:
     from rsigym.records import canonical_json
 
     key = (spec.name, canonical_json(spec.params))
-    if key not in _GRADER_CACHE:
-        _GRADER_CACHE[key] = get_grader(spec.name, **spec.params)
-    return _GRADER_CACHE[key]
+    with _GRADER_LOCK:  # episodes in flight on threads share the cache: build each grader once
+        if key not in _GRADER_CACHE:
+            _GRADER_CACHE[key] = get_grader(spec.name, **spec.params)
+        return _GRADER_CACHE[key]
 
 
 def _short_error(exc: BaseException) -> str:

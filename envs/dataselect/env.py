@@ -99,7 +99,8 @@ class DataSelectionEnv(gym.Env[dict, Any]):
     v0: initial version.
     """
 
-    metadata = {"render_modes": []}
+    # CPU-heavy steps (training in the worker): the runner keeps one episode in flight per core.
+    metadata = {"render_modes": [], "rsigym.cpu_heavy": True}
 
     def __init__(self, pool: str = "function_calling", pool_size: int | None = None, group_size: int | None = None,
                  eval_per_category: int | None = None, student_seeds: int = 3, n_random: int = 10,

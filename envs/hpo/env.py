@@ -74,7 +74,8 @@ class HyperparamSearchEnv(gym.Env[dict, dict]):
     v0: initial version.
     """
 
-    metadata = {"render_modes": []}
+    # CPU-heavy steps (training in the worker): the runner keeps one episode in flight per core.
+    metadata = {"render_modes": [], "rsigym.cpu_heavy": True}
 
     def __init__(self, preset: str = "default", budget: int = 20, max_invalid_actions: int = 3,
                  trials: TrialRunnerLike | None = None, render_mode: str | None = None) -> None:

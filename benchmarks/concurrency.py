@@ -1,0 +1,234 @@
+"""Episodes in flight per worker against a latency-bound model: episodes/s, memory, 429 storms.
+
+A local OpenAI-compatible server (``fake_provider.py``, in its own process) answers every call
+after a fixed latency (500 ms by default). The battery: ToolUse-v0, 16 controlled retail tasks x
+4 seeds = 64 episodes, the ``llm`` agent (``openai/fake-model`` at the server's ``api_base``, native
+tools), the scripted customer, graded live; each episode makes 3 model calls.
+
+Each measurement runs in a fresh interpreter that first plays one warm-up episode (imports,
+LiteLLM's client), then times ``run_scenario`` on the battery:
+
+* ``--workers 0`` (this process is the worker) at concurrency 1 (the sequential runner: the
+  reference), 8, 32 and 64;
+* the process pool, ``--workers 4`` at concurrency 1, timed with its workers' start-up (that is
+  what the pool costs);
+
+and reports episodes/s, the ratio to concurrency 1, the ideal latency-bound rate
+(concurrency / (calls per episode x latency)) and the share of it reached, the worker's peak
+resident memory, and whether every record (keys, actions, grades, termination) equals the
+sequential run's. Then a 429 storm: the server answers every other call 429 for the first 10 s
+of a concurrency-32 run; the table shows episodes lost (must be 0), retries against the 429s
+served, and the provider gate's summary line (the cap's trajectory).
+
+Run: ``python benchmarks/concurrency.py [--episodes 64] [--repeats 3] [--latency 0.5]
+[--levels 1,8,32,64] [--storm 10] [--no-pool]``. Targets: concurrency 32 >= 20x concurrency 1;
+peak memory at 32 < 2x that at 1; no episode lost in the storm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+HERE = Path(__file__).resolve().parent
+SPEEDUP_TARGET = 20.0   # concurrency 32 vs 1
+MEMORY_TARGET = 2.0     # peak RSS at 32 vs at 1
+TASKS = 16
+
+
+def battery(api_base: str, episodes: int, *, name: str = "concurrency-bench", backoff_base_s: float = 1.0,
+            seeds: list[int] | None = None, tasks: int = TASKS) -> dict[str, Any]:
+    """The scenario mapping: ToolUse-v0 controlled retail tasks x seeds, the llm agent at ``api_base``."""
+    return {
+        "name": name,
+        "env": {"id": "rsigym/ToolUse-v0", "kwargs": {"domain": "retail", "user": "scripted"}},
+        "tasks": {"split": "controlled", "limit": tasks},
+        "conditions": ["identity"],
+        "agents": [{"id": "llm", "kind": "llm", "model": "openai/fake-model",
+                    "params": {"temperature": 0.0, "max_tokens": 256, "tool_mode": "tools", "api_base": api_base,
+                               "backoff_base_s": backoff_base_s}}],
+        "seeds": seeds if seeds is not None else list(range(math.ceil(episodes / tasks))),
+        "max_steps": 20,
+        "graders": ["db_state", "outputs", "action_match", "reward"],
+    }
+
+
+def signature(record: Any) -> tuple[Any, ...]:
+    """What must not depend on concurrency: termination, actions, grades (not timings)."""
+    return (record.termination, json.dumps([s.action for s in record.steps], sort_keys=True),
+            tuple((g.grader, g.score) for g in record.grades))
+
+
+# -- one measurement, in a fresh interpreter ----------------------------------------------------
+def measure(config: dict[str, Any]) -> dict[str, Any]:
+    """Warm up on one episode, then time the battery; returns seconds, memory and the records' signatures."""
+    import resource
+
+    from rsigym.jsonl import read_records
+    from rsigym.runner import run_scenario
+    from rsigym.scenario import parse_scenario
+
+    api_base, out = config["api_base"], Path(config["out"])
+    warm = parse_scenario(battery(config.get("warm_api_base", api_base), 1, name="warm-up", seeds=[10_000], tasks=1))
+    # through the in-flight runner (concurrency 2, one episode), so that it counts the env as warm
+    run_scenario(warm, out / "warm", workers=0, progress=False, report=False, concurrency=2)
+    scenario = parse_scenario(battery(api_base, config["episodes"], backoff_base_s=config.get("backoff_base_s", 1.0)))
+    started = time.perf_counter()
+    summary = run_scenario(scenario, out / "run", workers=config["workers"], concurrency=config["concurrency"],
+                           progress=False, report=False)
+    seconds = time.perf_counter() - started
+    who = resource.RUSAGE_CHILDREN if config["workers"] else resource.RUSAGE_SELF
+    records = read_records(out / "run" / "records.jsonl").records
+    from rsigym.limits import format_stats
+
+    return {"seconds": seconds, "episodes": len(records), "ran": summary.ran,
+            "infra_errors": sum(r.termination == "infra_error" for r in records),
+            "calls": sum(r.usage.model_calls for r in records),
+            "retries": sum(r.usage.provider_retries for r in records),
+            "peak_rss_mb": resource.getrusage(who).ru_maxrss / 1024.0,
+            "limits": [format_stats(s) for s in summary.limits],
+            "signatures": {r.episode_key: list(signature(r)) for r in records},
+            # the api_base is part of the agent's spec, so a second server means other keys
+            "by_task": {f"{r.env.task_id}/{r.seed}/{r.rep}": list(signature(r)) for r in records}}
+
+
+def run_child(config: dict[str, Any]) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, __file__, "--child", json.dumps(config)], capture_output=True,
+                          text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"measurement {config} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class Server:
+    """``fake_provider.py`` in its own process (its threads must not share the measured GIL)."""
+
+    def __init__(self, latency_s: float, storm_s: float = 0.0) -> None:
+        self.process = subprocess.Popen([sys.executable, str(HERE / "fake_provider.py"), "--latency", str(latency_s),
+                                         "--storm", str(storm_s)], stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"fake provider did not start: {line!r}")
+        self.port = int(line.split()[1])
+        self.api_base = f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self) -> dict[str, Any]:
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as response:
+            return dict(json.loads(response.read()))
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+# -- the table ---------------------------------------------------------------------------------
+def main(episodes: int = 64, repeats: int = 3, latency_s: float = 0.5, levels: tuple[int, ...] = (1, 8, 32, 64),
+         storm_s: float = 10.0, pool: bool = True) -> dict[str, Any]:
+    console = Console(width=160)
+    rows: dict[str, dict[str, Any]] = {}
+    configs = [(f"concurrency {c}, 1 worker (this process)", 0, c) for c in levels]
+    if pool:
+        configs.append(("process pool, --workers 4, concurrency 1", 4, 1))
+    with Server(latency_s) as server, tempfile.TemporaryDirectory() as scratch:
+        for label, workers, concurrency in configs:
+            runs = []
+            for repeat in range(repeats):
+                out = Path(scratch) / f"{workers}-{concurrency}-{repeat}"
+                runs.append(run_child({"api_base": server.api_base, "out": str(out), "episodes": episodes,
+                                       "workers": workers, "concurrency": concurrency}))
+                console.log(f"{label}: {runs[-1]['episodes'] / runs[-1]['seconds']:.2f} episodes/s "
+                            f"({runs[-1]['seconds']:.1f} s, peak {runs[-1]['peak_rss_mb']:.0f} MiB)")
+            rows[label] = {"runs": runs, "workers": workers, "concurrency": concurrency,
+                           "eps": statistics.median(r["episodes"] / r["seconds"] for r in runs),
+                           "rss": statistics.median(r["peak_rss_mb"] for r in runs)}
+    reference = next(iter(rows.values()))  # concurrency 1 in this process: the sequential runner
+    sequential = reference["runs"][0]["signatures"]
+    sequential_by_task = reference["runs"][0]["by_task"]
+    calls_per_episode = reference["runs"][0]["calls"] / max(reference["runs"][0]["episodes"], 1)
+    table = Table(title=f"{episodes} ToolUse-v0 episodes, llm agent, {latency_s * 1000:.0f} ms per model call, "
+                        f"{calls_per_episode:.1f} calls per episode (median of {repeats} runs)")
+    for column in ("runner", "episodes/s", "x concurrency 1", "ideal episodes/s", "share of ideal",
+                   "peak RSS MiB", "x RSS at 1", "records = sequential"):
+        table.add_column(column, justify="left" if column == "runner" else "right")
+    results: dict[str, Any] = {}
+    for label, row in rows.items():
+        in_flight = max(row["workers"], 1) * row["concurrency"]
+        ideal = in_flight / (calls_per_episode * latency_s)
+        same = all(r["signatures"] == sequential and r["infra_errors"] == 0 and r["episodes"] == episodes
+                   for r in row["runs"])
+        speedup, memory = row["eps"] / reference["eps"], row["rss"] / reference["rss"]
+        table.add_row(label, f"{row['eps']:.2f}", f"{speedup:.1f}x", f"{ideal:.2f}", f"{row['eps'] / ideal:.0%}",
+                      f"{row['rss']:.0f}", f"{memory:.2f}x" if row["workers"] == 0 else "(4 workers)",
+                      "yes" if same else "NO")
+        results[label] = {"eps": row["eps"], "speedup": speedup, "memory_ratio": memory, "identical": same}
+    console.print(table)
+    at32 = next((v for k, v in results.items() if k.startswith("concurrency 32,")), None)
+    if at32 is not None:
+        console.print(f"concurrency 32 vs 1: {at32['speedup']:.1f}x (target >= {SPEEDUP_TARGET:.0f}x: "
+                      f"{'PASS' if at32['speedup'] >= SPEEDUP_TARGET else 'MISS'}); peak memory "
+                      f"{at32['memory_ratio']:.2f}x (target < {MEMORY_TARGET:.0f}x: "
+                      f"{'PASS' if at32['memory_ratio'] < MEMORY_TARGET else 'MISS'}); records identical: "
+                      f"{'PASS' if at32['identical'] else 'FAIL'}")
+    if storm_s > 0:
+        results["storm"] = storm(episodes, latency_s, storm_s, sequential_by_task, console)
+    return results
+
+
+def storm(episodes: int, latency_s: float, storm_s: float, sequential: dict[str, Any], console: Console) -> dict[str, Any]:
+    """Concurrency 32 while the server answers every other call 429 for ``storm_s`` seconds."""
+    # The warm-up episode talks to a calm server: the storm starts with the battery's first call.
+    with Server(latency_s, storm_s) as server, Server(latency_s) as calm, tempfile.TemporaryDirectory() as scratch:
+        run = run_child({"api_base": server.api_base, "warm_api_base": calm.api_base, "out": scratch,
+                         "episodes": episodes, "workers": 0, "concurrency": 32})
+        served = server.stats()
+    lost = episodes - run["episodes"] + run["infra_errors"]
+    table = Table(title=f"429 storm: every other call for {storm_s:.0f} s, concurrency 32")
+    for column in ("episodes recorded", "lost (infra_error or missing)", "429s served", "retries in records",
+                   "retries per episode", "records = sequential", "seconds"):
+        table.add_column(column, justify="right")
+    identical = run["by_task"] == sequential
+    table.add_row(str(run["episodes"]), str(lost), str(served["throttled"]), str(run["retries"]),
+                  f"{run['retries'] / max(run['episodes'], 1):.2f}", "yes" if identical else "NO",
+                  f"{run['seconds']:.1f}")
+    console.print(table)
+    for line in run["limits"]:
+        console.print(line)
+    verdict = lost == 0 and run["retries"] == served["throttled"]
+    console.print(f"storm: {'PASS' if verdict else 'FAIL'} (no episode lost; every 429 retried once, "
+                  "none beyond)")
+    return {"lost": lost, "throttled": served["throttled"], "retries": run["retries"], "identical": identical,
+            "limits": run["limits"]}
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--episodes", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument("--levels", default="1,8,32,64")
+    parser.add_argument("--storm", type=float, default=10.0, help="seconds of 429 storm (0: skip)")
+    parser.add_argument("--no-pool", action="store_true")
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(json.loads(args.child))))
+    else:
+        main(args.episodes, args.repeats, args.latency, tuple(int(c) for c in args.levels.split(",")), args.storm,
+             not args.no_pool)

@@ -1,0 +1,85 @@
+"""How many episodes run at once: workers times episodes in flight per worker, never more than the
+cores for an env whose steps are CPU-heavy.
+
+An env family says its steps are CPU-heavy (training a model, fitting students) in its class's
+Gymnasium metadata::
+
+    metadata = {"render_modes": [], "rsigym.cpu_heavy": True}
+
+For such an env the runner keeps one episode in flight per worker and at most one worker per
+core, whatever was asked, and says so. Otherwise the default is one episode per worker, or
+``HOSTED_CONCURRENCY`` when the scenario calls a hosted model (its steps wait on the network).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from rsigym.errors import UserError
+
+__all__ = ["CapacityPlan", "HOSTED_CONCURRENCY", "CPU_HEAVY_KEY", "env_is_cpu_heavy", "plan_capacity",
+           "uses_hosted_model"]
+
+HOSTED_CONCURRENCY = 16  # episodes in flight per worker by default against a hosted model
+CPU_HEAVY_KEY = "rsigym.cpu_heavy"
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """Workers and episodes in flight per worker, with a line for each thing changed from the request."""
+
+    workers: int
+    concurrency: int
+    cpu_heavy: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def env_is_cpu_heavy(env_id: str) -> bool:
+    """Whether the env class registered as ``env_id`` declares CPU-heavy steps (imports its module)."""
+    from rsigym.registry import ENVS
+
+    env_class = ENVS.lookup(env_id)
+    return bool((getattr(env_class, "metadata", None) or {}).get(CPU_HEAVY_KEY))
+
+
+def _is_hosted(model: Any) -> bool:
+    return isinstance(model, str) and bool(model) and not model.startswith("rsigym/")
+
+
+def uses_hosted_model(raw: dict[str, Any]) -> bool:
+    """Whether a scenario (its raw mapping) names a hosted model: an agent's, the simulated
+    user's (``env.kwargs.user.model``) or a grader's (``params.model``)."""
+    if any(_is_hosted(agent.get("model")) for agent in raw.get("agents") or []):
+        return True
+    user = ((raw.get("env") or {}).get("kwargs") or {}).get("user")
+    if isinstance(user, dict) and _is_hosted(user.get("model")):
+        return True
+    return any(isinstance(g, dict) and _is_hosted((g.get("params") or {}).get("model"))
+               for g in raw.get("graders") or [])
+
+
+def plan_capacity(env_id: str, raw: dict[str, Any], *, workers: int, concurrency: int | None,
+                  cpu_count: int | None = None) -> CapacityPlan:
+    """Resolve ``concurrency`` (None: the scenario's ``runner.concurrency``, else the default) and
+    keep a CPU-heavy env to one episode per worker and one worker per core."""
+    if concurrency is None:
+        concurrency = (raw.get("runner") or {}).get("concurrency")
+    asked = concurrency
+    if concurrency is None:
+        concurrency = HOSTED_CONCURRENCY if uses_hosted_model(raw) else 1
+    if concurrency < 1:
+        raise UserError(f"--concurrency must be >= 1, got {concurrency}")
+    if not env_is_cpu_heavy(env_id):
+        return CapacityPlan(workers, concurrency)
+    cores = cpu_count or os.cpu_count() or 1
+    notes = []
+    if concurrency > 1:
+        if asked is not None:
+            notes.append(f"{env_id} declares CPU-heavy steps: 1 episode in flight per worker, not {asked}")
+        concurrency = 1
+    if workers > cores:
+        notes.append(f"{env_id} declares CPU-heavy steps: {cores} workers (one per core), not {workers}")
+        workers = cores
+    return CapacityPlan(workers, concurrency, cpu_heavy=True, notes=notes)
