@@ -70,6 +70,12 @@ def _build_parser() -> argparse.ArgumentParser:
     sandbox_commands.add_parser("check", help="say what works and what does not")
     clean = sandbox_commands.add_parser("clean", help="remove rsigym sandbox containers")
     clean.add_argument("--orphans", action="store_true", help="only those whose owner process is gone")
+
+    from .registry import COMMANDS   # sub-commands families add through the entry-point group rsigym.commands
+    for name in COMMANDS:
+        command = COMMANDS[name]
+        sub = commands.add_parser(name, help=getattr(command, "HELP", None))
+        command.configure(sub)
     return parser
 
 
@@ -88,9 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    handler = {"run": _run, "report": _report, "regrade": _regrade, "list": _list,
-               "sandbox": _sandbox}[args.command]
-    return handler(args)
+    handlers = {"run": _run, "report": _report, "regrade": _regrade, "list": _list, "sandbox": _sandbox}
+    if args.command not in handlers:
+        from .registry import COMMANDS
+        return int(COMMANDS[args.command].main(args))
+    return handlers[args.command](args)
 
 
 def _run(args: argparse.Namespace) -> int:
