@@ -29,9 +29,10 @@ from .catalogue import catalogue
 from .research import RESEARCH_ENVIRONMENTS, gain, research_environment, run
 
 __all__ = ["ArchiveRecord", "BaselineRecord", "Archive", "build_runs", "assemble", "write_archive",
-           "load_archive", "paired_stats", "BASELINE_ID", "SIGNIFICANCE_ALPHA"]
+           "load_archive", "paired_stats", "BASELINE_ID", "SIGNIFICANCE_ALPHA", "GAIN_FLOOR"]
 
 BASELINE_ID = "baseline"
+GAIN_FLOOR = -1.0     # per-seed gains below this (an error rate doubled, a crash) count as this
 SIGNIFICANCE_ALPHA = 0.05
 ARCHIVE_SCHEMA = "rsigym.forecast.archive/1"
 
@@ -206,7 +207,7 @@ def assemble(rows: Iterable[dict[str, Any]]) -> tuple[list[ArchiveRecord], dict[
         floor = research_environment(iv.environment).floor_metric
         base_metrics = [base_record.metrics[base_record.seeds.index(s)] for s in seeds]
         metrics = [_floored(runs[s], floor) for s in seeds]
-        gains = [gain(iv.environment, b, m) for b, m in zip(base_metrics, metrics)]
+        gains = [max(GAIN_FLOOR, gain(iv.environment, b, m)) for b, m in zip(base_metrics, metrics)]
         mean, se, p = paired_stats(gains)
         records.append(ArchiveRecord(
             environment=iv.environment, intervention=iv.id, text=iv.text, diff=dict(iv.diff), group=iv.group,

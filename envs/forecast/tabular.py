@@ -46,7 +46,7 @@ def _estimator(cfg: dict[str, Any], seed: int) -> Any:
                                                      max_iter=int(cfg["max_iter"]), class_weight=class_weight,
                                                      random_state=random_state, verbose=int(cfg["verbose"]))
     elif name == "svm_rbf":
-        model = svm.SVC(C=float(cfg["C"]), gamma=cfg["gamma"], class_weight=class_weight, random_state=random_state)
+        model = svm.SVC(C=float(cfg["C"]), gamma=cfg["gamma"] if isinstance(cfg["gamma"], str) else float(cfg["gamma"]), class_weight=class_weight, random_state=random_state)
     elif name == "linear_svm":
         model = svm.LinearSVC(C=float(cfg["C"]), class_weight=class_weight, random_state=random_state,
                               max_iter=int(cfg["max_iter"]) * 10, dual="auto")
