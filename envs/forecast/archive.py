@@ -113,12 +113,13 @@ def paired_stats(gains: Sequence[float]) -> tuple[float, float, float]:
     return mean, se, float(stats.ttest_1samp(values, 0.0).pvalue)
 
 
-def _jobs(seeds: Sequence[int], environments: Sequence[str]) -> Iterator[tuple[str, str, int]]:
+def _jobs(seeds: Sequence[int], environments: Sequence[str],
+          only: Sequence[str] | None = None) -> Iterator[tuple[str, str, int]]:
     for seed in seeds:                  # seed-major: a partial build covers every row equally
         for env in environments:
             yield env, BASELINE_ID, seed
             for iv in catalogue():
-                if iv.environment == env:
+                if iv.environment == env and (only is None or iv.id in only):
                     yield env, iv.id, seed
 
 
@@ -151,13 +152,17 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
 
 
 def build_runs(runs_path: Path, *, seeds: Sequence[int], environments: Sequence[str] | None = None,
-               workers: int = 1, on_run: Callable[[dict[str, Any]], None] | None = None) -> int:
-    """Run every missing (environment, intervention, seed) and append it to ``runs_path``; returns how many ran."""
+               workers: int = 1, on_run: Callable[[dict[str, Any]], None] | None = None,
+               only: Sequence[str] | None = None) -> int:
+    """Run every missing (environment, intervention, seed) and append it to ``runs_path``; returns how many ran.
+
+    ``only`` restricts the interventions to these ids (the baselines always run).
+    """
     environments = list(environments or RESEARCH_ENVIRONMENTS)
     for env in environments:
         research_environment(env)
     done = {(r["environment"], r["intervention"], r["seed"]) for r in read_runs(runs_path)}
-    todo = [job for job in _jobs(seeds, environments) if job not in done]
+    todo = [job for job in _jobs(seeds, environments, only) if job not in done]
     runs_path.parent.mkdir(parents=True, exist_ok=True)
     with open(runs_path, "a") as out:
         if workers <= 1:
