@@ -104,7 +104,7 @@ def _verdicts(rows: list[dict[str, Any]], reference: str, min_pairs: int) -> tup
     summary: list[str] = []
     advantage: dict[tuple[str, str, str], tuple[float, tuple[float, float], int]] = {}
     conditions = sorted({r["condition"] for r in rows})
-    agents = sorted({r["agent"] for r in rows} - {reference, "oracle"})
+    agents = sorted({r["agent"] for r in rows} - {reference})
     for condition in conditions:
         for agent in agents:
             mean, ci, n = advantage_over(rows, agent, reference, condition)
