@@ -185,15 +185,23 @@ def _append_all(out: Any, results: Iterable[dict[str, Any]], on_run: Callable[[d
 
 
 def assemble(rows: Iterable[dict[str, Any]]) -> tuple[list[ArchiveRecord], dict[str, BaselineRecord]]:
-    """One record per intervention over the seeds its baseline also has (see the module doc)."""
+    """One record per intervention over the seeds its environment completed (see the module doc).
+
+    A seed counts for an environment when its baseline and every intervention of the catalogue
+    ran with it; an environment with fewer than two complete seeds gets no records.
+    """
     by_key: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
     for row in rows:
         by_key.setdefault((row["environment"], row["intervention"]), {})[int(row["seed"])] = row
     baselines: dict[str, BaselineRecord] = {}
     for env in RESEARCH_ENVIRONMENTS:
         base = by_key.get((env, BASELINE_ID), {})
-        if not base:
+        ids = [iv.id for iv in catalogue() if iv.environment == env]
+        # seeds every row of the environment has: a partial build gives all rows the same seeds
+        complete = [s for s in sorted(base) if all(s in by_key.get((env, i), {}) for i in ids)]
+        if len(complete) < 2:
             continue
+        base = {s: base[s] for s in complete}
         seeds = sorted(base)
         floor = research_environment(env).floor_metric
         curves = [base[s]["curve"] for s in seeds if base[s]["curve"]]

@@ -28,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     assemble = commands.add_parser("assemble", help="write the archive from the runs recorded so far")
     assemble.add_argument("--out", type=Path, default=Path("runs/forecast_archive"))
     assemble.add_argument("--seeds", type=int, default=8, help="the seeds the build was asked for")
+    assemble.add_argument("--note", help="a line for the provenance (why the build is partial, how it ran)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -61,7 +62,10 @@ def main(args: argparse.Namespace) -> int:
     if not rows:
         raise UserError(f"no runs in {runs_path}: run 'rsigym archive build' first")
     records, baselines = assemble(rows)
-    path = write_archive(args.out, records, baselines, provenance(rows, args.seeds, sys.argv))
+    info = provenance(rows, args.seeds, sys.argv)
+    if getattr(args, "note", None):
+        info["note"] = args.note
+    path = write_archive(args.out, records, baselines, info)
     print(f"{len(records)} records, {len(baselines)} baselines -> {path}")
     return 0
 

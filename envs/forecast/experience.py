@@ -19,7 +19,7 @@ Each takes ``observed``: ``mean`` (the 8-seed mean gain and its paired SE) or ``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class ExperienceCondition:
 FORECAST_CONDITIONS: ConditionRegistry[ExperienceCondition] = ConditionRegistry("forecast")
 
 
-def _factory(name: str):  # type: ignore[no-untyped-def]
+def _factory(name: str) -> Callable[..., ExperienceCondition]:
     def make(observed: Observed = "mean") -> ExperienceCondition:
         return ExperienceCondition(name, observed)
     make.__doc__ = f"The {name!r} experience condition (observed: 'mean' or 'single_seed')."

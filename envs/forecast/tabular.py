@@ -67,12 +67,13 @@ def _estimator(cfg: dict[str, Any], seed: int) -> Any:
     steps: list[Any] = []
     if int(cfg["poly_degree"]) > 1:
         steps.append(preprocessing.PolynomialFeatures(int(cfg["poly_degree"]), include_bias=False))
-    scaler = {"standard": preprocessing.StandardScaler, "minmax": preprocessing.MinMaxScaler,
-              "robust": preprocessing.RobustScaler, "quantile": preprocessing.QuantileTransformer}.get(cfg["scaler"])
-    if scaler is preprocessing.QuantileTransformer:
-        steps.append(preprocessing.QuantileTransformer(n_quantiles=100, random_state=0))
-    elif scaler is not None:
-        steps.append(scaler())
+    scalers: dict[str, Any] = {
+        "standard": preprocessing.StandardScaler(), "minmax": preprocessing.MinMaxScaler(),
+        "robust": preprocessing.RobustScaler(), "quantile": preprocessing.QuantileTransformer(n_quantiles=100, random_state=0)}
+    if cfg["scaler"] in scalers:
+        steps.append(scalers[cfg["scaler"]])
+    elif cfg["scaler"] != "none":
+        raise ValueError(f"unknown scaler {cfg['scaler']!r}")
     return make_pipeline(*steps, model)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from rsigym.envs.forecast.archive import (BASELINE_ID, GAIN_FLOOR, assemble, build_runs, load_archive, paired_stats,
                                           read_runs)
+from rsigym.envs.forecast.catalogue import interventions_of
 from rsigym.envs.forecast.research import research_environment, run
 
 
@@ -26,12 +27,19 @@ def test_paired_stats_match_the_hand_computation():
     assert paired_stats([0.2, 0.2]) == (0.2, 0.0, 0.0)
 
 
+def _full(env: str, base: float, seeds: range, overrides: dict) -> list[dict]:
+    """Rows for the baseline and every catalogue intervention of ``env`` (metric = baseline unless overridden)."""
+    rows = [_row(env, BASELINE_ID, s, base) for s in seeds]
+    for iv in interventions_of(env):
+        values = overrides.get(iv.id, [base] * len(seeds))
+        rows += [_row(env, iv.id, s, v, crashed=v is None) for s, v in zip(seeds, values)]
+    return rows
+
+
 def test_assemble_floors_crashes_and_gains_and_flags_significance():
-    rows = [_row("digits-mlp", BASELINE_ID, s, 1.0) for s in range(4)]
-    rows += [_row("digits-mlp", "digits-mlp/lr_x3", s, m) for s, m in enumerate([0.5, 0.52, 0.49, 0.51])]
-    rows += [_row("digits-mlp", "digits-mlp/lr_x100", s, None, crashed=True) for s in range(4)]
-    rows += [_row("tabular-bc", BASELINE_ID, s, 0.02) for s in range(4)]
-    rows += [_row("tabular-bc", "tabular-bc/tree", s, 0.08) for s in range(4)]     # error x4: floored
+    rows = _full("digits-mlp", 1.0, range(4), {"digits-mlp/lr_x3": [0.5, 0.52, 0.49, 0.51],
+                                               "digits-mlp/lr_x100": [None] * 4})
+    rows += _full("tabular-bc", 0.02, range(4), {"tabular-bc/tree": [0.08] * 4})        # error x4: floored
     records = {r.intervention: r for r in assemble(rows)[0]}
     lr = records["digits-mlp/lr_x3"]
     assert lr.gains == pytest.approx([math.log(1 / m) for m in [0.5, 0.52, 0.49, 0.51]], abs=1e-6)
@@ -40,7 +48,16 @@ def test_assemble_floors_crashes_and_gains_and_flags_significance():
     assert crash.crashed == [True] * 4
     assert crash.gain == pytest.approx(math.log(1.0 / math.log(10)), abs=1e-6)   # scored as the uniform predictor
     assert records["tabular-bc/tree"].gains == [GAIN_FLOOR] * 4
+    assert records["tabular-bc/run_name"].gain == 0.0 and not records["tabular-bc/run_name"].significant
     assert "digits-cnn/lr_x3" not in records                                  # no runs, no record
+
+
+def test_a_partial_build_uses_the_seeds_every_row_completed():
+    rows = _full("digits-mlp", 1.0, range(4), {})
+    rows = [r for r in rows if not (r["intervention"] == "digits-mlp/dropout" and r["seed"] == 3)]
+    records, baselines = assemble(rows)
+    assert baselines["digits-mlp"].seeds == [0, 1, 2]
+    assert {tuple(r.seeds) for r in records} == {(0, 1, 2)}
 
 
 def test_a_killed_build_resumes_without_repeating_a_run(tmp_path: Path):
