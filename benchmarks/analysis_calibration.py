@@ -1,4 +1,4 @@
-"""Calibration of the research-decision analyses (HPO, data selection, EvoAlloc).
+"""Calibration of the research-decision analyses (HPO, data selection, EvoAlloc, forecasting).
 
 Every analysis that issues a verdict must be able to fail. Each family contributes cases in
 ``benchmarks/calibration_cases/<family>.py``: a module with ``CASES``, a list of callables that
@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))  # so calibration_cases/<family>.py can import cal
 
 from calibration_cases.common import Case  # noqa: E402
 
-FAMILIES = ("hpo", "dataselect", "evoalloc")
+FAMILIES = ("hpo", "dataselect", "evoalloc", "forecast")
 
 
 def load_cases(family: str) -> list:

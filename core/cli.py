@@ -127,6 +127,12 @@ def _build_parser() -> argparse.ArgumentParser:
     sandbox_commands.add_parser("check", help="say what works and what does not")
     clean = sandbox_commands.add_parser("clean", help="remove rsigym sandbox containers")
     clean.add_argument("--orphans", action="store_true", help="only those whose owner process is gone")
+
+    from .registry import COMMANDS   # sub-commands families add through the entry-point group rsigym.commands
+    for name in COMMANDS:
+        command = COMMANDS[name]
+        sub = commands.add_parser(name, help=getattr(command, "HELP", None))
+        command.configure(sub)
     return parser
 
 
@@ -212,8 +218,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_command(args)
     if args.command == "regrade":
         return regrade_command(args, _records_or_error)
-    handler = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export}[args.command]
-    return handler(args)
+    handlers = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export}
+    if args.command not in handlers:  # a command a family registers (entry points, rsigym.commands)
+        from .registry import COMMANDS
+
+        return int(COMMANDS[args.command].main(args))
+    return handlers[args.command](args)
 
 
 def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, Any]:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from .errors import UserError
 
-__all__ = ["Registry", "AGENTS", "GRADERS", "ANALYSES", "CONDITIONS", "OFFLINE_POLICIES", "ENVS",
+__all__ = ["Registry", "AGENTS", "GRADERS", "ANALYSES", "CONDITIONS", "OFFLINE_POLICIES", "ENVS", "COMMANDS",
            "REGISTRIES", "describe", "register_gym_envs"]
 
 log = logging.getLogger(__name__)
@@ -184,6 +184,9 @@ OFFLINE_POLICIES: Registry[Callable[..., Any]] = Registry("offline policy", "rsi
 # Env ids -> env classes (``"rsigym/Probe-v0" = "rsigym.envs.probe.env:ProbeEnv"``); Gymnasium
 # learns each id from the entry point's text, so registering an id imports nothing.
 ENVS: Registry[Callable[..., Any]] = Registry("env id", "rsigym.envs")
+# CLI sub-commands a family adds (``rsigym archive ...``): modules with ``configure(parser)``,
+# ``main(args) -> int`` and a ``HELP`` line; not listed by ``rsigym list``.
+COMMANDS: Registry[Any] = Registry("command", "rsigym.commands")
 
 REGISTRIES: dict[str, Registry[Any]] = {
     "envs": ENVS, "agents": AGENTS, "graders": GRADERS, "analyses": ANALYSES,

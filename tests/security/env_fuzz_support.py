@@ -174,8 +174,10 @@ def from_schema(schema: dict[str, Any], depth: int = 0) -> st.SearchStrategy[Any
     if kind == "boolean":
         return st.booleans()
     if kind == "array":
-        return st.lists(from_schema(schema.get("items", {}), depth + 1), min_size=schema.get("minItems", 0),
-                        max_size=min(schema.get("maxItems", 4), 4))
+        # at most 4 items, unless the schema needs more (ExperimentForecast wants exactly 16)
+        min_items = schema.get("minItems", 0)
+        return st.lists(from_schema(schema.get("items", {}), depth + 1), min_size=min_items,
+                        max_size=max(min(schema.get("maxItems", 4), 4), min_items))
     return _SCALARS
 
 

@@ -1,0 +1,74 @@
+"""The forecast family's experiment archive: provenance, and one row per research environment.
+
+Table 1 (per environment): interventions, runs, seeds complete, crashed runs, the share of
+interventions whose paired-seed gain is significant (two-sided t-test, p < 0.05), how many
+placebos have a mean gain within 2 SE of 0 (they must: their true gain is 0 by construction;
+an exact no-op has SE 0 and gain exactly 0), the baseline metric, the gain range, and the median
+seconds of one training run on one thread during the build.
+
+Table 2 (timing, measured now on this machine): median of ``--repeats`` runs of each research
+environment's baseline on one thread, and its ratio to the digits-mlp baseline measured in the
+same run (the reference: the cheapest training).
+
+Run: ``python benchmarks/forecast_archive.py [--repeats 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from rsigym.envs.forecast.archive import load_archive
+from rsigym.envs.forecast.research import RESEARCH_ENVIRONMENTS, run
+
+
+def main(repeats: int) -> None:
+    console = Console()
+    archive = load_archive()
+    provenance = archive.provenance
+    console.print("[bold]Provenance[/bold]")
+    console.print(json.dumps({k: v for k, v in provenance.items() if k != "environments"}, indent=1, sort_keys=True))
+    table = Table(title="Archive per research environment")
+    for column in ("environment", "interventions", "runs", "seeds complete", "crashed runs", "significant",
+                   "placebos within 2 SE of 0", "baseline metric", "gain min .. max", "median run s"):
+        table.add_column(column)
+    for env in RESEARCH_ENVIRONMENTS:
+        records = archive.of(env)
+        info = provenance.get("environments", {}).get(env, {})
+        placebos = [r for r in records if r.placebo]
+        within = sum(abs(r.gain) <= 2 * r.gain_se for r in placebos)
+        base = archive.baselines.get(env)
+        table.add_row(
+            env, str(len(records)), str(info.get("runs", "?")), str(len(info.get("seeds_complete", []))),
+            str(info.get("crashed_runs", "?")),
+            f"{sum(r.significant for r in records) / max(1, len(records)):.0%}",
+            f"{within}/{len(placebos)}",
+            f"{statistics.mean(base.metrics):.4g}" if base else "n/a",
+            f"{min(r.gain for r in records):+.3f} .. {max(r.gain for r in records):+.3f}" if records else "n/a",
+            str(info.get("median_run_s", "?")))
+    console.print(table)
+    timing = Table(title=f"Baseline training time now, one thread (median of {repeats})")
+    for column in ("environment", "median s", "ratio to digits-mlp"):
+        timing.add_column(column)
+    medians = {}
+    for env in RESEARCH_ENVIRONMENTS:
+        times = []
+        for seed in range(repeats):
+            start = time.perf_counter()
+            run(env, {}, seed)
+            times.append(time.perf_counter() - start)
+        medians[env] = statistics.median(times)
+    for env, median in medians.items():
+        timing.add_row(env, f"{median:.3f}", f"{median / medians['digits-mlp']:.1f}")
+    console.print(timing)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    main(parser.parse_args().repeats)

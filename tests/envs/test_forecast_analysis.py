@@ -1,0 +1,75 @@
+"""The forecast analysis: its verdicts and controls fail where they should, on constructed agents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from rsigym.envs.forecast.analyses import forecast_analysis
+from rsigym.envs.forecast.archive import load_archive
+from rsigym.envs.forecast.env import ExperimentForecastEnv
+from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Trajectory
+
+SEEDS = range(6)
+
+
+def _record(agent: str, condition: str, seed: int, predict) -> Trajectory:
+    env = ExperimentForecastEnv(condition=condition)
+    observation, _ = env.reset(seed=seed, options={"task_id": "digits-mlp"})
+    rng = np.random.default_rng(seed)
+    terminated = False
+    while not terminated:
+        data = json.loads(observation["data"])
+        observation, _, terminated, _, _ = env.step({"predictions": predict(data, condition, rng)})
+    return Trajectory(episode_key=f"{agent}-{condition}-{seed}",
+                      env=EnvRef("rsigym/ExperimentForecast-v0", {}, "digits-mlp", {"name": condition, "params": {}}),
+                      agent=AgentSpec(agent, "test"), seed=seed, rep=0, final=FinalSnapshot.of(env.snapshot()),
+                      termination="budget_exhausted")
+
+
+def _truth(data):
+    truth = load_archive().by_id()
+    return [truth[c["intervention"]].gain for c in data["candidates"]]
+
+
+AGENTS = {
+    "zero": lambda data, condition, rng: [0.0] * 16,
+    "random": lambda data, condition, rng: list(rng.normal(0, 1, 16)),
+    "anti": lambda data, condition, rng: [-g for g in _truth(data)],                  # broken: ranks backwards
+    "oracle": lambda data, condition, rng: _truth(data),                              # never needs the feedback
+    "feedback_user": lambda data, condition, rng: (_truth(data) if condition == "in_env"
+                                                   else list(rng.normal(0, 1, 16))),  # loses it when shuffled
+}
+
+
+def test_verdicts_and_both_controls_on_constructed_agents(tmp_path: Path):
+    records = [_record(agent, condition, seed, predict) for agent, predict in AGENTS.items()
+               for condition in ("in_env", "shuffled_gains") for seed in SEEDS]
+    records.append(Trajectory(episode_key="crashed", env=records[0].env, agent=AgentSpec("zero", "test"), seed=99,
+                              rep=0, final=None, termination="infra_error"))
+    section = forecast_analysis(records, tmp_path)
+    text = section.markdown
+    assert "unscored (agent error, infra error, early stop): 1" in text
+    assert "| in_env | anti | 6 |" in text and "worse than the reference" in text
+    assert "blind control random in in_env: passes" in section.verdict
+    assert "oracle in in_env: beats the reference" in section.verdict
+    # the feedback-use control fails for the oracle (its advantage survives shuffling) and passes for the other
+    assert "shuffled_gains control for oracle (in_env): NOT removed" in section.verdict
+    assert "shuffled_gains control for feedback_user (in_env): removed" in section.verdict
+    assert (tmp_path / section.plots[0]).stat().st_size > 1000
+
+
+def test_a_blind_agent_that_beats_zero_fails_the_blind_control(tmp_path: Path):
+    # a "random" agent that secretly reads the truth must be flagged, not waved through
+    cheat = lambda data, condition, rng: _truth(data)
+    records = [_record(agent, "in_env", seed, predict) for agent, predict in
+               (("zero", AGENTS["zero"]), ("random", cheat)) for seed in SEEDS]
+    section = forecast_analysis(records, tmp_path)
+    assert "blind control random in in_env: FAILS" in section.verdict
+
+
+def test_too_few_pairs_is_insufficient_data(tmp_path: Path):
+    records = [_record(agent, "in_env", 0, AGENTS[agent]) for agent in ("zero", "oracle")]
+    assert "insufficient data" in forecast_analysis(records, tmp_path).verdict

@@ -1,0 +1,98 @@
+"""The archive: paired statistics, crash flooring, resumable building, the shipped file and a rerun check."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from rsigym.envs.forecast.archive import (BASELINE_ID, GAIN_FLOOR, assemble, build_runs, load_archive, paired_stats,
+                                          read_runs)
+from rsigym.envs.forecast.catalogue import interventions_of
+from rsigym.envs.forecast.research import research_environment, run
+
+
+def _row(env: str, iv: str, seed: int, metric: float | None, crashed: bool = False) -> dict:
+    return {"environment": env, "intervention": iv, "seed": seed, "metric": metric, "crashed": crashed,
+            "curve": [1.0, 0.5], "seconds": 0.1}
+
+
+def test_paired_stats_match_the_hand_computation():
+    mean, se, p = paired_stats([0.1, 0.3])
+    assert mean == pytest.approx(0.2)
+    assert se == pytest.approx(math.sqrt(0.02) / math.sqrt(2))     # sd (ddof 1) / sqrt(n)
+    assert 0.05 < p < 1
+    assert paired_stats([0.0, 0.0, 0.0]) == (0.0, 0.0, 1.0)        # an exact no-op is not significant
+    assert paired_stats([0.2, 0.2]) == (0.2, 0.0, 0.0)
+
+
+def _full(env: str, base: float, seeds: range, overrides: dict) -> list[dict]:
+    """Rows for the baseline and every catalogue intervention of ``env`` (metric = baseline unless overridden)."""
+    rows = [_row(env, BASELINE_ID, s, base) for s in seeds]
+    for iv in interventions_of(env):
+        values = overrides.get(iv.id, [base] * len(seeds))
+        rows += [_row(env, iv.id, s, v, crashed=v is None) for s, v in zip(seeds, values)]
+    return rows
+
+
+def test_assemble_floors_crashes_and_gains_and_flags_significance():
+    rows = _full("digits-mlp", 1.0, range(4), {"digits-mlp/lr_x3": [0.5, 0.52, 0.49, 0.51],
+                                               "digits-mlp/lr_x100": [None] * 4})
+    rows += _full("tabular-bc", 0.02, range(4), {"tabular-bc/tree": [0.08] * 4})        # error x4: floored
+    records = {r.intervention: r for r in assemble(rows)[0]}
+    lr = records["digits-mlp/lr_x3"]
+    assert lr.gains == pytest.approx([math.log(1 / m) for m in [0.5, 0.52, 0.49, 0.51]], abs=1e-6)
+    assert lr.significant and lr.p_value < 0.05
+    crash = records["digits-mlp/lr_x100"]
+    assert crash.crashed == [True] * 4
+    assert crash.gain == pytest.approx(math.log(1.0 / math.log(10)), abs=1e-6)   # scored as the uniform predictor
+    assert records["tabular-bc/tree"].gains == [GAIN_FLOOR] * 4
+    assert records["tabular-bc/run_name"].gain == 0.0 and not records["tabular-bc/run_name"].significant
+    assert "digits-cnn/lr_x3" not in records                                  # no runs, no record
+
+
+def test_a_partial_build_uses_the_seeds_every_row_completed():
+    rows = _full("digits-mlp", 1.0, range(4), {})
+    rows = [r for r in rows if not (r["intervention"] == "digits-mlp/dropout" and r["seed"] == 3)]
+    records, baselines = assemble(rows)
+    assert baselines["digits-mlp"].seeds == [0, 1, 2]
+    assert {tuple(r.seeds) for r in records} == {(0, 1, 2)}
+
+
+def test_a_killed_build_resumes_without_repeating_a_run(tmp_path: Path):
+    runs = tmp_path / "runs.jsonl"
+    only = ["tabular-bc/C_div10"]
+    assert build_runs(runs, seeds=[0], environments=["tabular-bc"], only=only) == 2     # baseline + 1
+    first = read_runs(runs)
+    with open(runs, "a") as f:
+        f.write('{"environment": "tabular-bc", "interv')              # a torn line from a kill
+    assert build_runs(runs, seeds=[0, 1], environments=["tabular-bc"], only=only) == 2   # seed 1 only
+    assert [(r["intervention"], r["seed"]) for r in read_runs(runs)][:2] == [
+        (r["intervention"], r["seed"]) for r in first]
+    assert len(read_runs(runs)) == 4
+
+
+def test_the_shipped_archive_has_provenance_and_every_intervention():
+    archive = load_archive()
+    provenance = archive.provenance
+    for key in ("built_at", "command", "seeds_requested", "environments", "torch", "scikit_learn", "complete"):
+        assert key in provenance, key
+    assert set(archive.baselines) == {"charlm-pydoc", "charlm-stdlib", "digits-mlp", "digits-cnn", "tabular-bc"}
+    assert all(len(r.gains) == len(r.seeds) >= 2 for r in archive.records)
+
+
+@pytest.mark.parametrize("intervention", ["digits-mlp/lr_x3", "tabular-bc/C_div10"])
+def test_rerunning_an_archive_row_reproduces_its_gain_within_three_standard_errors(intervention):
+    record = load_archive().by_id()[intervention]
+    env = record.environment
+    diff = record.diff
+    gains = [research_environment(env) and _gain(env, run(env, {}, s).metric, run(env, diff, s).metric)
+             for s in record.seeds]
+    rerun_mean = sum(gains) / len(gains)
+    assert abs(rerun_mean - record.gain) <= 3 * max(record.gain_se, 1e-6), (rerun_mean, record.gain, record.gain_se)
+
+
+def _gain(env: str, base: float, metric: float) -> float:
+    from rsigym.envs.forecast.research import gain
+    return max(GAIN_FLOOR, gain(env, base, metric))

@@ -1,0 +1,58 @@
+"""The intervention catalogue: size, placebos, group keys, and a lint that catches mislabelled groups."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rsigym.envs.forecast.catalogue import catalogue, interventions_of
+from rsigym.envs.forecast.interventions import Intervention, lint_catalogue, normalised_diff
+from rsigym.envs.forecast.research import RESEARCH_ENVIRONMENTS, run
+
+BASELINES = {name: env.baseline for name, env in RESEARCH_ENVIRONMENTS.items()}
+
+
+def test_the_shipped_catalogue_is_clean_and_sized_40_to_70_per_environment_with_placebos():
+    assert lint_catalogue(catalogue(), BASELINES) == []
+    for env in RESEARCH_ENVIRONMENTS:
+        ivs = interventions_of(env)
+        assert 40 <= len(ivs) <= 70, (env, len(ivs))
+        assert sum(iv.placebo for iv in ivs) >= 4, env
+        components = {iv.component for iv in ivs}
+        assert {"regularization", "data", "placebo"} <= components, (env, components)
+
+
+def test_the_lint_catches_the_same_normalised_diff_under_two_groups():
+    lr_up = Intervention("digits-mlp/a", "x", {"lr": 0.01}, "optimizer:lr:up")
+    mislabelled = Intervention("digits-mlp/b", "y", {"lr": 0.005}, "optimizer:learning_rate:up")
+    problems = lint_catalogue([lr_up, mislabelled], BASELINES)
+    assert len(problems) == 1 and "same normalised diff" in problems[0]
+    # across environments that share the knob, too
+    other_env = dataclasses.replace(mislabelled, id="digits-cnn/b")
+    assert lint_catalogue([lr_up, other_env], BASELINES)
+
+
+def test_the_lint_catches_bad_keys_unknown_knobs_no_op_diffs_wrong_swaps_and_unmarked_placebos():
+    bad = [
+        Intervention("digits-mlp/a", "x", {"lr": 0.01}, "lr-up"),
+        Intervention("digits-mlp/b", "x", {"learning_rate": 0.01}, "optimizer:lr:up"),
+        Intervention("digits-mlp/c", "x", {"lr": 1e-3}, "optimizer:lr:up"),
+        Intervention("digits-mlp/d", "x", {"optimizer": "sgd"}, "swap:optimizer=rmsprop"),
+        Intervention("digits-mlp/e", "x", {"run_name": "b"}, "placebo:run_name:rename", placebo=False),
+        Intervention("nowhere/f", "x", {"lr": 1.0}, "optimizer:lr:up"),
+    ]
+    problems = lint_catalogue(bad, BASELINES)
+    for needle in ("not component:knob:direction", "not in the baseline", "already is", "swap:optimizer=rmsprop",
+                   "placebo=False", "unknown environment"):
+        assert any(needle in p for p in problems), (needle, problems)
+
+
+def test_normalised_diffs_read_directions_and_switches():
+    base = BASELINES["charlm-pydoc"]
+    assert normalised_diff({"lr": 1.0, "grad_clip": 0.0, "tie_embeddings": True}, base) == frozenset(
+        {("lr", "up"), ("grad_clip", "off"), ("tie_embeddings", "on")})
+
+
+def test_exact_placebos_reproduce_the_baseline_metric_bit_for_bit():
+    for env, slug in [("tabular-bc", "run_name"), ("digits-mlp", "log_less"), ("tabular-bc", "model_seed")]:
+        iv = next(i for i in interventions_of(env) if i.id == f"{env}/{slug}")
+        assert run(env, iv.diff, 3).metric == run(env, {}, 3).metric, iv.id

@@ -1,0 +1,120 @@
+"""ExperimentForecast-v0: rounds, pools, conditions and scoring, on the shipped archive."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rsigym.envs.forecast.archive import load_archive
+from rsigym.envs.forecast.env import ExperimentForecastEnv
+
+TASK = "digits-mlp"
+
+
+def _play(env: ExperimentForecastEnv, predict=lambda data: [0.0] * len(data["candidates"])):
+    observation, info = env.reset(seed=5, options={"task_id": TASK})
+    observations, infos, rewards = [observation], [info], []
+    terminated = False
+    while not terminated:
+        observation, reward, terminated, _, info = env.step({"predictions": predict(json.loads(observation["data"]))})
+        observations.append(observation)
+        infos.append(info)
+        rewards.append(reward)
+    return observations, infos, rewards
+
+
+def test_an_episode_is_8_rounds_of_16_candidates_with_a_placebo_and_24_distinct_selections():
+    env = ExperimentForecastEnv(condition="in_env")
+    observations, infos, rewards = _play(env)
+    state = env.snapshot()
+    assert len(state["rounds"]) == 8 and len(state["executed"]) == len(set(state["executed"])) == 24
+    for round_log in state["rounds"]:
+        assert len(round_log["candidates"]) == 16 and round_log["placebos"]
+        assert not set(round_log["candidates"]) & set(state["executed"][: 3 * round_log["round"]])
+    assert infos[-1]["termination"] == "budget_exhausted" and infos[-1]["budget"]["selections_left"] == 0
+    assert sum(rewards) == pytest.approx(max(0.0, state["best_gain"]))
+    assert state["best_gain_by_selection"] == sorted(state["best_gain_by_selection"])
+
+
+def test_in_env_hides_the_pool_and_cross_env_hides_every_group_of_the_pool():
+    archive = load_archive()
+    env = ExperimentForecastEnv(condition="in_env")
+    env.reset(seed=1, options={"task_id": TASK})
+    pool = set(env.snapshot()["pool"])
+    data = json.loads(env._observation()["data"])
+    seen = {row["intervention"] for row in data["experience"]}
+    assert seen and not seen & pool and all(row["environment"] == TASK for row in data["experience"])
+    cross = ExperimentForecastEnv(condition="cross_env")
+    cross.reset(seed=1, options={"task_id": TASK})
+    pool_groups = {archive.by_id()[i].group for i in cross.snapshot()["pool"]}
+    rows = json.loads(cross._observation()["data"])["experience"]
+    assert rows and all(r["environment"] != TASK and r["group"] not in pool_groups for r in rows)
+    blind = ExperimentForecastEnv(condition="no_experience")
+    blind.reset(seed=1, options={"task_id": TASK})
+    assert json.loads(blind._observation()["data"])["experience"] == []
+
+
+def test_shuffled_gains_change_what_is_shown_but_not_how_rounds_are_scored():
+    truth = load_archive().by_id()
+    real = ExperimentForecastEnv(condition="in_env")
+    shuffled = ExperimentForecastEnv(condition="shuffled_gains")
+    for env in (real, shuffled):
+        env.reset(seed=2, options={"task_id": TASK})
+    shown_real = {r["intervention"]: r["gain"] for r in json.loads(real._observation()["data"])["experience"]}
+    shown_shuffled = {r["intervention"]: r["gain"] for r in json.loads(shuffled._observation()["data"])["experience"]}
+    assert shown_real.keys() == shown_shuffled.keys()
+    assert all(shown_real[i] == truth[i].gain for i in shown_real)
+    assert sum(shown_real[i] != shown_shuffled[i] for i in shown_real) >= len(shown_real) // 2
+    _, infos, _ = _play(shuffled)
+    state = shuffled.snapshot()
+    assert all(r["true"] == [truth[c].gain for c in r["candidates"]] for r in state["rounds"])
+
+
+def test_single_seed_observations_show_one_archived_seed_and_no_se():
+    truth = load_archive().by_id()
+    env = ExperimentForecastEnv(condition={"name": "in_env", "params": {"observed": "single_seed"}})
+    env.reset(seed=3, options={"task_id": TASK})
+    rows = json.loads(env._observation()["data"])["experience"]
+    assert rows and all(r["se"] is None and r["gain"] in truth[r["intervention"]].gains for r in rows)
+    assert "(one seed)" in env._observation()["text"]
+
+
+def test_the_oracle_has_zero_regret_and_a_constant_predictor_counts_nan_spearman():
+    truth = load_archive().by_id()
+    env = ExperimentForecastEnv(condition="in_env")
+    _, infos, _ = _play(env, lambda data: [truth[c["intervention"]].gain for c in data["candidates"]])
+    assert all(r["metrics"]["regret_best"] == 0.0 for r in env.snapshot()["rounds"])
+    _, infos, _ = _play(env)
+    assert all(i["round_metrics"]["spearman"] is None and i["round_metrics"]["spearman_nan"] == 1 for i in infos[1:])
+
+
+def test_invalid_actions_cost_no_round_until_the_limit():
+    env = ExperimentForecastEnv(max_invalid_actions=2)
+    env.reset(seed=0, options={"task_id": TASK})
+    for bad in ({"predictions": [0.0] * 15}, {"predictions": [float("nan")] * 16}):
+        _, reward, terminated, _, info = env.step(bad)
+        assert "error" in info and not terminated and info["budget"]["selections_used"] == 0
+    _, _, terminated, _, info = env.step({"predictions": "high"})
+    assert terminated and info["termination"] == "agent_error"
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown forecast condition"):
+        ExperimentForecastEnv(condition="in_environment")
+    with pytest.raises(ValueError, match="observed"):
+        ExperimentForecastEnv(condition={"name": "in_env", "params": {"observed": "median"}})
+    env = ExperimentForecastEnv()
+    with pytest.raises(ValueError, match="target environment"):
+        env.reset(seed=0, options={"task_id": "imagenet"})
+
+
+def test_reset_is_deterministic_under_a_seed():
+    texts = []
+    for _ in range(2):
+        env = ExperimentForecastEnv(condition="shuffled_gains")
+        observation, _ = env.reset(seed=11, options={"task_id": TASK})
+        texts.append(observation["text"])
+        assert np.isfinite(observation["best_gain"])
+    assert texts[0] == texts[1]
