@@ -5,7 +5,8 @@ candidate, all four candidates of a round, or all 164 reference solutions). Each
 own forked child (nothing one candidate does to its interpreter reaches the next job), its output
 sent to ``/dev/null``, each test under a per-test alarm, the child killed by the parent when the
 job's total deadline passes. The child streams one JSON line per finished test into a pipe, so a
-child killed at test k still reports tests 0..k-1; the rest read ``timeout``.
+child killed at test k still reports tests 0..k-1; the rest read ``timeout``. In check mode a test
+that times out ends the job (the rest read ``timeout`` unrun): one endless loop costs one alarm.
 
 A job is ``{key, source, entry, prelude, tests, mode, timeout_s}``. ``mode="check"``: each test is
 a block of statements run with ``candidate`` (and the entry point's own name) bound to the job's
@@ -54,6 +55,7 @@ def _child(job, wfd):
         out.write(json.dumps(obj) + "\n"); out.flush()
 
     namespace = {"__name__": "candidate"}
+    timed_out = False
     try:
         signal.setitimer(signal.ITIMER_REAL, job["timeout_s"])
         exec(compile(job["source"], "candidate.py", "exec"), namespace)
@@ -69,7 +71,10 @@ def _child(job, wfd):
         signal.setitimer(signal.ITIMER_REAL, 0)
         send({"load": "error", "detail": _short(exc), "type": type(exc).__name__}); return
     send({"load": "ok"})
-    for test in job["tests"]:
+    for index, test in enumerate(job["tests"]):
+        if job["mode"] == "check" and index and timed_out:
+            send({"status": "timeout", "detail": "not run after an earlier test timed out"})
+            continue
         scope = dict(namespace)
         scope["candidate"] = function
         try:
@@ -88,6 +93,7 @@ def _child(job, wfd):
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 send({"status": "pass"})
         except _TestTimeout:
+            timed_out = True
             send({"status": "timeout"})
         except AssertionError as exc:
             signal.setitimer(signal.ITIMER_REAL, 0)
