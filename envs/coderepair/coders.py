@@ -133,8 +133,8 @@ class MixtureCoder:
 
     name = "mixture"
 
-    def __init__(self, p_correct: float = 0.15, difficulty_slope: float = 0.3, repair_gain: float = 0.05,
-                 p_crash: float = 0.2, p_sneaky: float = 0.15, drift_at: float | None = None,
+    def __init__(self, p_correct: float = 0.25, difficulty_slope: float = 0.6, repair_gain: float = 0.05,
+                 p_crash: float = 0.25, p_sneaky: float = 0.15, drift_at: float | None = None,
                  drift_correct: float = -0.12) -> None:
         self.p_correct, self.difficulty_slope, self.repair_gain = p_correct, difficulty_slope, repair_gain
         self.p_crash, self.p_sneaky, self.drift_at, self.drift_correct = p_crash, p_sneaky, drift_at, drift_correct
