@@ -50,6 +50,7 @@ class Candidate:
     code: str
     kind: str
     origin: str  # operator, crash kind, rewrite style, or "llm"
+    failure: str | None = None  # the catalogue's failure type on the hidden tests (simulator only)
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ class MixtureCoder:
             pool = pools[kind] or pools["wrong"] or pools["crash"] or pools["correct"]
             entry = pool[int(rng.integers(len(pool)))]
             code = rewrite(entry.code, problem.entry, rng) if entry.origin != "crash:syntax_error" else entry.code
-            out.append(Candidate(code, entry.kind, entry.origin))
+            out.append(Candidate(code, entry.kind, entry.origin, entry.failure))
         return out
 
 

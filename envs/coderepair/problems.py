@@ -37,6 +37,8 @@ __all__ = ["Problem", "Suite", "load_raw", "build_suite", "docstring_calls", "sp
 SUITE_VERSION = 3
 _MAX_PUBLIC = 6
 _MAX_STRICT = 6
+# Reference solutions answer in milliseconds; an edge variant that makes one loop is dropped.
+EVAL_TIMEOUT_S = 0.3
 
 
 @dataclass
@@ -247,7 +249,7 @@ def build_suite(sandbox: Sandbox | None = None, *, use_cache: bool = True) -> Su
         variants = list(dict.fromkeys(f"candidate({', '.join(v)})" for args in calls[:4] for v in edge_variants(args)))
         plans.append((problem, docstring, fallback, variants))
         problems.append(problem)
-    jobs = [Job(p.problem_id, p.reference, p.entry, [*d, *f, *v], prelude=p.prelude, mode="eval", timeout_s=1.0)
+    jobs = [Job(p.problem_id, p.reference, p.entry, [*d, *f, *v], prelude=p.prelude, mode="eval", timeout_s=EVAL_TIMEOUT_S)
             for p, d, f, v in plans]
     results = run_jobs(sandbox, jobs)
     for problem, docstring, fallback, variants in plans:
