@@ -54,13 +54,14 @@ class WorldModelAgent:
         self.warmup, self.check_every = int(p.get("warmup", 20)), int(p.get("check_every", 10))
         self.check = ReliabilityCheck(int(p.get("min_samples", 30)), float(p.get("z_crit", 2.58)),
                                       float(p.get("ece_bound", 0.15)), float(p.get("min_skill", 0.0)))
-        self.protocol_params = {"min_fit_rows": int(p.get("min_fit_rows", 60)), "holdout": float(p.get("holdout", 0.3)),
-                                "max_adaptations": int(p.get("max_adaptations", 5))}
+        self.min_fit_rows, self.holdout = int(p.get("min_fit_rows", 60)), float(p.get("holdout", 0.3))
+        self.max_adaptations = int(p.get("max_adaptations", 5))
         self.last_usage = Usage()
 
     def reset(self, task_info: dict[str, Any], seed: int) -> None:
         self.rng = np.random.default_rng([int(seed), 0xC0DE])
-        self.state = CoUpdateState(self.predictor_kind, _KNOWN_FAILURE, self.check, seed=int(seed), **self.protocol_params)
+        self.state = CoUpdateState(self.predictor_kind, _KNOWN_FAILURE, self.check, seed=int(seed),
+                                   min_fit_rows=self.min_fit_rows, holdout=self.holdout, max_adaptations=self.max_adaptations)
         info = task_info.get("info") or {}
         self._entry, self._problem = info.get("entry"), info.get("problem_id")
         self._failed_forms: set[str] = set()

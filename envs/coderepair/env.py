@@ -156,7 +156,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         self._stream = stream
         self._catalogue = build_catalogue(stream, self._sandbox) if self.coder_name == "mixture" else {}
         self._seed = int(seed) if seed is not None else int(self.np_random.integers(2**31))
-        self._index, self._invalid, self._online_calls, self._decisions = 0, 0, 0, []
+        self._index, self._invalid, self._online_calls = 0, 0, 0
+        self._decisions: list[dict[str, Any]] = []
         self._results: list[dict[str, Any]] = []
         self._start_problem()
         return self._observation(), self._info()
@@ -172,7 +173,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
             return self._observation(error), 0.0, over, False, self._info(error, "agent_error" if over else None)
         problem, choice = self._stream[self._index], int(value["candidate"])
         code = self._candidates[choice].code
-        outcome = run_jobs(self._sandbox, [  # type: ignore[arg-type]
+        assert self._sandbox is not None
+        outcome = run_jobs(self._sandbox, [
             Job("public", code, problem.entry, problem.public, prelude=problem.prelude),
             Job("hidden", code, problem.entry, problem.hidden, prelude=problem.prelude)])
         self._online_calls += 1
@@ -221,7 +223,7 @@ class CodeRepairEnv(gym.Env[dict, dict]):
     # -- internals ---------------------------------------------------------------------------
     def _start_problem(self) -> None:
         problem = self._stream[self._index]
-        self._current = {"problem_id": problem.problem_id, "index": self._index, "rounds": []}
+        self._current: dict[str, Any] = {"problem_id": problem.problem_id, "index": self._index, "rounds": []}
         self._round, self._feedback = 1, ""
         self._propose()
 

@@ -66,11 +66,17 @@ def _apply(site: ast.AST, operator: str, rng: np.random.Generator, parents: dict
         site.op = _ARITH_SWAP[type(site.op)]()
     elif operator == "boundary":
         assert isinstance(site, ast.Constant)
-        site.value = int(site.value) + int(rng.choice([-1, 1]))
+        assert isinstance(site.value, int)
+        site.value = site.value + int(rng.choice([-1, 1]))
     elif operator == "constant":
         assert isinstance(site, ast.Constant)
         value = site.value
-        site.value = ("" if value else "x") if isinstance(value, str) else (0 if value else 1) if isinstance(value, int) else value * 2 + 1.0
+        if isinstance(value, str):
+            site.value = "" if value else "x"
+        elif isinstance(value, int):
+            site.value = 0 if value else 1
+        elif isinstance(value, float):
+            site.value = value * 2 + 1.0
     elif operator == "statement_deletion":
         parent = parents[id(site)]
         for name in ("body", "orelse"):
@@ -85,7 +91,7 @@ def _apply(site: ast.AST, operator: str, rng: np.random.Generator, parents: dict
         default = ["None", "0", "[]", "''", "False"][int(rng.integers(5))]
         site.body.insert(_docstring_offset(site), ast.parse(f"if not {param}:\n    return {default}").body[0])
     elif operator == "return_value":
-        assert isinstance(site, ast.Return)
+        assert isinstance(site, ast.Return) and site.value is not None
         site.value = ast.UnaryOp(ast.Not(), site.value) if rng.random() < 0.5 else ast.Constant(None)
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -65,7 +65,7 @@ class TorchPredictor:
     def __init__(self, hidden: int = 16, epochs: int = 300, lr: float = 0.02, weight_decay: float = 1e-3,
                  seed: int = 0) -> None:
         self.hidden, self.epochs, self.lr, self.weight_decay, self.seed = hidden, epochs, lr, weight_decay, seed
-        self._net = None
+        self._net: Any = None
 
     def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> "TorchPredictor":
         import torch

@@ -38,9 +38,12 @@ SOURCE = '''def clip_sum(xs: list, cap: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def suite():
-    with open_sandbox("local") as sandbox:
-        return build_suite(sandbox)
+def suite(tmp_path_factory):
+    # the session's isolated cache (tests/conftest.py), so the env tests reuse this build
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RSIGYM_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+        with open_sandbox("local") as sandbox:
+            return build_suite(sandbox)
 
 
 def test_every_reference_solution_passes_public_hidden_and_strict_tests(suite):
@@ -296,3 +299,19 @@ def test_regrade_withholds_its_verdict_when_the_same_ruler_flips(tmp_path: Path)
     flipped_live = {k: not v for k, v in passed.items()}
     unstable = coderepair_regrade([_graded("a", 0, passed, live=flipped_live, strict=strict)], tmp_path)
     assert unstable.verdict.startswith("withheld")
+
+
+def test_llm_coder_puts_the_failing_public_tests_in_its_prompt_and_reads_code_blocks(suite):
+    from rsigym.envs.coderepair.coders import LLMCoder
+
+    problem = suite.by_id()["he-000"]
+    coder = LLMCoder("openai/gpt-4o-mini", api_base="http://127.0.0.1:9", litellm_kwargs={
+        "mock_response": "Here:\n```python\ndef has_close_elements(numbers, threshold):\n    return False\n```"})
+    first = coder.messages(problem, None)[-1]["content"]
+    repair = coder.messages(problem, "assert (has_close_elements([1.0], 0.5)) == False -> fail")[-1]["content"]
+    assert "failed these public tests" not in first
+    assert "failed these public tests" in repair and "has_close_elements([1.0], 0.5)" in repair
+    candidates = coder.propose(problem, None, round_index=1, progress=0.0, feedback="x", n=2,
+                               rng=np.random.default_rng(0))
+    assert [c.kind for c in candidates] == ["llm", "llm"]
+    assert candidates[0].code.startswith("def has_close_elements") and coder.usage.model_calls == 2
