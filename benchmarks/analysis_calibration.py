@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))  # so calibration_cases/<family>.py can import cal
 
 from calibration_cases.common import Case  # noqa: E402
 
-FAMILIES = ("hpo", "dataselect", "evoalloc", "forecast")
+FAMILIES = ("hpo", "dataselect", "evoalloc", "forecast", "coderepair")
 
 
 def load_cases(family: str) -> list:

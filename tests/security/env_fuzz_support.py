@@ -68,6 +68,7 @@ _VARIANTS: dict[str, list[tuple[str, Callable[[], dict[str, Any]]]]] = {
     "rsigym/HyperparamSearch-v0": [("analytic", lambda: {"trials": AnalyticTrials(), "budget": 5})],
     "rsigym/ProgramEvolution-v0": [("binpack", lambda: {"sandbox": "local", "task": "bin_packing_online",
                                                         "task_params": _TINY_BINPACK, "budget": 3})],
+    "rsigym/CodeRepair-v0": [("local", lambda: {"sandbox": "local", "problems": 2, "rounds": 2})],
     "rsigym/DataSelection-v0": [("digits", lambda: {"pool": "digits", "pool_size": 400, "group_size": 20,
                                                     "student_seeds": 1, "n_random": 2, "sandbox": "local_unsafe",
                                                     "python_timeout_s": 30.0})],

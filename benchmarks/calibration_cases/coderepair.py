@@ -1,0 +1,96 @@
+"""Calibration cases of CodeRepair-v0's verdict code (run by ``benchmarks/analysis_calibration.py``).
+
+* The reliability check under the env's selection: candidates' true pass probabilities, a greedy
+  pick with randomised audits, outcomes of the executed candidate only, weights 1/propensity.
+  Calibrated predictions must be called "reliable" (false alarms at most 10%); predictions shifted
+  by +0.2 must be called "off" (power at least 90%).
+* ``coderepair_compare`` on constructed records of 40 problems x 3 seeds: a world model with no true
+  effect is called "better" or "worse" in at most 5% of trials, one with a true +0.25 is called
+  "better" in at least 90%; both with a blind control that truly is worse.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from calibration_cases.common import Case
+from rsigym.envs.coderepair.analyses import coderepair_compare
+from rsigym.envs.coderepair.reliability import ReliabilityCheck
+from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Trajectory
+
+TRIALS = 200
+
+
+def _selected(rng: np.random.Generator, rounds: int, shift: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    truth = rng.beta(1.2, 2.0, (rounds, 4))                        # (R, C)
+    predicted = np.clip(truth + shift, 0.01, 0.99)
+    greedy = predicted.argmax(axis=1)
+    audit = rng.random(rounds) < 0.2
+    chosen = np.where(audit, rng.integers(0, 4, rounds), greedy)
+    propensity = np.where(chosen == greedy, 0.8 + 0.05, 0.05)
+    p = predicted[np.arange(rounds), chosen]
+    y = (rng.random(rounds) < truth[np.arange(rounds), chosen]).astype(float)
+    return p, y, np.minimum(1.0 / propensity, 10.0)
+
+
+def _verdict_share(shift: float, verdict: str) -> float:
+    rng = np.random.default_rng(11)
+    check = ReliabilityCheck()
+    return float(np.mean([check.check(*_selected(rng, 250, shift)).verdict == verdict for _ in range(TRIALS)]))
+
+
+def reliability_calibrated() -> Case:
+    share = _verdict_share(0.0, "off")
+    return Case("reliability check", "calibrated predictions, selected + audited", "off in <= 10%",
+                f"off in {share:.1%}", share <= 0.10)
+
+
+def reliability_shifted() -> Case:
+    share = _verdict_share(0.2, "off")
+    return Case("reliability check", "predictions +0.2, selected + audited", "off in >= 90%",
+                f"off in {share:.1%}", share >= 0.90)
+
+
+def _record(agent: str, seed: int, passed: dict[str, bool]) -> Trajectory:
+    state = {"family": "code-repair", "online_test_calls": len(passed), "wm_decisions": [],
+             "problems": [{"problem_id": k, "hidden_pass": v, "final_program": ""} for k, v in passed.items()]}
+    record = Trajectory(episode_key=f"{agent}-{seed}", env=EnvRef("rsigym/CodeRepair-v0", task_id="humaneval"),
+                        agent=AgentSpec(id=agent, kind=agent), seed=seed, rep=0, final=FinalSnapshot.of(state))
+    record.grades.append(Grade("hidden_tests", "1", 0.0, {"passed": passed}))
+    return record
+
+
+def _compare_share(effect: float, label: str) -> float:
+    rng = np.random.default_rng(5)
+    hits = 0
+    with tempfile.TemporaryDirectory() as out:
+        for _ in range(TRIALS // 4):
+            base_rate = rng.uniform(0.2, 0.6, 40)                  # per-problem difficulty
+            records = []
+            for seed in range(3):
+                draw = rng.random((3, 40))
+                ids = [f"he-{i:03d}" for i in range(40)]
+                records += [_record("static_verifier", seed, dict(zip(ids, (draw[0] < base_rate).tolist()))),
+                            _record("wm", seed, dict(zip(ids, (draw[1] < base_rate + effect).tolist()))),
+                            _record("random", seed, dict(zip(ids, (draw[2] < base_rate - 0.2).tolist())))]
+            verdict = coderepair_compare(records, Path(out)).verdict
+            hits += f"wm: {label}" in verdict
+    return hits / (TRIALS // 4)
+
+
+def compare_null() -> Case:
+    false_calls = _compare_share(0.0, "better") + _compare_share(0.0, "worse")
+    return Case("coderepair_compare", "no true effect (40 problems x 3 seeds)", "better/worse in <= 5%",
+                f"{false_calls:.1%}", false_calls <= 0.05)
+
+
+def compare_effect() -> Case:
+    share = _compare_share(0.25, "better")
+    return Case("coderepair_compare", "true +0.25 (40 problems x 3 seeds)", "better in >= 90%", f"{share:.1%}",
+                share >= 0.90)
+
+
+CASES = [reliability_calibrated, reliability_shifted, compare_null, compare_effect]

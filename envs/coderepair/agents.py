@@ -1,0 +1,135 @@
+"""CodeRepair-v0 agents: which candidate gets the one online execution.
+
+* ``static_verifier``: the hand-set scorer (``StaticPredictor``), never updated.
+* ``fixed_world_model``: the static scorer during warm-up, then a predictor fitted once on the
+  warm-up rounds and frozen.
+* ``adaptive_world_model``: as fixed, then the co-update protocol (``coupdate``) every
+  ``check_every`` problems.
+* ``coderepair_random``: a uniform pick (the blind control).
+
+All world-model agents pick greedily and, with probability ``audit_rate``, uniformly at random
+(a randomised audit); each action carries the predictions, the propensity of the pick, the
+version id and the protocol decisions since the last action, which the env records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rsigym.agent import register_agent
+from rsigym.records import AgentSpec, Usage
+
+from .coupdate import CoUpdateState, LoggedRound
+from .features import FEATURE_NAMES, candidate_features
+from .mutation import canonical_form
+from .reliability import ReliabilityCheck
+
+__all__ = ["WorldModelAgent", "RandomPickAgent"]
+
+_KNOWN_FAILURE = FEATURE_NAMES.index("known_failure")
+_MODES = {"static_verifier": "static", "fixed_world_model": "fixed", "adaptive_world_model": "adaptive"}
+_PARAMS = {"predictor", "audit_rate", "warmup", "check_every", "min_fit_rows", "holdout", "max_adaptations",
+           "min_samples", "z_crit", "ece_bound", "min_skill"}
+
+
+class WorldModelAgent:
+    """See the module docstring; ``params``: ``predictor`` (logistic | torch), ``audit_rate``,
+    ``warmup`` and ``check_every`` (problems), ``min_fit_rows``, ``holdout``, ``max_adaptations``
+    and the reliability thresholds ``min_samples``, ``z_crit``, ``ece_bound``, ``min_skill``."""
+
+    def __init__(self, spec: AgentSpec) -> None:
+        unknown = set(spec.params) - _PARAMS
+        if unknown:
+            raise TypeError(f"{spec.kind} takes {sorted(_PARAMS)}, got unknown {sorted(unknown)}")
+        self.spec, self.mode = spec, _MODES[spec.kind]
+        p = spec.params
+        self.predictor_kind = str(p.get("predictor", "logistic"))
+        if self.predictor_kind not in ("logistic", "torch"):
+            raise TypeError(f"predictor must be logistic or torch, got {self.predictor_kind!r}")
+        self.audit_rate = float(p.get("audit_rate", 0.2))
+        if not 0 < self.audit_rate <= 1:
+            raise TypeError(f"audit_rate must be in (0, 1], got {self.audit_rate}")
+        self.warmup, self.check_every = int(p.get("warmup", 20)), int(p.get("check_every", 10))
+        self.check = ReliabilityCheck(int(p.get("min_samples", 30)), float(p.get("z_crit", 2.58)),
+                                      float(p.get("ece_bound", 0.15)), float(p.get("min_skill", 0.0)))
+        self.min_fit_rows, self.holdout = int(p.get("min_fit_rows", 60)), float(p.get("holdout", 0.3))
+        self.max_adaptations = int(p.get("max_adaptations", 5))
+        self.last_usage = Usage()
+
+    def reset(self, task_info: dict[str, Any], seed: int) -> None:
+        self.rng = np.random.default_rng([int(seed), 0xC0DE])
+        self.state = CoUpdateState(self.predictor_kind, _KNOWN_FAILURE, self.check, seed=int(seed),
+                                   min_fit_rows=self.min_fit_rows, holdout=self.holdout, max_adaptations=self.max_adaptations)
+        info = task_info.get("info") or {}
+        self._entry, self._problem = info.get("entry"), info.get("problem_id")
+        self._failed_forms: set[str] = set()
+        self._problems_done = 0
+        self._pending: list[dict[str, Any]] = []
+        self._forms: list[str | None] = []
+        self._last: tuple[np.ndarray, int, float, float] | None = None
+
+    def act(self, observation: dict[str, Any]) -> Any:
+        codes = [str(c) for c in observation["candidates"]]
+        features = candidate_features(codes, self._entry or "", int(observation["round"]) - 1, self._failed_forms)
+        predictions = self.state.predictor.predict(features)                    # (C,)
+        greedy = self.state.policy.greedy(predictions, features, _KNOWN_FAILURE)
+        audit = bool(self.rng.random() < self.audit_rate)
+        choice = int(self.rng.integers(len(codes))) if audit else greedy
+        propensity = (1 - self.audit_rate) * float(choice == greedy) + self.audit_rate / len(codes)
+        self._last = (features, choice, propensity, float(predictions[choice]))
+        self._forms = [canonical_form(code, self._entry or "") for code in codes]
+        decisions, self._pending = self._pending, []
+        return {"candidate": choice, "predictions": [round(float(x), 6) for x in predictions],
+                "propensity": round(propensity, 6), "audit": audit, "wm_version": self.state.version,
+                "decisions": decisions}
+
+    def observe(self, reward: float, observation: dict[str, Any], info: dict[str, Any]) -> None:
+        executed = info.get("executed")
+        if not executed or self._last is None:
+            return
+        features, choice, propensity, predicted = self._last
+        self.state.rows.append(LoggedRound(self._problems_done, features, choice, propensity,
+                                           float(executed["public_pass"]), self.state.version, predicted))
+        if not executed["public_pass"] and self._forms[choice] is not None:
+            self._failed_forms.add(self._forms[choice])  # type: ignore[arg-type]
+        if info.get("problem_id") != executed["problem_id"]:  # the problem ended
+            self._problems_done += 1
+            self._failed_forms = set()
+            self._entry, self._problem = info.get("entry"), info.get("problem_id")
+            self._protocol()
+
+    def _protocol(self) -> None:
+        before = len(self.state.audit)
+        t = self._problems_done
+        if self.mode != "static" and t == self.warmup:
+            self.state.fit_initial(t)
+        elif t > self.warmup and (t - self.warmup) % self.check_every == 0:
+            if self.mode == "adaptive":
+                self.state.adapt(t)
+            else:  # static and fixed are checked too (reported), never adapted
+                verdict = self.state.reliability(t)
+                self.state.log(t, "keep", reason=f"{self.mode}: never adapted (check said {verdict})")
+        self._pending += self.state.audit[before:]
+
+
+class RandomPickAgent:
+    """Picks uniformly at random (the blind control); deterministic in its seed."""
+
+    def __init__(self, spec: AgentSpec) -> None:
+        if spec.params:
+            raise TypeError(f"coderepair_random takes no params, got {sorted(spec.params)}")
+        self.spec, self.last_usage = spec, Usage()
+
+    def reset(self, task_info: dict[str, Any], seed: int) -> None:
+        self.rng = np.random.default_rng([int(seed), 0xB11D])
+
+    def act(self, observation: dict[str, Any]) -> Any:
+        n = len(observation["candidates"])
+        return {"candidate": int(self.rng.integers(n)), "propensity": round(1.0 / n, 6)}
+
+
+for _kind in _MODES:
+    register_agent(_kind)(WorldModelAgent)
+register_agent("coderepair_random")(RandomPickAgent)
