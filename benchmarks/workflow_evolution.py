@@ -93,6 +93,8 @@ def main(args: Args) -> dict[str, Any]:
                             optimizer_model=args.optimizer_model, rounds=args.rounds, candidates=args.candidates,
                             seed=seed, sandbox=box)
             examples += [e for ex in result.selected for e in sft_examples(ex.dialogues)]
+            for r in result.rounds:  # the evolution's own verdicts (candidate = b) against the grader
+                judge_pairs += [(v, c - i) for v, c, i in zip(r.verdicts, r.candidate_scores, r.incumbent_scores)]
             (out / f"evolved_seed{seed}.json").write_text(json.dumps(result.final_spec, indent=1, sort_keys=True))
             if args.write_spec and seed == args.seeds[0]:
                 Path(args.write_spec).write_text(json.dumps(dict(result.final_spec, name="evolved_offline"),

@@ -14,6 +14,7 @@ import random
 import re
 from typing import Any
 
+import rsigym.agents.offline  # noqa: F401  (serves the rsigym/... offline models in this process)
 from rsigym.agent import register_agent
 from rsigym.llm import RetryPolicy, complete
 from rsigym.records import AgentSpec, Usage
@@ -21,7 +22,7 @@ from rsigym.spaces import invalid_action
 
 from .actions import ACTION_SCHEMA
 
-__all__ = ["RolePlayer", "WorkflowRolesAgent", "ROLE_SYSTEM_PROMPT", "extract_json"]
+__all__ = ["RolePlayer", "WorkflowRolesAgent", "WorkflowBlindAgent", "ROLE_SYSTEM_PROMPT", "extract_json"]
 
 ROLE_SYSTEM_PROMPT = (
     "You play one role in a research team working in a shared workspace (files; Python runs in a "
@@ -111,3 +112,27 @@ class WorkflowRolesAgent:
 
 
 register_agent("workflow_roles")(WorkflowRolesAgent)
+
+
+class WorkflowBlindAgent:
+    """A control that ignores the task: the entry role finishes at once, any other role returns {}.
+
+    No model (``--model`` leaves it alone), so the scores' control stays a control in LLM runs.
+    """
+
+    def __init__(self, spec: AgentSpec) -> None:
+        if spec.params:
+            raise TypeError(f"workflow_blind takes no params, got {sorted(spec.params)}")
+        self.spec = spec
+        self.last_usage = Usage()
+
+    def reset(self, task_info: dict[str, Any], seed: int) -> None:
+        pass
+
+    def act(self, observation: dict[str, Any]) -> Any:
+        if "[workflow]" in str(observation.get("text", "")):
+            return {"op": "finish", "summary": "done"}
+        return {"op": "return", "result": {}}
+
+
+register_agent("workflow_blind")(WorkflowBlindAgent)

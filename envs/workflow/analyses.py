@@ -28,7 +28,7 @@ from .judging import PairwiseJudge
 from .sft import sft_examples, validate_sft_jsonl, write_sft_jsonl
 from .tasks import make_task
 
-__all__ = ["workflow_scores", "workflow_pairwise", "workflow_sft", "agreement_counts"]
+__all__ = ["workflow_scores", "workflow_pairwise", "workflow_sft", "agreement_counts", "agreement_rate"]
 
 
 def _score(record: Trajectory, grader: str = "workflow_score") -> float | None:
@@ -104,6 +104,14 @@ def agreement_counts(pairs: list[tuple[Any, float]], margin: float = 0.05) -> di
     return counts
 
 
+def agreement_rate(pairs: list[tuple[Any, float]], margin: float = 0.05) -> float:
+    """Share of the pairs the grader separates (|delta| > margin) where the verdict picks the grader's winner."""
+    decisive = [(v, d) for v, d in pairs if abs(d) > margin]
+    if not decisive:
+        return float("nan")
+    return sum(v.winner == ("b" if d > 0 else "a") for v, d in decisive) / len(decisive)
+
+
 @register_analysis("workflow_pairwise")
 def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline: str = "none",
                       judge_model: str = "rsigym/workflow_judge", control_model: str = "rsigym/workflow_judge_coin",
@@ -147,14 +155,13 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
                          f"{c['agree']} | {c['disagree']} | {c['judge_tie']} | {c['grader_tie']} | "
                          f"{c['deterministic_agree']}/{c['deterministic_disagree']} |")
         judge_pairs, control_pairs = by_judge["judge"], by_judge["control"]
-        jc, cc = agreement_counts(judge_pairs), agreement_counts(control_pairs)
-        j_rate = (jc["agree"] + jc["deterministic_agree"]) / max(len(judge_pairs), 1)
-        c_rate = (cc["agree"] + cc["deterministic_agree"]) / max(len(control_pairs), 1)
+        j_rate, c_rate = agreement_rate(judge_pairs), agreement_rate(control_pairs)
+        decisive = sum(abs(d) > 0.05 for _, d in judge_pairs)
         wins = sum(v.winner == "b" for v, _ in judge_pairs)
         losses = sum(v.winner == "a" for v, _ in judge_pairs)
         head = f"{condition} vs {baseline} ({agent}): {wins} wins, {losses} losses over {len(judge_pairs)} tasks"
-        if len(judge_pairs) < 3:
-            verdicts.append(head + "; insufficient data for the agreement control")
+        if decisive < 3:
+            verdicts.append(head + f"; insufficient data for the agreement control ({decisive} pairs the grader separates)")
         elif j_rate > c_rate:
             verdicts.append(head + f"; judge agrees with the grader on {j_rate:.0%} vs the coin judge's {c_rate:.0%}")
         else:
@@ -164,10 +171,10 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
 
 @register_analysis("workflow_sft")
 def workflow_sft(records: Sequence[Trajectory], out_dir: Path, *, condition: str = "none",
-                 min_score: float = 0.0) -> ReportSection:
+                 min_score: float = 0.0, agents: list[str] | None = None) -> ReportSection:
     """SFT JSONL (TRL chat messages, workflow prompt stripped) from one workflow's episodes."""
     chosen = [r for r in _workflow_records(records) if condition_label(r.env.condition) == condition
-              and (_score(r) or 0.0) >= min_score]
+              and (_score(r) or 0.0) >= min_score and (agents is None or r.agent.id in agents)]
     examples = [e for r in chosen for e in sft_examples(r.final.state["dialogues"])]  # type: ignore[union-attr]
     path = Path(out_dir) / "sft.jsonl"
     write_sft_jsonl(path, examples)
