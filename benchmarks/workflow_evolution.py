@@ -30,7 +30,7 @@ from rich.table import Table
 import rsigym.envs.workflow.mass_policies  # noqa: F401  (offline judge and optimiser)
 import rsigym.envs.workflow.policies  # noqa: F401  (offline roles)
 from rsigym.envs.workflow.agents import RolePlayer
-from rsigym.envs.workflow.analyses import agreement_counts
+from rsigym.envs.workflow.analyses import agreement_counts, agreement_rate
 from rsigym.envs.workflow.families import FAMILIES
 from rsigym.envs.workflow.judging import PairwiseJudge
 from rsigym.envs.workflow.mass import Execution, evolve, execute
@@ -84,6 +84,7 @@ def main(args: Args) -> dict[str, Any]:
     rows, pooled = [], {"seed": [], "evolved": [], "gain": [], "tok_seed": [], "tok_evolved": []}
     judge_pairs: list[Any] = []
     control_pairs: list[Any] = []
+    evolution_pairs: list[Any] = []  # verdicts inside the loop (no control: their files are not kept)
     cross: list[Any] = []
     examples: list[dict[str, Any]] = []
     started = time.perf_counter()
@@ -94,7 +95,7 @@ def main(args: Args) -> dict[str, Any]:
                             seed=seed, sandbox=box)
             examples += [e for ex in result.selected for e in sft_examples(ex.dialogues)]
             for r in result.rounds:  # the evolution's own verdicts (candidate = b) against the grader
-                judge_pairs += [(v, c - i) for v, c, i in zip(r.verdicts, r.candidate_scores, r.incumbent_scores)]
+                evolution_pairs += [(v, c - i) for v, c, i in zip(r.verdicts, r.candidate_scores, r.incumbent_scores)]
             (out / f"evolved_seed{seed}.json").write_text(json.dumps(result.final_spec, indent=1, sort_keys=True))
             if args.write_spec and seed == args.seeds[0]:
                 Path(args.write_spec).write_text(json.dumps(dict(result.final_spec, name="evolved_offline"),
@@ -138,14 +139,16 @@ def main(args: Args) -> dict[str, Any]:
                   f"{ratio:.2f}x", "")
     console.print(table)
     agreement = Table(title="Pairwise judge vs deterministic grader (held-out seed vs evolved pairs; both orders)")
-    for column in ("judge", "pairs", "agree", "disagree", "judge tie", "grader tie", "inconsistent",
+    for column in ("judge", "pairs", "agreement (separated pairs)", "agree", "disagree", "judge tie", "grader tie", "inconsistent",
                    "decided by checks agree/disagree"):
         agreement.add_column(column)
     summary = {}
-    for name, pairs in (("scripted judge", judge_pairs), ("coin judge (control)", control_pairs)):
+    for name, pairs in (("scripted judge", judge_pairs), ("coin judge (control)", control_pairs),
+                        ("scripted judge, in-loop verdicts", evolution_pairs)):
         c = agreement_counts(pairs)
         summary[name] = c
-        agreement.add_row(name, str(len(pairs)), str(c["agree"]), str(c["disagree"]), str(c["judge_tie"]),
+        rate = agreement_rate(pairs)
+        agreement.add_row(name, str(len(pairs)), f"{rate:.0%}" if rate == rate else "-", str(c["agree"]), str(c["disagree"]), str(c["judge_tie"]),
                           str(c["grader_tie"]), str(c["inconsistent"]),
                           f"{c['deterministic_agree']}/{c['deterministic_disagree']}")
     console.print(agreement)

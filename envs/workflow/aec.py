@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from rsigym.action_limits import short_repr
 from rsigym.sandbox import Sandbox
 from rsigym.spaces import clean_text, text_space
 
@@ -142,7 +143,7 @@ class WorkflowAECEnv(AECEnv):
         call.turns += 1
         value, error = parse_action(action, self.possible_agents)
         call.messages.append({"role": "assistant", "content": json.dumps(value) if value is not None
-                              else clean_text(str(action)[:2000])})
+                              else clean_text(short_repr(action, 2000))})
         message = f"Error: {error}" if error is not None else self._apply(call, value)
         error = message if message is not None and message.startswith("Error") else None
         if error is not None:
