@@ -128,7 +128,8 @@ class WorkflowAECEnv(AECEnv):
         self.infos = {a: self._info(a) for a in self.agents}
 
     def observe(self, agent: str) -> dict[str, str]:
-        return self._last_obs.get(agent) or {"role": agent, "invocation": "-", "message": "(idle)",
+        seen = self._last_obs.get(agent)
+        return dict(seen) if seen else {"role": agent, "invocation": "-", "message": "(idle)",
                                              "text": f"You are the {agent}. You have not been called yet."}
 
     def step(self, action: Any) -> None:

@@ -174,3 +174,26 @@ def test_sft_analysis_writes_only_the_chosen_workflow(tmp_path, runs):
     expected = sum(len(ex.dialogues) for (name, _), ex in runs.items() if name == "evolved")
     assert validate_sft_jsonl(tmp_path / "sft.jsonl") == expected
     assert "insufficient data" in workflow_sft(records, tmp_path, condition="spec(name=other)").verdict
+
+
+def test_the_scenario_runner_runs_workflow_episodes_and_writes_records_and_report(tmp_path):
+    import yaml
+
+    from rsigym.jsonl import read_records
+    from rsigym.runner import RECORDS_FILE, run_scenario
+    from rsigym.scenario import load_scenario
+    from rsigym.scenarios import bundled_scenarios
+
+    raw = yaml.safe_load(open(bundled_scenarios()["workflow_quick"]).read())
+    raw.update(tasks=["ab_test-100"], env={"id": "rsigym/Workflow-v0", "kwargs": {"sandbox": "local"}})
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(raw))
+    summary = run_scenario(load_scenario(tmp_path / "s.yaml"), tmp_path / "out", workers=0, progress=False)
+    assert (summary.ran, summary.infra_errors) == (4, 0)
+    records = read_records(tmp_path / "out" / RECORDS_FILE).records
+    scripted = {r.env.condition is None: r for r in records if r.agent.id == "scripted"}
+    assert scripted[False].grade("workflow_score").score > scripted[True].grade("workflow_score").score
+    roles = {s.info["acting_role"] for s in scripted[False].steps}
+    assert roles == {"orchestrator", "analyst", "reviewer", "writer"}
+    assert scripted[False].usage.completion_tokens > 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Workflow pairwise judging" in report and (tmp_path / "out" / "sft.jsonl").exists()
