@@ -81,7 +81,8 @@ def main(args: Args) -> dict[str, Any]:
     console = Console(width=180)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows, pooled = [], {"seed": [], "evolved": [], "gain": [], "tok_seed": [], "tok_evolved": []}
+    rows: list[tuple[Any, ...]] = []
+    pooled: dict[str, list[float]] = {"seed": [], "evolved": [], "gain": [], "tok_seed": [], "tok_evolved": []}
     judge_pairs: list[Any] = []
     control_pairs: list[Any] = []
     evolution_pairs: list[Any] = []  # verdicts inside the loop (no control: their files are not kept)

@@ -93,7 +93,7 @@ class WorkflowAECEnv(AECEnv):
         self._observation_space = spaces.Dict({"role": text_space(64), "invocation": text_space(16),
                                                "message": text_space(OBS_CHARS), "text": text_space(OBS_CHARS)})
         self.task: WorkflowTask | None = None
-        self.agents = []
+        self.agents: list[str] = []
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self._observation_space
@@ -145,7 +145,7 @@ class WorkflowAECEnv(AECEnv):
         value, error = parse_action(action, self.possible_agents)
         call.messages.append({"role": "assistant", "content": json.dumps(value) if value is not None
                               else clean_text(short_repr(action, 2000))})
-        message = f"Error: {error}" if error is not None else self._apply(call, value)
+        message = f"Error: {error}" if value is None else self._apply(call, value)
         error = message if message is not None and message.startswith("Error") else None
         if error is not None:
             self._invalid += 1

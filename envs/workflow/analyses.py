@@ -38,6 +38,13 @@ def _score(record: Trajectory, grader: str = "workflow_score") -> float | None:
     return None
 
 
+def _state(record: Trajectory) -> dict[str, Any]:
+    state = record.final.state if record.final is not None else None
+    if not isinstance(state, dict):
+        raise ValueError(f"record {record.episode_key} has no workflow snapshot")
+    return state
+
+
 def _workflow_records(records: Sequence[Trajectory]) -> list[Trajectory]:
     return [r for r in records if r.final and isinstance(r.final.state, dict) and "dialogues" in r.final.state]
 
@@ -132,9 +139,9 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
             score_a, score_b = _score(a), _score(b)
             if condition == baseline or score_a is None or score_b is None:
                 continue
-            task = make_task(a.final.state["task_id"])  # type: ignore[union-attr]
-            files_a = {**task.files, **a.final.state["files"]}  # type: ignore[union-attr]
-            files_b = {**task.files, **b.final.state["files"]}  # type: ignore[union-attr]
+            task = make_task(_state(a)["task_id"])
+            files_a = {**task.files, **_state(a)["files"]}
+            files_b = {**task.files, **_state(b)["files"]}
             for name, judge in judges.items():
                 verdict = judge.compare(task, files_a, files_b)
                 results[(condition, key[2])][name].append((verdict, score_b - score_a))
@@ -175,7 +182,7 @@ def workflow_sft(records: Sequence[Trajectory], out_dir: Path, *, condition: str
     """SFT JSONL (TRL chat messages, workflow prompt stripped) from one workflow's episodes."""
     chosen = [r for r in _workflow_records(records) if condition_label(r.env.condition) == condition
               and (_score(r) or 0.0) >= min_score and (agents is None or r.agent.id in agents)]
-    examples = [e for r in chosen for e in sft_examples(r.final.state["dialogues"])]  # type: ignore[union-attr]
+    examples = [e for r in chosen for e in sft_examples(_state(r)["dialogues"])]
     path = Path(out_dir) / "sft.jsonl"
     write_sft_jsonl(path, examples)
     try:
@@ -187,7 +194,7 @@ def workflow_sft(records: Sequence[Trajectory], out_dir: Path, *, condition: str
         verdict = f"insufficient data: no episode of {condition} scored at least {min_score}"
     roles: dict[str, int] = defaultdict(int)
     for r in chosen:
-        for d in r.final.state["dialogues"]:  # type: ignore[union-attr]
+        for d in _state(r)["dialogues"]:
             roles[d["role"]] += 1
     table = "| role | dialogues |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in sorted(roles.items()))
     return ReportSection("Workflow SFT export", table, verdict)
