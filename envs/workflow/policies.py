@@ -104,7 +104,7 @@ def scripted_role(request: OfflineRequest, slip_p: float = 0.25) -> OfflineReply
     if "[workflow]" in brief:
         return OfflineReply(action=_orchestrate(brief, messages, instructions))
     if "run_python" in tools:
-        return OfflineReply(action=_analyse(brief, done, last, instructions, request.rng, slip_p))
+        return OfflineReply(action=_analyse(messages, done, last, instructions, request.rng, slip_p))
     if "review" in instructions or "check" in instructions:
         return OfflineReply(action=_review(brief, done, last, instructions, request.rng))
     if "report" in instructions and "write_file" in tools:
@@ -137,16 +137,16 @@ def _orchestrate(brief: str, messages: list[dict[str, Any]], instructions: str) 
     return {"op": "finish", "summary": f"Delivered after {len(delegated)} calls."}
 
 
-def _analyse(brief: str, done: list[dict[str, Any]], last: str, instructions: str, rng: Any,
+def _analyse(messages: list[dict[str, Any]], done: list[dict[str, Any]], last: str, instructions: str, rng: Any,
              slip_p: float) -> dict[str, Any]:
     ops = [a.get("op") for a in done]
     if "read_file" not in ops:
         return {"op": "read_file", "path": "task.md"}
-    family_match = _FAMILY.search(next((m for m in [last] if "(family" in m), "") or "")
-    family_name = family_match.group(1) if family_match else None
+    seen = (_FAMILY.search(str(m.get("content") or "")) for m in messages if m.get("role") == "user")
+    family_name = next((m.group(1) for m in seen if m and m.group(1) in FAMILIES), None)
     if "write_file" not in ops:
-        if family_name is None:  # remember the family from the read
-            family_name = "irrelevant_features"
+        if family_name is None:  # task.md did not say: read it again (the turn limit bounds this)
+            return {"op": "read_file", "path": "task.md"}
         robust = any(cue in instructions for cue in RIGOUR_CUES) or "method" in instructions and "fix" in instructions
         code = FAMILIES[family_name].code["robust" if robust else "naive"]
         if "fix these issues" not in instructions and rng.random() < slip_p:
@@ -159,8 +159,8 @@ def _analyse(brief: str, done: list[dict[str, Any]], last: str, instructions: st
         return {"op": "write_file", "path": "report.md", "content": report_markdown(None, sections)
                 .replace("No results.json was produced.", "See results.json.")}
     files = [f for f in ("results.json", "result.json", "report.md") if f in last]
-    return {"op": "return", "result": _fill_contract(_contract(brief), {"status": "done", "files": files,
-                                                                         "sections": []}, rng)}
+    return {"op": "return", "result": _fill_contract(_contract(_first(messages)), {"status": "done", "files": files,
+                                                                                   "sections": []}, rng)}
 
 
 def _review(brief: str, done: list[dict[str, Any]], last: str, instructions: str, rng: Any) -> dict[str, Any]:
