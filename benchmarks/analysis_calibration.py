@@ -7,7 +7,7 @@ return a :class:`Case`. This script runs them all, prints one table row per case
 (analysis, agent, expected, observed, ok) and, as its last line,
 ``analyses calibrated: K/N``.
 
-Run: ``python benchmarks/analysis_calibration.py [--only hpo,dataselect,evoalloc]``.
+Run: ``python benchmarks/analysis_calibration.py [--only hpo,dataselect,evoalloc,workflow]``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))  # so calibration_cases/<family>.py can import cal
 
 from calibration_cases.common import Case  # noqa: E402
 
-FAMILIES = ("hpo", "dataselect", "evoalloc", "forecast", "coderepair")
+FAMILIES = ("hpo", "dataselect", "evoalloc", "forecast", "coderepair", "workflow")
 
 
 def load_cases(family: str) -> list:

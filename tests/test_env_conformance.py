@@ -47,7 +47,8 @@ def _accepted(info: dict[str, Any]) -> bool:
 def test_every_family_is_covered():
     ids = {env_id for env_id, _ in VARIANTS}
     assert {"rsigym/Probe-v0", "rsigym/ToolUse-v0", "rsigym/BlackBox-v0", "rsigym/HyperparamSearch-v0",
-            "rsigym/ProgramEvolution-v0", "rsigym/DataSelection-v0", "rsigym/CodeRepair-v0"} <= ids
+            "rsigym/ProgramEvolution-v0", "rsigym/DataSelection-v0", "rsigym/CodeRepair-v0",
+            "rsigym/ExperimentForecast-v0", "rsigym/Workflow-v0"} <= ids
 
 
 @pytest.mark.parametrize("env_id,label", VARIANTS, ids=IDS)

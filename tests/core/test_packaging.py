@@ -28,7 +28,7 @@ def source_packages() -> set[str]:
 
 
 # Folders of package data, listed as packages so setuptools ships them without a warning.
-DATA_PACKAGES = {"rsigym.schemas", "rsigym.sandbox.recipe"}
+DATA_PACKAGES = {"rsigym.schemas", "rsigym.sandbox.recipe", "rsigym.envs.workflow.specs"}
 
 
 def test_every_source_package_is_listed_in_pyproject():
@@ -51,7 +51,8 @@ def test_wheel_lists_every_subpackage_and_data_file(wheel):
     for package in source_packages():
         assert f"{package.replace('.', '/')}/__init__.py" in names, package
     for data in ("rsigym/schemas/trajectory.schema.json", "rsigym/scenarios/schema.json",
-                 "rsigym/scenarios/probe_smoke.yaml", "rsigym/py.typed"):
+                 "rsigym/scenarios/probe_smoke.yaml", "rsigym/py.typed",
+                 "rsigym/envs/workflow/specs/evolved_offline.json"):
         assert data in names, data
     assert not any(n.startswith(("core/", "envs/", "tests/")) for n in names)
 

@@ -62,6 +62,7 @@ _TINY_BINPACK = {"bin_packing_online": {"instances": 5, "partial_instances": 2, 
 # sandbox, tiny pools). An env id not listed here (a third-party family) is made with no kwargs.
 _VARIANTS: dict[str, list[tuple[str, Callable[[], dict[str, Any]]]]] = {
     "rsigym/Probe-v0": [("local", lambda: {"sandbox": "local"})],
+    "rsigym/Workflow-v0": [("local", lambda: {"sandbox": "local"})],
     "rsigym/ToolUse-v0": [("retail", lambda: {"domain": "retail"}),
                           ("airline", lambda: {"domain": "airline"})],
     "rsigym/BlackBox-v0": [("", dict)],

@@ -1,0 +1,199 @@
+"""Workflow MASS loop: scripted roles, pairwise judge, evolution, SFT export, analyses and their controls."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import rsigym.envs.workflow.mass_policies  # noqa: F401
+import rsigym.envs.workflow.policies  # noqa: F401
+from rsigym.agents.offline import OfflineReply, register_offline_policy
+from rsigym.envs.workflow import resolve_spec, seed_spec
+from rsigym.envs.workflow.agents import RolePlayer
+from rsigym.envs.workflow.analyses import agreement_rate, workflow_pairwise, workflow_scores, workflow_sft
+from rsigym.envs.workflow.judging import PairwiseJudge
+from rsigym.envs.workflow.mass import evolve, execute
+from rsigym.envs.workflow.sft import sft_examples, validate_sft_jsonl, write_sft_jsonl
+from rsigym.envs.workflow.tasks import grade_workspace, make_task
+from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Trajectory, Usage
+from rsigym.sandbox import open_sandbox
+
+REPORT = "# Report\n\n## Method\nx\n\n## Result\ny\n\n## Validation\nz\n"
+EVOLVED = {"name": "spec", "params": {"name": "evolved_offline"}}
+
+
+@pytest.fixture(scope="module")
+def box():
+    with open_sandbox("local") as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def runs(box):
+    """Seed and evolved workflows on two tasks with the scripted roles (module-wide: they cost seconds)."""
+    player = RolePlayer("rsigym/workflow_scripted", seed=0)
+    out = {}
+    for name, spec in (("seed", seed_spec()), ("evolved", resolve_spec("evolved_offline"))):
+        for task in ("changepoint-100", "ab_test-100"):
+            out[(name, task)] = execute(spec, task, player, seed=0, sandbox=box)
+    return out
+
+
+def test_scripted_execution_is_deterministic_under_a_seed(box, runs):
+    again = execute(seed_spec(), "changepoint-100", RolePlayer("rsigym/workflow_scripted", seed=0), seed=0, sandbox=box)
+    first = runs[("seed", "changepoint-100")]
+    assert (again.files, again.dialogues, again.output_tokens) == (first.files, first.dialogues, first.output_tokens)
+
+
+def test_the_evolved_workflow_beats_the_seed_workflow_at_more_output_tokens(runs):
+    for task in ("changepoint-100", "ab_test-100"):
+        seed, evolved = runs[("seed", task)], runs[("evolved", task)]
+        assert evolved.score > seed.score + 0.5, (task, seed.score, evolved.score)
+        assert evolved.output_tokens > seed.output_tokens
+        assert {d["role"] for d in evolved.dialogues} >= {"orchestrator", "analyst", "writer", "reviewer"}
+
+
+def test_the_judge_decides_by_checks_first_and_asks_both_orders_otherwise():
+    task = make_task("changepoint-000")
+    results = json.dumps({"changepoint_index": task.key["changepoint_index"], "method": "two-segment least squares"})
+    naive = json.dumps({"changepoint_index": 3, "method": "largest jump"})
+    judge = PairwiseJudge("rsigym/workflow_judge")
+    by_checks = judge.compare(task, {"report.md": REPORT}, {"results.json": results})
+    assert (by_checks.winner, by_checks.decided_by) == ("b", "deterministic")
+    judged = judge.compare(task, {"results.json": naive, "report.md": REPORT}, {"results.json": results, "report.md": REPORT})
+    assert (judged.winner, judged.decided_by, judged.inconsistent, judged.orders) == ("b", "judge", False, ["b", "b"])
+    same = judge.compare(task, {"results.json": results, "report.md": REPORT}, {"results.json": results, "report.md": REPORT})
+    assert same.winner == "tie" and same.inconsistent  # its position bias, exposed by the two orders
+
+
+def test_the_judge_agreement_control_separates_a_real_judge_from_a_coin():
+    pairs = {"judge": [], "coin": []}
+    judges = {"judge": PairwiseJudge("rsigym/workflow_judge", deterministic_first=False),
+              "coin": PairwiseJudge("rsigym/workflow_judge_coin", deterministic_first=False)}
+    for index in range(100, 110):
+        task = make_task(f"model_comparison-{index:03d}")
+        good = {"results.json": json.dumps({"best_model": task.key["best_model"], "method": "5-fold cross-validation"}),
+                "report.md": REPORT}
+        bad = {"results.json": json.dumps({"best_model": "knn1", "method": "training error"}), "report.md": REPORT}
+        delta = grade_workspace(task, good)[0] - grade_workspace(task, bad)[0]
+        a, b, d = (good, bad, -delta) if index % 2 else (bad, good, delta)
+        for name, judge in judges.items():
+            pairs[name].append((judge.compare(task, a, b), d))
+    assert agreement_rate(pairs["judge"]) == 1.0
+    assert agreement_rate(pairs["coin"]) < 0.8
+
+
+_REPEAT = {"op": "edit_instruction", "role": "analyst", "instruction": "Analyse the data and answer in results.json!"}
+
+
+@register_offline_policy("test_workflow_repeat_optimizer")
+def _repeat_optimizer(request):
+    return OfflineReply(action=_REPEAT)
+
+
+def test_evolution_refuses_a_repeated_edit_and_keeps_the_incumbent_on_ties(box):
+    result = evolve(["changepoint-100"], role_model="rsigym/workflow_scripted", judge_model="rsigym/workflow_judge",
+                    optimizer_model="rsigym/test_workflow_repeat_optimizer", rounds=2, candidates=1, seed=0,
+                    sandbox=box, max_proposals=2)
+    first, second = result.rounds
+    assert first.mutation == _REPEAT and not first.accepted and first.ties == 1  # same behaviour: a tie
+    assert second.mutation is None and all("already tried" in r for r in second.refusals)
+    assert result.final_spec["roles"] == seed_spec()["roles"]
+
+
+def test_evolution_improves_the_seed_workflow_on_its_training_tasks(box):
+    result = evolve(["outlier_rows-000", "ab_test-000"], role_model="rsigym/workflow_scripted",
+                    judge_model="rsigym/workflow_judge", optimizer_model="rsigym/workflow_optimizer",
+                    rounds=1, candidates=2, seed=1, sandbox=box)
+    accepted = [r for r in result.rounds if r.accepted]
+    assert accepted
+    assert sum(accepted[-1].candidate_scores) > sum(result.rounds[0].incumbent_scores)
+
+
+def test_sft_export_is_schema_valid_stripped_and_loads_with_datasets(tmp_path, runs):
+    examples = [e for ex in runs.values() for e in sft_examples(ex.dialogues)]
+    path = tmp_path / "sft.jsonl"
+    write_sft_jsonl(path, examples)
+    assert validate_sft_jsonl(path) == len(examples) > 0
+    datasets = pytest.importorskip("datasets")
+    loaded = datasets.load_dataset("json", data_files=str(path), split="train")
+    assert len(loaded) == len(examples)
+    assert loaded[0]["messages"][0]["role"] == "system" and loaded[0]["messages"][-1]["role"] == "assistant"
+    roles = {d["role"] for ex in runs.values() for d in ex.dialogues}
+    assert len(examples) == sum(len(ex.dialogues) for ex in runs.values()) and "analyst" in roles
+    # the control: an export that kept the workflow prompt is rejected
+    leaked = [{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "[workflow] team"},
+                            {"role": "assistant", "content": "{}"}]}]
+    write_sft_jsonl(tmp_path / "leak.jsonl", leaked)
+    with pytest.raises(ValueError, match="not stripped"):
+        validate_sft_jsonl(tmp_path / "leak.jsonl")
+
+
+def _record(agent, condition, task_id, files, score, tokens=100, dialogues=None):
+    task = make_task(task_id)
+    state = {"task_id": task_id, "files": files, "key_sha256": task.key_sha256, "dialogues": dialogues or []}
+    return Trajectory(episode_key=f"{agent}-{condition}-{task_id}", env=EnvRef("rsigym/Workflow-v0", {}, task_id, condition),
+                      agent=AgentSpec(agent, "workflow_roles"), seed=0, rep=0, final=FinalSnapshot.of(state),
+                      usage=Usage(completion_tokens=tokens), grades=[Grade("workflow_score", "1", score)])
+
+
+def _pairs(agent, good_condition=EVOLVED):
+    records = []
+    for index in range(100, 106):
+        task = make_task(f"model_comparison-{index:03d}")
+        good = {"results.json": json.dumps({"best_model": task.key["best_model"], "method": "5-fold cross-validation"}),
+                "report.md": REPORT}
+        bad = {"results.json": json.dumps({"best_model": "knn1", "method": "training error"}), "report.md": REPORT}
+        records.append(_record(agent, None, task.task_id, bad, grade_workspace(task, bad)[0]))
+        records.append(_record(agent, good_condition, task.task_id, good, grade_workspace(task, good)[0], 300))
+    return records
+
+
+def test_scores_analysis_control_passes_on_a_blind_agent_and_fails_when_it_does_not_score_lowest(tmp_path):
+    records = _pairs("scripted") + [_record("blind", None, "changepoint-000", {}, 0.0, 0)]
+    section = workflow_scores(records, tmp_path, baseline="none", control="blind")
+    assert "the ruler separates" in section.verdict and "x |" in section.markdown
+    lucky = records + [_record("blind", EVOLVED, "changepoint-001", {}, 0.95, 0)]
+    assert "CONTROL FAILED" in workflow_scores(lucky, tmp_path, baseline="none", control="blind").verdict
+
+
+def test_pairwise_analysis_reports_wins_and_flags_a_judge_no_better_than_a_coin(tmp_path):
+    records = _pairs("scripted")
+    section = workflow_pairwise(records, tmp_path, baseline="none")
+    assert "6 wins, 0 losses" in section.verdict and "agrees with the grader on 100%" in section.verdict
+    broken = workflow_pairwise(records, tmp_path, baseline="none", judge_model="rsigym/workflow_judge_coin")
+    assert "NO BETTER THAN A COIN" in broken.verdict or "insufficient" in broken.verdict
+
+
+def test_sft_analysis_writes_only_the_chosen_workflow(tmp_path, runs):
+    records = [_record("scripted", EVOLVED if name == "evolved" else None, task, ex.files, ex.score,
+                       dialogues=ex.dialogues) for (name, task), ex in runs.items()]
+    section = workflow_sft(records, tmp_path, condition="spec(name=evolved_offline)")
+    assert "schema-valid" in section.verdict
+    expected = sum(len(ex.dialogues) for (name, _), ex in runs.items() if name == "evolved")
+    assert validate_sft_jsonl(tmp_path / "sft.jsonl") == expected
+    assert "insufficient data" in workflow_sft(records, tmp_path, condition="spec(name=other)").verdict
+
+
+def test_the_scenario_runner_runs_workflow_episodes_and_writes_records_and_report(tmp_path):
+    import yaml
+
+    from rsigym.jsonl import read_records
+    from rsigym.runner import RECORDS_FILE, run_scenario
+    from rsigym.scenario import load_scenario
+    from rsigym.scenarios import bundled_scenarios
+
+    raw = yaml.safe_load(open(bundled_scenarios()["workflow_quick"]).read())
+    raw.update(tasks=["ab_test-100"], env={"id": "rsigym/Workflow-v0", "kwargs": {"sandbox": "local"}})
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(raw))
+    summary = run_scenario(load_scenario(tmp_path / "s.yaml"), tmp_path / "out", workers=0, progress=False)
+    assert (summary.ran, summary.infra_errors) == (4, 0)
+    records = read_records(tmp_path / "out" / RECORDS_FILE).records
+    scripted = {r.env.condition is None: r for r in records if r.agent.id == "scripted"}
+    assert scripted[False].grade("workflow_score").score > scripted[True].grade("workflow_score").score
+    roles = {s.info["acting_role"] for s in scripted[False].steps}
+    assert roles == {"orchestrator", "analyst", "reviewer", "writer"}
+    assert scripted[False].usage.completion_tokens > 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Workflow pairwise judging" in report and (tmp_path / "out" / "sft.jsonl").exists()
