@@ -6,10 +6,11 @@ and ``"00890"`` are all right for 17). A middle target has thousands of valid an
 group of sampled answers is mostly distinct and each has a low probability: the regime in which
 rollout filtering and token selection can matter, unlike addition, where one answer is right.
 
-The supervised demonstrations mix one dominant path with many rare ones: with probability
+The supervised demonstrations mix one favoured path with many rare ones: with probability
 ``canonical_share`` the canonical answer (nines first, then the remainder, then zeros), else an
 answer drawn uniformly from all valid ones. A warm-started policy therefore has a mode it can
-collapse onto and a long tail of low-probability correct answers.
+collapse onto and a long tail of low-probability correct answers. (A pilot with a share of 0.5
+left an identical copy in the group for 90% of GRPODropout's drops; 0.2 keeps groups distinct.)
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class DigitSumTask:
 
     length: int = 5
     """digits per response"""
-    canonical_share: float = 0.5
+    canonical_share: float = 0.2
     """share of demonstrations that take the canonical path"""
     name: ClassVar[str] = "digitsum"
 

@@ -115,15 +115,17 @@ def kl_to_reference(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> tor
     return (d.exp() - d - 1).mean()
 
 
-def group_statistics(responses: torch.Tensor, kept: list[torch.Tensor], group_size: int) -> dict[str, float]:
+def group_statistics(responses: torch.Tensor, kept: list[torch.Tensor], group_size: int,
+                     sequence_log_probs: torch.Tensor) -> dict[str, float]:
     """Regime statistics of one step's groups: how distinct the rollouts are, what dropping removed.
 
-    ``responses`` (B*G, R); ``kept[b]`` the kept indices within group b. Returns ``distinct_share``
-    (distinct responses / G, mean over groups), ``drops`` and ``drops_with_copy`` (dropped rollouts
-    with an identical response still kept in their group: dropping one only down-weights an answer
-    the update still reinforces).
+    ``responses`` (B*G, R); ``kept[b]`` the kept indices within group b; ``sequence_log_probs``
+    (B, G) under the sampling policy. Returns ``distinct_share`` (distinct responses / G, mean over
+    groups), ``drops``, ``drops_with_copy`` (dropped rollouts with an identical response still kept
+    in their group: dropping one only down-weights an answer the update still reinforces) and
+    ``dropped_probability`` (sum of the dropped rollouts' probabilities; divide by ``drops``).
     """
-    distinct, drops, with_copy = 0.0, 0, 0
+    distinct, drops, with_copy, dropped_probability = 0.0, 0, 0, 0.0
     for b, kept_b in enumerate(kept):
         rows = [tuple(r) for r in responses[b * group_size:(b + 1) * group_size].tolist()]
         distinct += len(set(rows)) / group_size
@@ -131,7 +133,9 @@ def group_statistics(responses: torch.Tensor, kept: list[torch.Tensor], group_si
         for i in set(range(group_size)) - set(kept_b.tolist()):
             drops += 1
             with_copy += rows[i] in kept_rows
-    return {"distinct_share": distinct / max(len(kept), 1), "drops": drops, "drops_with_copy": with_copy}
+            dropped_probability += float(sequence_log_probs[b, i].exp())
+    return {"distinct_share": distinct / max(len(kept), 1), "drops": drops, "drops_with_copy": with_copy,
+            "dropped_probability": dropped_probability}
 
 
 def main(args: Args) -> dict:
@@ -216,7 +220,7 @@ def main(args: Args) -> dict:
                   "rollouts_used_informative": sum(informative) / len(informative) if informative else None,
                   "informative_groups": len(informative), "clip_fraction": clipped.item(), "kl": kl.item(),
                   "controlled_share": controlled_share, "eval_accuracy": None,
-                  **group_statistics(sequences[:, P:], kept_in_group, G)}
+                  **group_statistics(sequences[:, P:], kept_in_group, G, sequence_log_probs)}
         if step % args.eval_every == 0 or step == args.steps:
             record["eval_accuracy"] = greedy_accuracy(model, task, eval_problems)
         history.append(record)

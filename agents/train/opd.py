@@ -109,14 +109,19 @@ def token_statistics(teacher_log_probs: torch.Tensor, student_log_probs: torch.T
 
     ``low_low_share``: tokens both models give less than ``low_prob``; ``teacher_sure_share``:
     tokens with p_t > 0.99; ``selected_low_low_share``: low-low share among the selected tokens;
-    ``overlap_top_signal``: share of the selected tokens that divergence-only selection also picks.
+    ``overlap_top_signal``: share of the selected tokens that divergence-only selection also picks;
+    ``top_signal_low_low_share``: low-low share among the tokens divergence-only selection picks;
+    ``teacher_unsure_share`` and ``low_low_share_at_001``: p_t < 0.01, and both below 0.01.
     """
     mask = torch.ones_like(selected)
     both_low = low_low(teacher_log_probs, student_log_probs, mask, low_prob)
     by_signal = top_share((teacher_log_probs - student_log_probs).abs(), mask, keep_ratio)
     chosen = selected.sum().clamp(min=1).item()
     return {"low_low_share": both_low.float().mean().item(),
+            "low_low_share_at_001": low_low(teacher_log_probs, student_log_probs, mask, 0.01).float().mean().item(),
             "teacher_sure_share": (teacher_log_probs.exp() > 0.99).float().mean().item(),
+            "teacher_unsure_share": (teacher_log_probs.exp() < 0.01).float().mean().item(),
+            "top_signal_low_low_share": (both_low & by_signal).sum().item() / by_signal.sum().clamp(min=1).item(),
             "selected_low_low_share": (both_low & selected).sum().item() / chosen,
             "overlap_top_signal": (by_signal & selected).sum().item() / chosen}
 

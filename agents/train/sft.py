@@ -39,6 +39,8 @@ class Args:
     """digits per addition operand (task addition)"""
     length: int = 5
     """digits per response (task digitsum)"""
+    canonical_share: float = 0.2
+    """share of digitsum demonstrations on the canonical path (the rest: uniform over right answers)"""
     n_layer: int = 2
     """transformer blocks"""
     n_head: int = 4
@@ -74,7 +76,7 @@ def build_model(args: Args, task: VerifiableTask) -> GPT:
 def train(args: Args) -> tuple[GPT, dict]:
     """Train from scratch; returns the model and ``{"accuracy", "loss", "seconds"}``."""
     torch.set_num_threads(args.threads)
-    task = make_task(args.task, args.digits, args.length)
+    task = make_task(args.task, args.digits, args.length, args.canonical_share)
     torch.manual_seed(args.seed)  # weight initialisation draws from the global generator
     model = build_model(args, task)
     generator = torch.Generator().manual_seed(args.seed)

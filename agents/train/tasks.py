@@ -45,10 +45,11 @@ class VerifiableTask(Protocol):
         ...
 
 
-def make_task(name: str, digits: int = 3, length: int = 5) -> VerifiableTask:
-    """``addition`` (``digits`` per operand, one right answer) or ``digitsum`` (``length`` digits, many)."""
+def make_task(name: str, digits: int = 3, length: int = 5, canonical_share: float = 0.2) -> VerifiableTask:
+    """``addition`` (``digits`` per operand, one right answer) or ``digitsum`` (``length`` digits, many;
+    ``canonical_share`` of its demonstrations take the canonical path)."""
     if name == "addition":
         return AdditionTask(digits)
     if name == "digitsum":
-        return DigitSumTask(length)
+        return DigitSumTask(length, canonical_share)
     raise ValueError(f"unknown task {name!r}; expected one of {', '.join(TASKS)}")
