@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrain_tables import dial_table, summarise
+from posttrain_tables import cached_run, dial_table, summarise
 
 from rsigym.agents.train import opd
 from rsigym.agents.train.runlog import plot_curves
@@ -73,6 +73,8 @@ class Args:
     """JSONL logs, the PNG and the warm-start cache"""
     results: str = "benchmarks/results/dial_opd.json"
     """the results file (empty: not written)"""
+    runs_only: bool = False
+    """only run (and cache) the runs of ``variants``, no summary: to spread a benchmark over processes"""
     threads: int = 1
     """torch intra-op threads"""
 
@@ -98,7 +100,7 @@ def main(args: Args | None = None) -> dict:
     """Run every variant x seed, print the table, write and return the results."""
     args = args or Args()
     unknown = [v for v in args.variants if v not in VARIANTS]
-    if unknown or not {"all", "top_signal"} <= set(args.variants):
+    if unknown or not (args.runs_only or {"all", "top_signal"} <= set(args.variants)):
         raise ValueError(f"variants must include 'all' and 'top_signal' and come from {', '.join(VARIANTS)}; "
                          f"got {args.variants}")
     out = Path(args.out_dir)
@@ -106,13 +108,15 @@ def main(args: Args | None = None) -> dict:
     for variant in args.variants:
         selector, beta = VARIANTS[variant]
         for seed in args.seeds:
-            runs.setdefault(variant, []).append(opd.main(opd.Args(
+            runs.setdefault(variant, []).append(cached_run(opd.main, opd.Args(
                 selector=selector, keep_ratio=args.keep_ratio, beta=beta, low_prob=args.low_prob, steps=args.steps,
                 prompts_per_step=args.prompts_per_step, learning_rate=args.learning_rate, seed=seed,
                 eval_every=args.eval_every, eval_size=args.eval_size, student_sft_steps=args.student_sft_steps,
                 teacher_sft_steps=args.teacher_sft_steps, teacher_temperature=args.teacher_temperature,
                 task=args.task, length=args.length, cache_dir=str(out / "cache"), log_dir=str(out),
-                threads=args.threads)))
+                threads=args.threads), out))
+    if args.runs_only:
+        return {}
     per_seed = {v: {k: [seed_metrics(r)[k] for r in results] for k in seed_metrics(results[0])}
                 for v, results in runs.items()}
     summary = summarise(per_seed, "all", METRICS, list(args.seeds))
@@ -154,6 +158,7 @@ def _parse() -> Args:
         parser.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
     for name in ("task", "out_dir", "results"):
         parser.add_argument("--" + name.replace("_", "-"), default=getattr(defaults, name))
+    parser.add_argument("--runs-only", action="store_true")
     ns = vars(parser.parse_args())
     ns["seeds"], ns["variants"] = tuple(ns["seeds"]), tuple(ns["variants"])
     return Args(**ns)

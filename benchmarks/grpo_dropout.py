@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from posttrain_tables import grpo_table, summarise
+from posttrain_tables import cached_run, grpo_table, summarise
 
 from rsigym.agents.train import grpo
 from rsigym.agents.train.runlog import plot_curves
@@ -109,12 +109,12 @@ def main(args: Args | None = None) -> dict:
     for variant in args.variants:
         rollout_filter, control = VARIANTS[variant]
         for seed in args.seeds:
-            runs.setdefault(variant, []).append(grpo.main(grpo.Args(
+            runs.setdefault(variant, []).append(cached_run(grpo.main, grpo.Args(
                 filter=rollout_filter, control=control, drop_share=args.drop_share, steps=args.steps,
                 prompts_per_step=args.prompts_per_step, group_size=args.group_size, learning_rate=args.learning_rate,
                 seed=seed, eval_every=args.eval_every, eval_size=args.eval_size, sft_steps=args.sft_steps,
                 task=args.task, length=args.length, cache_dir=str(out / "cache"), log_dir=str(out),
-                threads=args.threads)))
+                threads=args.threads), out))
     per_seed = {v: {k: [seed_metrics(r)[k] for r in results] for k in seed_metrics(results[0])}
                 for v, results in runs.items()}
     first = runs["none"][0]

@@ -14,14 +14,31 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from rsigym.cache import atomic_write_bytes, cache_key
 from rsigym.stats import paired_bootstrap_ci
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 BEGIN, END = "<!-- posttrain-tables:begin -->", "<!-- posttrain-tables:end -->"
+
+
+def cached_run(run: Callable[[Any], dict], run_args: Any, out: Path) -> dict:
+    """``run(run_args)``, its JSON result kept in ``out/run-cache`` under a hash of the arguments.
+
+    A benchmark cut short resumes where it stopped, and its variants can be spread over processes.
+    """
+    name = type(run_args).__module__.rsplit(".", 1)[-1]
+    path = out / "run-cache" / f"{name}-{cache_key(name + '-run', dataclasses.asdict(run_args))}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    result = run(run_args)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, json.dumps(result).encode())
+    return result
 
 
 def summarise(per_seed: dict[str, dict[str, list[float]]], baseline: str, metrics: tuple[str, ...],

@@ -53,7 +53,7 @@ def test_grpo_dropout_benchmark_smoke(tmp_path, capsys):
                                                   eval_size=6, out_dir=str(tmp_path),
                                                   results=str(tmp_path / "grpo.json")))
     assert set(results["variants"]) == set(grpo_dropout.VARIANTS)
-    assert json.loads((tmp_path / "grpo.json").read_text()) == json.loads(json.dumps(results))
+    assert (tmp_path / "grpo.json").read_text() == json.dumps(results, indent=1) + "\n"  # NaN-safe comparison
     none = results["variants"]["none"]["vs_none"]["mean_at_8"]
     assert none["deltas"] == [0.0, 0.0] and none["ci"] == [0.0, 0.0]  # vanilla against itself
     assert "rollouts/prompt" in capsys.readouterr().out and (tmp_path / "grpo_dropout.png").exists()
@@ -71,6 +71,13 @@ def test_dial_opd_benchmark_smoke(tmp_path, capsys):
     for name, entry in results["variants"].items():
         assert entry["mean"]["selected_share"] == pytest.approx(1.0 if name == "all" else 0.4), name
     assert "Mean@8" in capsys.readouterr().out
+    # every run is cached by its arguments: a second call (a resumed or spread-out benchmark) reruns nothing
+    cached = sorted((tmp_path / "run-cache").glob("opd-*.json"))
+    assert len(cached) == len(dial_opd.VARIANTS)
+    stamps = [p.stat().st_mtime_ns for p in cached]
+    again = dial_opd.main(dial_opd.Args(seeds=(0,), steps=2, prompts_per_step=4, student_sft_steps=5,
+                                        teacher_sft_steps=5, eval_size=6, out_dir=str(tmp_path), results=""))
+    assert again == json.loads(json.dumps(results)) and [p.stat().st_mtime_ns for p in cached] == stamps
 
 
 def test_regime_script_smoke(tmp_path, capsys):
