@@ -67,6 +67,8 @@ class Args:
     """JSONL logs, the PNG and the warm-start cache"""
     results: str = "benchmarks/results/grpo_dropout.json"
     """the results file (empty: not written)"""
+    runs_only: bool = False
+    """only run (and cache) the runs of ``variants``, no summary: to spread a benchmark over processes"""
     threads: int = 1
     """torch intra-op threads"""
 
@@ -102,7 +104,7 @@ def main(args: Args | None = None) -> dict:
     """Run every variant x seed, print the table, write and return the results."""
     args = args or Args()
     unknown = [v for v in args.variants if v not in VARIANTS]
-    if unknown or "none" not in args.variants:
+    if unknown or not (args.runs_only or "none" in args.variants):
         raise ValueError(f"variants must include 'none' and come from {', '.join(VARIANTS)}; got {args.variants}")
     out = Path(args.out_dir)
     runs: dict[str, list[dict]] = {}
@@ -115,6 +117,8 @@ def main(args: Args | None = None) -> dict:
                 seed=seed, eval_every=args.eval_every, eval_size=args.eval_size, sft_steps=args.sft_steps,
                 task=args.task, length=args.length, cache_dir=str(out / "cache"), log_dir=str(out),
                 threads=args.threads), out))
+    if args.runs_only:
+        return {}
     per_seed = {v: {k: [seed_metrics(r)[k] for r in results] for k in seed_metrics(results[0])}
                 for v, results in runs.items()}
     first = runs["none"][0]
@@ -150,6 +154,7 @@ def _parse() -> Args:
         parser.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
     for name in ("task", "out_dir", "results"):
         parser.add_argument("--" + name.replace("_", "-"), default=getattr(defaults, name))
+    parser.add_argument("--runs-only", action="store_true")
     ns = vars(parser.parse_args())
     ns["seeds"], ns["variants"] = tuple(ns["seeds"]), tuple(ns["variants"])
     return Args(**ns)

@@ -68,6 +68,18 @@ def _seeds(values: list[float]) -> str:
     return " ".join(f"{v:.2f}" for v in values)
 
 
+def verdict(variants: dict[str, Any], key: str, metric: str, label: str) -> str:
+    """One line sorting the variants by where the 95% CI of their paired difference lies."""
+    groups: dict[str, list[str]] = {"above 0": [], "below 0": [], "includes 0": []}
+    for name, entry in variants.items():
+        if name == key.removeprefix("vs_"):
+            continue
+        low, high = entry[key][metric]["ci"]
+        groups["above 0" if low > 0 else "below 0" if high < 0 else "includes 0"].append(f"`{name}`")
+    parts = [f"{where}: {', '.join(names)}" for where, names in groups.items() if names]
+    return f"CI of the paired difference in {label} — " + "; ".join(parts) + "."
+
+
 def grpo_table(results: dict[str, Any]) -> str:
     s = results["settings"]
     lines = [f"GRPO on `{s['task']}` (length {s['length']}), {len(s['seeds'])} seeds x {s['steps']} steps x "
@@ -87,6 +99,8 @@ def grpo_table(results: dict[str, Any]) -> str:
             f"{m['rollouts_used_informative']:.2f} | {_delta(entry, 'vs_none', 'mean_at_8')} | "
             f"{_delta(entry, 'vs_none', 'pass_at_8')} | {_delta(entry, 'vs_none', 'greedy')} | "
             f"{_seeds(entry['per_seed']['mean_at_8'])} |")
+    lines += ["", verdict(results["variants"], "vs_none", "mean_at_8", "Mean@8 against vanilla GRPO"),
+              verdict(results["variants"], "vs_none", "pass_at_8", "Pass@8 against vanilla GRPO")]
     return "\n".join(lines)
 
 
@@ -111,6 +125,8 @@ def dial_table(results: dict[str, Any]) -> str:
             f"{m['overlap_top_signal']:.3f} | {_delta(entry, 'vs_all', 'mean_at_8')} | "
             f"{_delta(entry, 'vs_top_signal', 'mean_at_8')} | {_delta(entry, 'vs_all', 'greedy')} | "
             f"{_seeds(entry['per_seed']['mean_at_8'])} |")
+    lines += ["", verdict(results["variants"], "vs_all", "mean_at_8", "Mean@8 against all-token distillation"),
+              verdict(results["variants"], "vs_top_signal", "mean_at_8", "Mean@8 against divergence-only selection")]
     return "\n".join(lines)
 
 

@@ -36,3 +36,12 @@ def test_summary_pairs_by_seed_and_a_changed_number_shows(tmp_path):
     readme.write_text("no markers")
     with pytest.raises(ValueError, match="posttrain-tables"):
         posttrain_tables.write_readme(readme)
+
+
+def test_verdict_sorts_variants_by_where_the_interval_lies():
+    per_seed = {"none": {"m": [0.5, 0.5, 0.5]}, "up": {"m": [0.6, 0.7, 0.65]}, "down": {"m": [0.4, 0.3, 0.45]},
+                "flat": {"m": [0.6, 0.4, 0.5]}}
+    summary = posttrain_tables.summarise(per_seed, "none", ("m",), [0, 1, 2])
+    line = posttrain_tables.verdict(summary, "vs_none", "m", "m")
+    assert "above 0: `up`" in line and "below 0: `down`" in line and "includes 0: `flat`" in line
+    assert "`none`" not in line
