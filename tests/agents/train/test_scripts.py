@@ -76,7 +76,8 @@ def test_dial_opd_benchmark_smoke(tmp_path, capsys):
     assert len(cached) == len(dial_opd.VARIANTS)
     stamps = [p.stat().st_mtime_ns for p in cached]
     again = dial_opd.main(dial_opd.Args(seeds=(0,), steps=2, prompts_per_step=4, student_sft_steps=5,
-                                        teacher_sft_steps=5, eval_size=6, out_dir=str(tmp_path), results=""))
+                                        teacher_sft_steps=5, eval_size=6, out_dir=str(tmp_path),
+                                        results=str(tmp_path / "dial.json")))
     assert again == json.loads(json.dumps(results)) and [p.stat().st_mtime_ns for p in cached] == stamps
 
 
