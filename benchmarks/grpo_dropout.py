@@ -1,44 +1,51 @@
-"""GRPO vs GRPODropout vs drop-without-re-centring vs random drop, several seeds, same sampling budget.
+"""GRPO vs GRPODropout vs its ablations vs the entropy-control baselines (KL-Cov, Clip-Cov, entropy bonus).
 
-Every variant starts from the same supervised warm start (seed ``sft_seed``) and samples the same
-number of rollouts per step (``prompts_per_step`` x ``group_size``); they differ only in which
-rollouts enter the update and with what advantages. Printed per variant: final greedy accuracy on
-a held-out set (median and range over seeds, and each seed), policy entropy at the start and the
-end of training, and mean rollouts used per prompt. Curves go to ``out_dir`` as a PNG, per-step
-metrics as JSONL files.
+Every variant starts from the same supervised warm start (pinned at ``sft_steps`` steps, cached)
+and samples the same rollouts per step (``prompts_per_step`` x ``group_size``); they differ only
+in which rollouts enter the update, with what advantages, and in the entropy control. The task is
+``digitsum`` (many valid answers, so a group's rollouts are distinct and each is unlikely: the
+regime GRPODropout is about). Per seed it records held-out sampled Mean@8 (= the Pass@1 estimate),
+Mean@1 (first sample only), Pass@8, distinct right answers among the 8 samples, greedy accuracy,
+the entropy curve, and the rollouts used per prompt over groups with a non-zero advantage; then
+paired differences against vanilla GRPO with bootstrap CIs. Writes ``results`` (JSON, committed)
+and prints the table ``posttrain_tables.py`` puts into README.md.
 
-Run: ``python benchmarks/grpo_dropout.py [--steps 300] [--seeds 0 1 2]``.
+Run: ``nice python benchmarks/grpo_dropout.py`` (about 10 min of one core; ``--seeds 0 1`` for less).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
+from posttrain_tables import cached_run, grpo_table, summarise
 
 from rsigym.agents.train import grpo
 from rsigym.agents.train.runlog import plot_curves
 
-VARIANTS = ("none", "dropout", "drop_no_recentre", "random_drop")
+VARIANTS: dict[str, tuple[str, str]] = {  # name -> (rollout filter, entropy control)
+    "none": ("none", "none"), "dropout": ("dropout", "none"), "random_drop": ("random_drop", "none"),
+    "kl_cov": ("none", "kl_cov"), "clip_cov": ("none", "clip_cov"), "entropy_bonus": ("none", "entropy_bonus"),
+}
+METRICS = ("mean_at_8", "pass_at_8", "mean_at_1", "greedy", "distinct_correct_at_8")
 
 
 @dataclass
 class Args:
     """Benchmark settings (``main`` takes them; the CLI fills them)."""
 
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """GRPO seeds per variant (problems, sampling, random filter)"""
-    variants: tuple[str, ...] = VARIANTS
-    """rollout filters compared"""
-    steps: int = 300
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    """GRPO seeds per variant (problems, sampling, random filter); the warm start is shared"""
+    variants: tuple[str, ...] = tuple(VARIANTS)
+    """variants compared (``none`` is the baseline of the paired differences and must be there)"""
+    steps: int = 100
     """policy updates per run"""
-    prompts_per_step: int = 32
+    prompts_per_step: int = 16
     """problems per step"""
     group_size: int = 8
     """rollouts per problem"""
@@ -46,20 +53,24 @@ class Args:
     """Adam learning rate"""
     drop_share: float = 0.125
     """most rollouts dropped per group by the dropout variants"""
-    sft_steps: int = 600
-    """most steps of the shared warm start"""
-    eval_size: int = 1000
-    """held-out problems (greedy decoding)"""
-    eval_every: int = 25
-    """steps between held-out evaluations"""
+    sft_steps: int = 200
+    """supervised steps of the shared warm start (pinned)"""
+    task: str = "digitsum"
+    """task family"""
+    length: int = 5
+    """digits per response"""
+    eval_size: int = 200
+    """held-out problems (greedy, and 8 samples each)"""
+    eval_every: int = 50
+    """steps between greedy evaluations"""
     out_dir: str = "runs/grpo_dropout"
     """JSONL logs, the PNG and the warm-start cache"""
+    results: str = "benchmarks/results/grpo_dropout.json"
+    """the results file (empty: not written)"""
+    runs_only: bool = False
+    """only run (and cache) the runs of ``variants``, no summary: to spread a benchmark over processes"""
     threads: int = 1
     """torch intra-op threads"""
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
 
 
 def window_mean(history: list[dict], key: str, first: bool, share: float = 0.1) -> float:
@@ -69,50 +80,66 @@ def window_mean(history: list[dict], key: str, first: bool, share: float = 0.1) 
     return statistics.fmean(r[key] for r in part)
 
 
+def entropy_curve(history: list[dict], points: int = 10) -> list[float]:
+    """Mean entropy over each tenth of the run."""
+    size = max(1, len(history) // points)
+    return [statistics.fmean(r["entropy"] for r in history[i:i + size]) for i in range(0, len(history), size)][:points]
+
+
+def seed_metrics(result: dict) -> dict[str, float]:
+    history, final = result["history"], result["final_sampled"]
+    used = [r["rollouts_used_informative"] for r in history if r["rollouts_used_informative"] is not None]
+    return {"mean_at_8": final["mean_at_k"], "pass_at_8": final["pass_at_k"], "mean_at_1": final["first_sample"],
+            "greedy": result["final_accuracy"], "distinct_correct_at_8": final["distinct_correct_at_k"],
+            "entropy_start": window_mean(history, "entropy", True), "entropy_end": window_mean(history, "entropy", False),
+            "rollouts_used_informative": statistics.fmean(used) if used else float("nan"),
+            "distinct_share_start": window_mean(history, "distinct_share", True),
+            "distinct_share_end": window_mean(history, "distinct_share", False),
+            "drops": sum(r["drops"] for r in history), "drops_with_copy": sum(r["drops_with_copy"] for r in history),
+            "controlled_share": statistics.fmean(r["controlled_share"] for r in history),
+            "seconds": result["seconds"]}
+
+
 def main(args: Args | None = None) -> dict:
-    """Run every variant x seed, print the table, return ``{"variants": {name: {...}}, "initial_accuracy"}``."""
+    """Run every variant x seed, print the table, write and return the results."""
     args = args or Args()
+    unknown = [v for v in args.variants if v not in VARIANTS]
+    if unknown or not (args.runs_only or "none" in args.variants):
+        raise ValueError(f"variants must include 'none' and come from {', '.join(VARIANTS)}; got {args.variants}")
     out = Path(args.out_dir)
     runs: dict[str, list[dict]] = {}
-    initial = None
     for variant in args.variants:
+        rollout_filter, control = VARIANTS[variant]
         for seed in args.seeds:
-            result = grpo.main(grpo.Args(
-                filter=variant, drop_share=args.drop_share, steps=args.steps, prompts_per_step=args.prompts_per_step,
-                group_size=args.group_size, learning_rate=args.learning_rate, seed=seed, eval_every=args.eval_every,
-                eval_size=args.eval_size, sft_steps=args.sft_steps, cache_dir=str(out / "cache"),
-                log_dir=str(out), threads=args.threads))
-            initial = result["initial_accuracy"]
-            runs.setdefault(variant, []).append(result)
-
-    console = Console(width=200)  # one line per row when piped to a file
-    table = Table(title=f"GRPO rollout filters: {len(args.seeds)} seeds x {args.steps} steps x "
-                        f"{args.prompts_per_step} prompts x G={args.group_size} (warm start greedy accuracy "
-                        f"{initial:.3f})")
-    for column in ("variant", "final greedy acc median [min, max]", "per seed", "mean",
-                   "entropy first 10%", "entropy last 10%", "sampled acc last 10%", "rollouts used / prompt",
-                   "s per run"):
-        table.add_column(column, justify="left" if column == "variant" else "right")
-    summary: dict[str, dict] = {}
-    for variant, results in runs.items():
-        finals = [r["final_accuracy"] for r in results]
-        entropy_start = statistics.fmean(window_mean(r["history"], "entropy", True) for r in results)
-        entropy_end = statistics.fmean(window_mean(r["history"], "entropy", False) for r in results)
-        sampled_end = statistics.fmean(window_mean(r["history"], "accuracy", False) for r in results)
-        used = statistics.fmean(x["rollouts_used"] for r in results for x in r["history"])
-        seconds = statistics.median(r["seconds"] for r in results)
-        summary[variant] = {"final_accuracy": finals, "entropy_start": entropy_start, "entropy_end": entropy_end,
-                            "sampled_accuracy_end": sampled_end, "rollouts_used": used, "seconds": seconds}
-        table.add_row(variant, spread(finals), " ".join(f"{v:.3f}" for v in finals), f"{statistics.fmean(finals):.3f}",
-                      f"{entropy_start:.3f}", f"{entropy_end:.3f}", f"{sampled_end:.3f}", f"{used:.2f}",
-                      f"{seconds:.0f}")
-    console.print(table)
-    plot = plot_curves({f"{v}/{r['seed']}": r["history"] for v, results in runs.items() for r in results},
+            runs.setdefault(variant, []).append(cached_run(grpo.main, grpo.Args(
+                filter=rollout_filter, control=control, drop_share=args.drop_share, steps=args.steps,
+                prompts_per_step=args.prompts_per_step, group_size=args.group_size, learning_rate=args.learning_rate,
+                seed=seed, eval_every=args.eval_every, eval_size=args.eval_size, sft_steps=args.sft_steps,
+                task=args.task, length=args.length, cache_dir=str(out / "cache"), log_dir=str(out),
+                threads=args.threads), out))
+    if args.runs_only:
+        return {}
+    per_seed = {v: {k: [seed_metrics(r)[k] for r in results] for k in seed_metrics(results[0])}
+                for v, results in runs.items()}
+    first = runs["none"][0]
+    results = {
+        "settings": {**dataclasses.asdict(args), "seeds": list(args.seeds), "variants": list(args.variants)},
+        "warm_start": {"sft_steps": args.sft_steps, "greedy_accuracy": first["initial_accuracy"],
+                       "mean_at_8": first["initial_sampled"]["mean_at_k"],
+                       "pass_at_8": first["initial_sampled"]["pass_at_k"], "sft": first["warm_start"]},
+        "variants": summarise(per_seed, "none", METRICS, list(args.seeds)),
+        "entropy_curves": {v: [statistics.fmean(c) for c in zip(*(entropy_curve(r["history"]) for r in rs))]
+                           for v, rs in runs.items()},
+    }
+    print(grpo_table(results))
+    plot = plot_curves({f"{v}/{r['seed']}": r["history"] for v, rs in runs.items() for r in rs},
                        ["accuracy", "eval_accuracy", "entropy", "rollouts_used"], out / "grpo_dropout.png",
-                       title="GRPO rollout filters (one line per seed)")
-    console.print(f"curves: {plot}; logs: {out}/grpo_*.jsonl")
-    (out / "summary.json").write_text(json.dumps({"initial_accuracy": initial, "variants": summary}, indent=1))
-    return {"initial_accuracy": initial, "variants": summary}
+                       title="GRPO rollout filters and entropy controls (one line per seed)")
+    print(f"curves: {plot}; logs: {out}/grpo_*.jsonl")
+    if args.results:
+        Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.results).write_text(json.dumps(results, indent=1) + "\n")
+    return results
 
 
 def _parse() -> Args:
@@ -120,11 +147,14 @@ def _parse() -> Args:
     defaults = Args()
     parser.add_argument("--seeds", type=int, nargs="+", default=list(defaults.seeds))
     parser.add_argument("--variants", nargs="+", default=list(defaults.variants))
-    for name in ("steps", "prompts_per_step", "group_size", "sft_steps", "eval_size", "eval_every", "threads"):
+    for name in ("steps", "prompts_per_step", "group_size", "sft_steps", "length", "eval_size", "eval_every",
+                 "threads"):
         parser.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
     for name in ("learning_rate", "drop_share"):
         parser.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
-    parser.add_argument("--out-dir", default=defaults.out_dir)
+    for name in ("task", "out_dir", "results"):
+        parser.add_argument("--" + name.replace("_", "-"), default=getattr(defaults, name))
+    parser.add_argument("--runs-only", action="store_true")
     ns = vars(parser.parse_args())
     ns["seeds"], ns["variants"] = tuple(ns["seeds"]), tuple(ns["variants"])
     return Args(**ns)

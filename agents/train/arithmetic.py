@@ -11,6 +11,7 @@ have to fix. Rewards are exact: 1 when every response character matches, else 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -85,3 +86,19 @@ class AdditionTask:
     def eval_operands(self, count: int, seed: int = 12345) -> torch.Tensor:
         """A fixed held-out set (the seed is apart from training seeds by convention, not by construction)."""
         return self.sample_operands(count, torch.Generator().manual_seed(seed))
+
+    # The task protocol shared with ``DigitSumTask`` (problems are operand pairs here).
+    name: ClassVar[str] = "addition"
+
+    def sample_problems(self, count: int, generator: torch.Generator) -> torch.Tensor:
+        return self.sample_operands(count, generator)
+
+    def eval_problems(self, count: int, seed: int = 12345) -> torch.Tensor:
+        return self.eval_operands(count, seed)
+
+    def demonstrations(self, problems: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """The one correct response per problem (the generator is unused: there is one path)."""
+        return self.answers(problems)
+
+    def score(self, responses: torch.Tensor, problems: torch.Tensor) -> torch.Tensor:
+        return self.rewards(responses, self.answers(problems))

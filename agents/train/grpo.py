@@ -1,10 +1,11 @@
-"""GRPO on verifiable addition, with a pluggable rollout filter (vanilla, GRPODropout, ablations).
+"""GRPO on a verifiable task, with a pluggable rollout filter (vanilla, GRPODropout, ablations) and
+the entropy-control baselines (KL-Cov, Clip-Cov, an entropy bonus).
 
 Per step: sample ``prompts_per_step`` problems, G responses each from the current policy; score
 them with the verifier; group-normalise the rewards into advantages; let the rollout filter pick
 the rollouts (and advantages) that enter the update; then ``update_epochs`` passes of the clipped
 importance-ratio objective on token log-probabilities, plus an optional KL penalty to the
-warm-start policy. Each step's metrics go to a JSONL log; curves go to a PNG.
+warm-start policy and an optional entropy control (``entropy_control.py``). Each step's metrics go to a JSONL log; curves go to a PNG.
 
 Run: ``python -m rsigym.agents.train.grpo --filter dropout --steps 60 --log-dir runs/grpo``.
 """
@@ -19,10 +20,13 @@ from pathlib import Path
 import torch
 
 from . import sft
-from .arithmetic import AdditionTask
+from .entropy_control import clip_cov_mask, kl_cov_mask, token_covariance
 from .filters import RolloutGroup, group_advantages, make_filter
-from .rollouts import generate, greedy_accuracy, token_log_probs
+from .rollouts import generate, greedy_accuracy, sampled_metrics, token_log_probs
 from .runlog import JsonlLog, plot_curves
+from .tasks import make_task
+
+CONTROLS = ("none", "kl_cov", "clip_cov", "entropy_bonus")
 
 
 @dataclass
@@ -31,6 +35,18 @@ class Args:
     """rollout filter: none, dropout, drop_no_recentre or random_drop"""
     drop_share: float = 0.125
     """most rollouts a dropout filter removes per group, as a share of the group (1 of 8)"""
+    control: str = "none"
+    """entropy control: none, kl_cov, clip_cov or entropy_bonus"""
+    kl_cov_share: float = 0.02
+    """KL-Cov: share of the batch's tokens (top covariance) that get the KL term"""
+    kl_cov_coef: float = 1.0
+    """KL-Cov: weight of |log pi - log pi_old| on those tokens"""
+    clip_cov_share: float = 0.02
+    """Clip-Cov: share of the batch's tokens whose gradient is removed"""
+    clip_cov_bounds: tuple[float, float] = (1.0, 5.0)
+    """Clip-Cov: covariance range the removed tokens are drawn from"""
+    entropy_coef: float = 0.01
+    """entropy bonus: weight of the mean token entropy subtracted from the loss"""
     steps: int = 60
     """policy updates (each on a fresh batch of rollouts)"""
     prompts_per_step: int = 16
@@ -51,14 +67,18 @@ class Args:
     """steps between greedy evaluations on the held-out set"""
     eval_size: int = 500
     """held-out problems per evaluation"""
-    sft_steps: int = 600
-    """most supervised steps of the warm start"""
-    sft_stop_at_accuracy: float = 0.4
-    """the warm start stops once its validation accuracy reaches this"""
+    sample_k: int = 8
+    """samples per held-out problem for Mean@k / Pass@k, at the start and the end"""
+    sft_steps: int = 200
+    """supervised steps of the warm start (pinned; its accuracy is recorded, never a stop rule)"""
     sft_seed: int = 0
     """seed of the warm start (shared by every filter, so runs differ only in the update)"""
+    task: str = "digitsum"
+    """task family: digitsum (many valid answers) or addition (one)"""
     digits: int = 3
-    """digits per addition operand"""
+    """digits per addition operand (task addition)"""
+    length: int = 5
+    """digits per response (task digitsum)"""
     cache_dir: str = ""
     """checkpoint cache of the warm start; empty: train it in-process"""
     log_dir: str = ""
@@ -68,21 +88,25 @@ class Args:
 
 
 def warm_start_args(args: Args) -> sft.Args:
-    return sft.Args(digits=args.digits, steps=args.sft_steps, stop_at_accuracy=args.sft_stop_at_accuracy,
+    return sft.Args(task=args.task, digits=args.digits, length=args.length, steps=args.sft_steps,
                     seed=args.sft_seed, cache_dir=args.cache_dir, threads=args.threads)
 
 
-def clipped_policy_loss(log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
-                        clip_eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """GRPO/PPO surrogate on (N, R) token log-probs with (N,) sequence advantages.
+def run_name(args: Args) -> str:
+    parts = [p for p in (args.filter, args.control) if p != "none"] or ["none"]
+    return f"grpo_{'_'.join(parts)}_s{args.seed}"
 
-    Returns the loss (token mean per response, then mean over responses) and the clipped share.
+
+def clipped_surrogate(log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
+                      clip_eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """GRPO/PPO per-token surrogate on (N, R) token log-probs with (N,) sequence advantages.
+
+    Returns the (N, R) surrogate to maximise and the clipped share of tokens.
     """
     ratio = (log_probs - old_log_probs).exp()  # (N, R)
     A = advantages.unsqueeze(1)  # (N, 1): every token of a response shares its advantage
     surrogate = torch.minimum(ratio * A, ratio.clamp(1 - clip_eps, 1 + clip_eps) * A)
-    clipped = ((ratio - 1).abs() > clip_eps).float().mean()
-    return -surrogate.mean(dim=1).mean(), clipped
+    return surrogate, ((ratio - 1).abs() > clip_eps).float().mean()
 
 
 def kl_to_reference(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> torch.Tensor:
@@ -91,32 +115,60 @@ def kl_to_reference(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> tor
     return (d.exp() - d - 1).mean()
 
 
+def group_statistics(responses: torch.Tensor, kept: list[torch.Tensor], group_size: int,
+                     sequence_log_probs: torch.Tensor) -> dict[str, float]:
+    """Regime statistics of one step's groups: how distinct the rollouts are, what dropping removed.
+
+    ``responses`` (B*G, R); ``kept[b]`` the kept indices within group b; ``sequence_log_probs``
+    (B, G) under the sampling policy. Returns ``distinct_share`` (distinct responses / G, mean over
+    groups), ``drops``, ``drops_with_copy`` (dropped rollouts with an identical response still kept
+    in their group: dropping one only down-weights an answer the update still reinforces) and
+    ``dropped_probability`` (sum of the dropped rollouts' probabilities; divide by ``drops``).
+    """
+    distinct, drops, with_copy, dropped_probability = 0.0, 0, 0, 0.0
+    for b, kept_b in enumerate(kept):
+        rows = [tuple(r) for r in responses[b * group_size:(b + 1) * group_size].tolist()]
+        distinct += len(set(rows)) / group_size
+        kept_rows = {rows[i] for i in kept_b.tolist()}
+        for i in set(range(group_size)) - set(kept_b.tolist()):
+            drops += 1
+            with_copy += rows[i] in kept_rows
+            dropped_probability += float(sequence_log_probs[b, i].exp())
+    return {"distinct_share": distinct / max(len(kept), 1), "drops": drops, "drops_with_copy": with_copy,
+            "dropped_probability": dropped_probability}
+
+
 def main(args: Args) -> dict:
-    """Train; returns ``{"final_accuracy", "history": [per-step metrics], ...}``."""
+    """Train; returns ``{"final_accuracy", "initial"/"final" sampled metrics, "history": [...], ...}``."""
+    if args.control not in CONTROLS:
+        raise ValueError(f"unknown entropy control {args.control!r}; expected one of {', '.join(CONTROLS)}")
     torch.set_num_threads(args.threads)
-    task = AdditionTask(args.digits)
+    task = make_task(args.task, args.digits, args.length)
     model, warm_metrics = sft.warm_start(warm_start_args(args))
     reference = copy.deepcopy(model).eval() if args.kl_coef > 0 else None
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
+    control_generator = torch.Generator().manual_seed(args.seed + 2)
     rollout_filter = make_filter(args.filter, args.drop_share, torch.Generator().manual_seed(args.seed + 1))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
-    eval_operands = task.eval_operands(args.eval_size)
-    name = f"grpo_{args.filter}_s{args.seed}"
+    eval_problems = task.eval_problems(args.eval_size)
+    name = run_name(args)
     log = JsonlLog(Path(args.log_dir) / f"{name}.jsonl" if args.log_dir else None)
     P, R, G = task.prompt_length, task.response_length, args.group_size
     history: list[dict] = []
     started = time.perf_counter()
-    initial_accuracy = greedy_accuracy(model, task, eval_operands)
+    initial_accuracy = greedy_accuracy(model, task, eval_problems)
+    # the held-out sampling generator is fixed apart from the training seed's, so start and end see the same draws
+    initial_sampled = sampled_metrics(model, task, eval_problems, args.sample_k, torch.Generator().manual_seed(777))
 
     for step in range(1, args.steps + 1):
         # 1. rollouts: G samples per prompt from the current (old) policy
-        operands = task.sample_operands(args.prompts_per_step, generator)
-        prompts = task.prompts(operands).repeat_interleave(G, dim=0)  # (B*G, P)
+        problems = task.sample_problems(args.prompts_per_step, generator)
+        prompts = task.prompts(problems).repeat_interleave(G, dim=0)  # (B*G, P)
         model.eval()
         sequences = generate(model, prompts, R, generator)  # (B*G, P+R)
         model.train()
-        rewards = task.rewards(sequences[:, P:], task.answers(operands).repeat_interleave(G, dim=0))  # (B*G,)
+        rewards = task.score(sequences[:, P:], problems.repeat_interleave(G, dim=0))  # (B*G,)
         with torch.no_grad():
             old_log_probs, entropy = token_log_probs(model, sequences, P)  # (B*G, R) each
             ref_log_probs = token_log_probs(reference, sequences, P)[0] if reference is not None else None
@@ -124,18 +176,36 @@ def main(args: Args) -> dict:
         # 2. group advantages, then the filter picks rollouts per group
         advantages = group_advantages(rewards.view(-1, G))  # (B, G)
         sequence_log_probs = old_log_probs.sum(dim=1).view(-1, G)  # (B, G) log pi_old(response)
-        kept_index, kept_advantages = [], []
-        for b in range(len(operands)):
+        kept_in_group, kept_index, kept_advantages = [], [], []
+        for b in range(len(problems)):
             result = rollout_filter(RolloutGroup(rewards.view(-1, G)[b], sequence_log_probs[b], advantages[b]))
+            kept_in_group.append(result.kept)
             kept_index.append(result.kept + b * G)
             kept_advantages.append(result.advantages)
         index = torch.cat(kept_index)
         A = torch.cat(kept_advantages)  # (K,)
+        informative = [len(k) for k, a in zip(kept_in_group, advantages) if bool((a != 0).any())]
 
-        # 3. clipped policy-gradient passes over the kept rollouts
+        # 3. clipped policy-gradient passes over the kept rollouts, with the entropy control if any
+        controlled_share = 0.0
         for _ in range(args.update_epochs):
-            log_probs, _ = token_log_probs(model, sequences[index], P)  # (K, R)
-            loss, clipped = clipped_policy_loss(log_probs, old_log_probs[index], A, args.clip_eps)
+            log_probs, token_entropy = token_log_probs(model, sequences[index], P)  # (K, R)
+            surrogate, clipped = clipped_surrogate(log_probs, old_log_probs[index], A, args.clip_eps)
+            token_loss = -surrogate  # (K, R); the loss is its mean per response, then over responses
+            if args.control in ("kl_cov", "clip_cov"):
+                valid = torch.ones_like(log_probs, dtype=torch.bool)
+                covariance = token_covariance(log_probs.detach(), A, valid)
+                if args.control == "kl_cov":
+                    chosen = kl_cov_mask(covariance, valid, args.kl_cov_share)
+                    token_loss = token_loss + args.kl_cov_coef * chosen * (log_probs - old_log_probs[index]).abs()
+                else:
+                    low, high = args.clip_cov_bounds
+                    chosen = clip_cov_mask(covariance, valid, args.clip_cov_share, low, high, control_generator)
+                    token_loss = token_loss.masked_fill(chosen, 0.0)  # no gradient through these tokens
+                controlled_share = chosen.float().mean().item()
+            loss = token_loss.mean(dim=1).mean()
+            if args.control == "entropy_bonus":
+                loss = loss - args.entropy_coef * token_entropy.mean()
             kl = torch.zeros(())
             if ref_log_probs is not None:
                 kl = kl_to_reference(log_probs, ref_log_probs[index])
@@ -146,26 +216,31 @@ def main(args: Args) -> dict:
             optimizer.step()
 
         record = {"step": step, "reward": rewards.mean().item(), "accuracy": rewards.mean().item(),
-                  "entropy": entropy.mean().item(), "rollouts_used": len(index) / len(operands),
-                  "clip_fraction": clipped.item(), "kl": kl.item(), "eval_accuracy": None}
+                  "entropy": entropy.mean().item(), "rollouts_used": len(index) / len(problems),
+                  "rollouts_used_informative": sum(informative) / len(informative) if informative else None,
+                  "informative_groups": len(informative), "clip_fraction": clipped.item(), "kl": kl.item(),
+                  "controlled_share": controlled_share, "eval_accuracy": None,
+                  **group_statistics(sequences[:, P:], kept_in_group, G, sequence_log_probs)}
         if step % args.eval_every == 0 or step == args.steps:
-            record["eval_accuracy"] = greedy_accuracy(model, task, eval_operands)
+            record["eval_accuracy"] = greedy_accuracy(model, task, eval_problems)
         history.append(record)
         log.write(record)
 
     log.close()
     final_accuracy = history[-1]["eval_accuracy"] if history else initial_accuracy
+    final_sampled = sampled_metrics(model, task, eval_problems, args.sample_k, torch.Generator().manual_seed(777))
     plot = None
     if args.log_dir and history:
         plot = str(plot_curves({name: history}, ["accuracy", "eval_accuracy", "entropy", "rollouts_used"],
                                Path(args.log_dir) / f"{name}.png", title=name))
-    return {"filter": args.filter, "seed": args.seed, "initial_accuracy": initial_accuracy,
-            "final_accuracy": final_accuracy, "warm_start": warm_metrics, "history": history,
-            "seconds": time.perf_counter() - started, "plot": plot}
+    return {"filter": args.filter, "control": args.control, "seed": args.seed, "log_name": name,
+            "initial_accuracy": initial_accuracy, "final_accuracy": final_accuracy,
+            "initial_sampled": initial_sampled, "final_sampled": final_sampled,
+            "warm_start": warm_metrics, "history": history, "seconds": time.perf_counter() - started, "plot": plot}
 
 
 if __name__ == "__main__":
     out = main(sft.parse_dataclass(Args))
-    print(f"{out['filter']}: greedy accuracy {out['initial_accuracy']:.3f} -> {out['final_accuracy']:.3f}, "
-          f"mean rollouts used per prompt {sum(r['rollouts_used'] for r in out['history']) / max(len(out['history']), 1):.2f}, "
+    print(f"{out['log_name']}: greedy accuracy {out['initial_accuracy']:.3f} -> {out['final_accuracy']:.3f}, "
+          f"sampled Pass@k {out['initial_sampled']['pass_at_k']:.3f} -> {out['final_sampled']['pass_at_k']:.3f}, "
           f"{out['seconds']:.0f} s")

@@ -1,4 +1,5 @@
-"""On-policy distillation on addition, with a pluggable token selector (all, top-|signal|, DIAL, random).
+"""On-policy distillation on a verifiable task, with a pluggable token selector (all, top-|signal|,
+DIAL, random, and the low-low swap with its random control).
 
 Per step: the student samples one response per problem; the teacher scores every sampled token;
 the per-token signal is ``log p_teacher - log p_student`` (the negative of the per-token reverse
@@ -21,20 +22,23 @@ from pathlib import Path
 import torch
 
 from . import sft
-from .arithmetic import AdditionTask
-from .rollouts import generate, greedy_accuracy, token_log_probs
+from .rollouts import generate, greedy_accuracy, sampled_metrics, token_log_probs
 from .runlog import JsonlLog, plot_curves
-from .selectors import make_selector
+from .selectors import low_low, make_selector, top_share
+from .tasks import make_task
 
 
 @dataclass
 class Args:
     selector: str = "dial"
-    """token selector: all, top_signal, dial or random"""
+    """token selector: all, top_signal, dial, random, swap_low_low or swap_random"""
     keep_ratio: float = 0.4
-    """share of each response's tokens in the loss (not used by ``all``)"""
-    beta: float = 1.0
-    """DIAL strength: the logarithmic-mean weight is raised to this power"""
+    """share of the batch's tokens in the loss (not used by ``all``); realised within one token per response"""
+    beta: float = 0.5
+    """DIAL strength: the logarithmic-mean weight is raised to this power (0: divergence only; 1: |p_t - p_s|,
+    which on a near-deterministic teacher ignores the tokens the teacher is sure of; 0.5 sits between)"""
+    low_prob: float = 0.1
+    """a token is low-low when both models give it less than this (the swaps and the statistics)"""
     steps: int = 100
     """student updates"""
     prompts_per_step: int = 64
@@ -42,27 +46,33 @@ class Args:
     learning_rate: float = 3e-4
     """Adam learning rate of the student"""
     seed: int = 0
-    """seed of the problems, the sampling and the random selector"""
+    """seed of the problems, the sampling and the random selectors"""
     eval_every: int = 10
     """steps between greedy evaluations on the held-out set"""
     eval_size: int = 500
     """held-out problems per evaluation"""
-    student_sft_steps: int = 600
-    """most supervised steps of the student's warm start"""
-    student_stop_at_accuracy: float = 0.4
-    """the student's warm start stops once its validation accuracy reaches this"""
+    sample_k: int = 8
+    """samples per held-out problem for Mean@k / Pass@k, at the start and the end"""
+    student_sft_steps: int = 200
+    """supervised steps of the student's warm start (pinned; accuracy recorded, never a stop rule)"""
     teacher_n_layer: int = 3
     """teacher depth (the student has 2 blocks of width 64)"""
     teacher_n_embd: int = 96
     """teacher width"""
-    teacher_sft_steps: int = 700
+    teacher_sft_steps: int = 400
     """supervised steps of the teacher"""
     teacher_learning_rate: float = 2e-3
     """teacher's supervised learning rate"""
+    teacher_temperature: float = 1.0
+    """the teacher's logits are divided by this when it scores tokens (> 1: softer)"""
     sft_seed: int = 0
     """seed of both warm starts (shared by every selector)"""
+    task: str = "digitsum"
+    """task family: digitsum (many valid answers) or addition (one)"""
     digits: int = 3
-    """digits per addition operand"""
+    """digits per addition operand (task addition)"""
+    length: int = 5
+    """digits per response (task digitsum)"""
     cache_dir: str = ""
     """checkpoint cache of the warm starts; empty: train them in-process"""
     log_dir: str = ""
@@ -72,14 +82,14 @@ class Args:
 
 
 def student_args(args: Args) -> sft.Args:
-    return sft.Args(digits=args.digits, steps=args.student_sft_steps, stop_at_accuracy=args.student_stop_at_accuracy,
+    return sft.Args(task=args.task, digits=args.digits, length=args.length, steps=args.student_sft_steps,
                     seed=args.sft_seed, cache_dir=args.cache_dir, threads=args.threads)
 
 
 def teacher_args(args: Args) -> sft.Args:
-    return sft.Args(digits=args.digits, n_layer=args.teacher_n_layer, n_embd=args.teacher_n_embd,
-                    steps=args.teacher_sft_steps, learning_rate=args.teacher_learning_rate, seed=args.sft_seed,
-                    cache_dir=args.cache_dir, threads=args.threads)
+    return sft.Args(task=args.task, digits=args.digits, length=args.length, n_layer=args.teacher_n_layer,
+                    n_embd=args.teacher_n_embd, steps=args.teacher_sft_steps, learning_rate=args.teacher_learning_rate,
+                    seed=args.sft_seed, cache_dir=args.cache_dir, threads=args.threads)
 
 
 def distillation_loss(student_log_probs: torch.Tensor, teacher_log_probs: torch.Tensor,
@@ -93,33 +103,60 @@ def distillation_loss(student_log_probs: torch.Tensor, teacher_log_probs: torch.
     return -(signal * student_log_probs * weights).sum() / weights.sum().clamp(min=1.0)
 
 
+def token_statistics(teacher_log_probs: torch.Tensor, student_log_probs: torch.Tensor, selected: torch.Tensor,
+                     low_prob: float, keep_ratio: float) -> dict[str, float]:
+    """Regime statistics of one batch of sampled tokens (all (N, R)).
+
+    ``low_low_share``: tokens both models give less than ``low_prob``; ``teacher_sure_share``:
+    tokens with p_t > 0.99; ``selected_low_low_share``: low-low share among the selected tokens;
+    ``overlap_top_signal``: share of the selected tokens that divergence-only selection also picks;
+    ``top_signal_low_low_share``: low-low share among the tokens divergence-only selection picks;
+    ``teacher_unsure_share`` and ``low_low_share_at_001``: p_t < 0.01, and both below 0.01.
+    """
+    mask = torch.ones_like(selected)
+    both_low = low_low(teacher_log_probs, student_log_probs, mask, low_prob)
+    by_signal = top_share((teacher_log_probs - student_log_probs).abs(), mask, keep_ratio)
+    chosen = selected.sum().clamp(min=1).item()
+    return {"low_low_share": both_low.float().mean().item(),
+            "low_low_share_at_001": low_low(teacher_log_probs, student_log_probs, mask, 0.01).float().mean().item(),
+            "teacher_sure_share": (teacher_log_probs.exp() > 0.99).float().mean().item(),
+            "teacher_unsure_share": (teacher_log_probs.exp() < 0.01).float().mean().item(),
+            "top_signal_low_low_share": (both_low & by_signal).sum().item() / by_signal.sum().clamp(min=1).item(),
+            "selected_low_low_share": (both_low & selected).sum().item() / chosen,
+            "overlap_top_signal": (by_signal & selected).sum().item() / chosen}
+
+
 def main(args: Args) -> dict:
-    """Distil; returns ``{"final_accuracy", "teacher_accuracy", "history": [...], ...}``."""
+    """Distil; returns ``{"final_accuracy", "teacher_accuracy", sampled metrics, "history": [...], ...}``."""
     torch.set_num_threads(args.threads)
-    task = AdditionTask(args.digits)
+    task = make_task(args.task, args.digits, args.length)
     student, student_metrics = sft.warm_start(student_args(args))
     teacher, teacher_metrics = sft.warm_start(teacher_args(args))
     teacher.eval()
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
-    selector = make_selector(args.selector, args.keep_ratio, args.beta, torch.Generator().manual_seed(args.seed + 1))
+    selector = make_selector(args.selector, args.keep_ratio, args.beta, torch.Generator().manual_seed(args.seed + 1),
+                             args.low_prob)
     optimizer = torch.optim.Adam(student.parameters(), lr=args.learning_rate)
-    eval_operands = task.eval_operands(args.eval_size)
+    eval_problems = task.eval_problems(args.eval_size)
     name = f"opd_{args.selector}{f'_b{args.beta:g}' if args.selector == 'dial' else ''}_s{args.seed}"
     log = JsonlLog(Path(args.log_dir) / f"{name}.jsonl" if args.log_dir else None)
     P, R = task.prompt_length, task.response_length
     history: list[dict] = []
     started = time.perf_counter()
-    initial_accuracy = greedy_accuracy(student, task, eval_operands)
+    initial_accuracy = greedy_accuracy(student, task, eval_problems)
+    initial_sampled = sampled_metrics(student, task, eval_problems, args.sample_k, torch.Generator().manual_seed(777))
+    teacher_sampled = sampled_metrics(teacher, task, eval_problems, args.sample_k, torch.Generator().manual_seed(777),
+                                      temperature=args.teacher_temperature)
 
     for step in range(1, args.steps + 1):
-        operands = task.sample_operands(args.prompts_per_step, generator)
+        problems = task.sample_problems(args.prompts_per_step, generator)
         student.eval()
-        sequences = generate(student, task.prompts(operands), R, generator)  # (N, P+R), on-policy
+        sequences = generate(student, task.prompts(problems), R, generator)  # (N, P+R), on-policy
         student.train()
-        rewards = task.rewards(sequences[:, P:], task.answers(operands))
+        rewards = task.score(sequences[:, P:], problems)
         with torch.no_grad():
-            teacher_log_probs, _ = token_log_probs(teacher, sequences, P)  # (N, R)
+            teacher_log_probs, _ = token_log_probs(teacher, sequences, P, args.teacher_temperature)  # (N, R)
         student_log_probs, entropy = token_log_probs(student, sequences, P)  # (N, R), with gradients
         mask = torch.ones_like(student_log_probs, dtype=torch.bool)  # fixed-length responses: all valid
         selected = selector(teacher_log_probs, student_log_probs.detach(), mask)
@@ -132,25 +169,31 @@ def main(args: Args) -> dict:
         reverse_kl = (student_log_probs - teacher_log_probs).detach().mean().item()
         record = {"step": step, "reward": rewards.mean().item(), "accuracy": rewards.mean().item(),
                   "entropy": entropy.detach().mean().item(), "reverse_kl": reverse_kl,
-                  "selected_share": selected.float().mean().item(), "eval_accuracy": None}
+                  "selected_share": selected.float().mean().item(), "eval_accuracy": None,
+                  **token_statistics(teacher_log_probs, student_log_probs.detach(), selected, args.low_prob,
+                                     args.keep_ratio)}
         if step % args.eval_every == 0 or step == args.steps:
-            record["eval_accuracy"] = greedy_accuracy(student, task, eval_operands)
+            record["eval_accuracy"] = greedy_accuracy(student, task, eval_problems)
         history.append(record)
         log.write(record)
 
     log.close()
     final_accuracy = history[-1]["eval_accuracy"] if history else initial_accuracy
+    final_sampled = sampled_metrics(student, task, eval_problems, args.sample_k, torch.Generator().manual_seed(777))
     plot = None
     if args.log_dir and history:
         plot = str(plot_curves({name: history}, ["accuracy", "eval_accuracy", "entropy", "reverse_kl"],
                                Path(args.log_dir) / f"{name}.png", title=name))
-    return {"selector": args.selector, "beta": args.beta, "seed": args.seed, "log_name": name, "initial_accuracy": initial_accuracy,
-            "final_accuracy": final_accuracy, "teacher_accuracy": teacher_metrics["accuracy"],
-            "student_warm_start": student_metrics, "history": history,
+    return {"selector": args.selector, "beta": args.beta, "seed": args.seed, "log_name": name,
+            "initial_accuracy": initial_accuracy, "final_accuracy": final_accuracy,
+            "initial_sampled": initial_sampled, "final_sampled": final_sampled,
+            "teacher_accuracy": teacher_metrics["accuracy"], "teacher_sampled": teacher_sampled,
+            "student_warm_start": student_metrics, "teacher_warm_start": teacher_metrics, "history": history,
             "seconds": time.perf_counter() - started, "plot": plot}
 
 
 if __name__ == "__main__":
     out = main(sft.parse_dataclass(Args))
-    print(f"{out['selector']}: student greedy accuracy {out['initial_accuracy']:.3f} -> {out['final_accuracy']:.3f} "
-          f"(teacher {out['teacher_accuracy']:.3f}), {out['seconds']:.0f} s")
+    print(f"{out['log_name']}: student greedy accuracy {out['initial_accuracy']:.3f} -> {out['final_accuracy']:.3f}, "
+          f"sampled Mean@k {out['initial_sampled']['mean_at_k']:.3f} -> {out['final_sampled']['mean_at_k']:.3f} "
+          f"(teacher greedy {out['teacher_accuracy']:.3f}), {out['seconds']:.0f} s")

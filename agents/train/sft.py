@@ -1,8 +1,10 @@
 """Supervised warm start: teacher-forced next-token training on correct worked answers.
 
-Produces the GRPO starting policy (a small model stopped early: non-trivial but imperfect) and
-the distillation teacher (a larger model trained longer). Checkpoints are cached by a hash of
-``Args`` so the benchmarks train each warm start once.
+Produces the GRPO starting policy (a small model trained for a pinned, small number of steps:
+non-trivial but imperfect) and the distillation teacher (a larger model trained longer).
+Checkpoints are cached by a hash of ``Args`` so the benchmarks train each warm start once. The
+length of training is a step count, never an accuracy threshold: accuracy can jump between two
+checks, so a threshold gives a different starting policy on another machine or seed.
 
 Run: ``python -m rsigym.agents.train.sft --steps 600``.
 """
@@ -22,17 +24,23 @@ import torch.nn.functional as F
 
 from rsigym.cache import atomic_write_bytes, cache_key
 
-from .arithmetic import AdditionTask
 from .model import GPT, GPTConfig
 from .rollouts import greedy_accuracy
+from .tasks import VerifiableTask, make_task
 
 T = TypeVar("T")
 
 
 @dataclass
 class Args:
+    task: str = "digitsum"
+    """task family: digitsum (many valid answers) or addition (one)"""
     digits: int = 3
-    """digits per addition operand"""
+    """digits per addition operand (task addition)"""
+    length: int = 5
+    """digits per response (task digitsum)"""
+    canonical_share: float = 0.2
+    """share of digitsum demonstrations on the canonical path (the rest: uniform over right answers)"""
     n_layer: int = 2
     """transformer blocks"""
     n_head: int = 4
@@ -47,11 +55,6 @@ class Args:
     """AdamW peak learning rate (cosine decay to 10%)"""
     seed: int = 0
     """seed of the initial weights and of the training problems"""
-    stop_at_accuracy: float = 0.0
-    """stop early once greedy accuracy on a validation set reaches this (0: train all steps); how the
-    GRPO starting policy is made imperfect on purpose"""
-    eval_every: int = 10
-    """steps between validation checks when ``stop_at_accuracy`` is set"""
     eval_size: int = 1000
     """held-out problems scored greedily at the end"""
     cache_dir: str = ""
@@ -64,7 +67,7 @@ def _key(args: Args) -> str:
     return cache_key("sft", {k: v for k, v in dataclasses.asdict(args).items() if k not in ("cache_dir", "threads")})
 
 
-def build_model(args: Args, task: AdditionTask) -> GPT:
+def build_model(args: Args, task: VerifiableTask) -> GPT:
     config = GPTConfig(vocab_size=task.tokenizer.vocab_size, block_size=task.prompt_length + task.response_length,
                        n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd)
     return GPT(config)
@@ -73,7 +76,7 @@ def build_model(args: Args, task: AdditionTask) -> GPT:
 def train(args: Args) -> tuple[GPT, dict]:
     """Train from scratch; returns the model and ``{"accuracy", "loss", "seconds"}``."""
     torch.set_num_threads(args.threads)
-    task = AdditionTask(args.digits)
+    task = make_task(args.task, args.digits, args.length, args.canonical_share)
     torch.manual_seed(args.seed)  # weight initialisation draws from the global generator
     model = build_model(args, task)
     generator = torch.Generator().manual_seed(args.seed)
@@ -82,11 +85,9 @@ def train(args: Args) -> tuple[GPT, dict]:
         optimizer, lambda step: 0.1 + 0.45 * (1 + torch.cos(torch.tensor(torch.pi * step / args.steps)).item()))
     started, loss_value = time.perf_counter(), float("nan")
     P = task.prompt_length
-    validation = task.eval_operands(200, seed=54321)
-    steps_done = 0
     for step in range(args.steps):
-        operands = task.sample_operands(args.batch_size, generator)
-        sequences = torch.cat([task.prompts(operands), task.answers(operands)], dim=1)  # (B, P + R)
+        problems = task.sample_problems(args.batch_size, generator)
+        sequences = torch.cat([task.prompts(problems), task.demonstrations(problems, generator)], dim=1)  # (B, P + R)
         logits = model(sequences[:, :-1])[:, P - 1:, :]  # (B, R, V): only the response is supervised
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), sequences[:, P:].reshape(-1))
         optimizer.zero_grad(set_to_none=True)
@@ -95,12 +96,8 @@ def train(args: Args) -> tuple[GPT, dict]:
         optimizer.step()
         schedule.step()
         loss_value = loss.item()
-        steps_done = step + 1
-        if (args.stop_at_accuracy > 0 and steps_done % args.eval_every == 0
-                and greedy_accuracy(model, task, validation) >= args.stop_at_accuracy):
-            break
-    accuracy = greedy_accuracy(model, task, task.eval_operands(args.eval_size))
-    return model, {"accuracy": accuracy, "loss": loss_value, "steps": steps_done,
+    accuracy = greedy_accuracy(model, task, task.eval_problems(args.eval_size))
+    return model, {"accuracy": accuracy, "loss": loss_value, "steps": args.steps,
                    "seconds": time.perf_counter() - started}
 
 
@@ -141,9 +138,12 @@ def parse_dataclass(cls: type[T], argv: list[str] | None = None) -> T:
         flag = "--" + field.name.replace("_", "-")
         if isinstance(default, bool):
             parser.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=default)
+        elif isinstance(default, tuple):
+            parser.add_argument(flag, type=type(default[0]), nargs=len(default), default=default)
         else:
             parser.add_argument(flag, type=type(default), default=default)
-    return cls(**vars(parser.parse_args(argv)))
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(parser.parse_args(argv)).items()}
+    return cls(**values)
 
 
 if __name__ == "__main__":
