@@ -26,7 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--workers", type=int, default=1, help="parallel training processes (each one thread)")
     build.add_argument("--environments", nargs="*", help="research environments (default: all)")
     assemble = commands.add_parser("assemble", help="write the archive from the runs recorded so far")
-    assemble.add_argument("--out", type=Path, default=Path("runs/forecast_archive"))
+    assemble.add_argument("--out", type=Path, default=Path("runs/forecast_archive"),
+                          help="the build's folder (holds runs.jsonl); the archive is written there")
     assemble.add_argument("--seeds", type=int, default=8, help="the seeds the build was asked for")
     assemble.add_argument("--note", help="a line for the provenance (why the build is partial, how it ran)")
 
