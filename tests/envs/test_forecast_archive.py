@@ -96,3 +96,13 @@ def test_rerunning_an_archive_row_reproduces_its_gain_within_three_standard_erro
 def _gain(env: str, base: float, metric: float) -> float:
     from rsigym.envs.forecast.research import gain
     return max(GAIN_FLOOR, gain(env, base, metric))
+
+
+def test_the_archive_command_stops_bad_input_with_one_line(tmp_path: Path, capsys):
+    from rsigym.cli import main
+    assert main(["archive", "build", "--seeds", "1", "--out", str(tmp_path)]) == 2
+    assert main(["archive", "build", "--environments", "imagenet", "--out", str(tmp_path)]) == 2
+    assert main(["archive", "assemble", "--out", str(tmp_path / "empty")]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 3 and all(line.startswith("rsigym: error: ") for line in errors), errors
+    assert "imagenet" in errors[1] and "no runs" in errors[2]
