@@ -164,6 +164,7 @@ def build_runs(runs_path: Path, *, seeds: Sequence[int], environments: Sequence[
     done = {(r["environment"], r["intervention"], r["seed"]) for r in read_runs(runs_path)}
     todo = [job for job in _jobs(seeds, environments, only) if job not in done]
     runs_path.parent.mkdir(parents=True, exist_ok=True)
+    _drop_torn_tail(runs_path)
     with open(runs_path, "a") as out:
         if workers <= 1:
             results: Iterable[dict[str, Any]] = map(_run_job, todo)
@@ -173,6 +174,16 @@ def build_runs(runs_path: Path, *, seeds: Sequence[int], environments: Sequence[
             with multiprocessing.get_context("spawn").Pool(workers) as pool:   # spawn: torch holds threads
                 _append_all(out, pool.imap(_run_job, todo, chunksize=4), on_run)
     return len(todo)
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last line a kill left half-written, so the next append starts on a line of its own."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
 
 
 def _append_all(out: Any, results: Iterable[dict[str, Any]], on_run: Callable[[dict[str, Any]], None] | None) -> None:

@@ -10,7 +10,7 @@ import pytest
 from rsigym.envs.forecast.archive import (BASELINE_ID, GAIN_FLOOR, assemble, build_runs, load_archive, paired_stats,
                                           read_runs)
 from rsigym.envs.forecast.catalogue import interventions_of
-from rsigym.envs.forecast.research import research_environment, run
+from rsigym.envs.forecast.research import run
 
 
 def _row(env: str, iv: str, seed: int, metric: float | None, crashed: bool = False) -> dict:
@@ -85,14 +85,24 @@ def test_the_shipped_archive_has_provenance_and_every_intervention():
 @pytest.mark.parametrize("intervention", ["digits-mlp/lr_x3", "tabular-bc/C_div10"])
 def test_rerunning_an_archive_row_reproduces_its_gain_within_three_standard_errors(intervention):
     record = load_archive().by_id()[intervention]
-    env = record.environment
-    diff = record.diff
-    gains = [research_environment(env) and _gain(env, run(env, {}, s).metric, run(env, diff, s).metric)
-             for s in record.seeds]
-    rerun_mean = sum(gains) / len(gains)
-    assert abs(rerun_mean - record.gain) <= 3 * max(record.gain_se, 1e-6), (rerun_mean, record.gain, record.gain_se)
+    env, seeds = record.environment, record.seeds[:4]          # 4 of the paired seeds keep CI short
+    gains = [_gain(env, run(env, {}, s).metric, run(env, record.diff, s).metric) for s in seeds]
+    archived = [record.gains[record.seeds.index(s)] for s in seeds]
+    rerun_mean, archived_mean = sum(gains) / len(gains), sum(archived) / len(archived)
+    assert abs(rerun_mean - archived_mean) <= 3 * max(record.gain_se, 1e-6), (rerun_mean, archived_mean)
+    assert abs(rerun_mean - record.gain) <= 3 * max(record.gain_se, 1e-6) + abs(archived_mean - record.gain)
 
 
 def _gain(env: str, base: float, metric: float) -> float:
     from rsigym.envs.forecast.research import gain
     return max(GAIN_FLOOR, gain(env, base, metric))
+
+
+def test_the_archive_command_stops_bad_input_with_one_line(tmp_path: Path, capsys):
+    from rsigym.cli import main
+    assert main(["archive", "build", "--seeds", "1", "--out", str(tmp_path)]) == 2
+    assert main(["archive", "build", "--environments", "imagenet", "--out", str(tmp_path)]) == 2
+    assert main(["archive", "assemble", "--out", str(tmp_path / "empty")]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 3 and all(line.startswith("rsigym: error: ") for line in errors), errors
+    assert "imagenet" in errors[1] and "no runs" in errors[2]
