@@ -9,7 +9,9 @@
 
 All world-model agents pick greedily and, with probability ``audit_rate``, uniformly at random
 (a randomised audit); each action carries the predictions, the propensity of the pick, the
-version id and the protocol decisions since the last action, which the env records.
+version id and the protocol decisions since the last action, which the env records. (A check
+point falling after the stream's last problem changes no choice and has no action to ride on: it
+is not recorded.)
 """
 
 from __future__ import annotations

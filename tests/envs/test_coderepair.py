@@ -319,12 +319,13 @@ def test_llm_coder_puts_the_failing_public_tests_in_its_prompt_and_reads_code_bl
 
 @pytest.mark.parametrize("kind", ["logistic", "torch"])
 def test_predictors_learn_a_weighted_signal_and_rank_by_it(kind):
-    from rsigym.envs.coderepair.predictors import make_predictor
+    from rsigym.envs.coderepair.predictors import LogisticPredictor, TorchPredictor
 
     rng = np.random.default_rng(0)
     X = rng.integers(0, 2, (400, len(FEATURE_NAMES))).astype(float)
     y = (rng.random(400) < np.where(X[:, 0] == 1, 0.8, 0.1)).astype(float)
-    predictor = make_predictor(kind, seed=0).fit(X, y, np.ones(400))
+    model = LogisticPredictor() if kind == "logistic" else TorchPredictor(epochs=150, seed=0)
+    predictor = model.fit(X, y, np.ones(400))
     p = predictor.predict(X)
     assert p[X[:, 0] == 1].mean() == pytest.approx(0.8, abs=0.1)
     assert p[X[:, 0] == 0].mean() == pytest.approx(0.1, abs=0.1)
