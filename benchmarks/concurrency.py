@@ -20,6 +20,10 @@ sequential run's. Then a 429 storm: the server answers every other call 429 for 
 of a concurrency-32 run; the table shows episodes lost (must be 0), retries against the 429s
 served, and the provider gate's summary line (the cap's trajectory).
 
+The table also shows the worker's CPU time per episode and how many cores it kept busy: where
+``share of ideal`` falls short while ``cores busy`` sits near what the machine gives one process,
+the worker is CPU-bound (LiteLLM's client and the env), not waiting on the runner.
+
 Run: ``python benchmarks/concurrency.py [--episodes 64] [--repeats 3] [--latency 0.5]
 [--levels 1,8,32,64] [--storm 10] [--no-pool]``. Targets: concurrency 32 >= 20x concurrency 1;
 peak memory at 32 < 2x that at 1; no episode lost in the storm.
@@ -84,15 +88,16 @@ def measure(config: dict[str, Any]) -> dict[str, Any]:
     # through the in-flight runner (concurrency 2, one episode), so that it counts the env as warm
     run_scenario(warm, out / "warm", workers=0, progress=False, report=False, concurrency=2)
     scenario = parse_scenario(battery(api_base, config["episodes"], backoff_base_s=config.get("backoff_base_s", 1.0)))
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), _cpu_s(config["workers"])
     summary = run_scenario(scenario, out / "run", workers=config["workers"], concurrency=config["concurrency"],
                            progress=False, report=False)
     seconds = time.perf_counter() - started
+    cpu_s = _cpu_s(config["workers"]) - cpu_started
     who = resource.RUSAGE_CHILDREN if config["workers"] else resource.RUSAGE_SELF
     records = read_records(out / "run" / "records.jsonl").records
     from rsigym.limits import format_stats
 
-    return {"seconds": seconds, "episodes": len(records), "ran": summary.ran,
+    return {"seconds": seconds, "cpu_s": cpu_s, "episodes": len(records), "ran": summary.ran,
             "infra_errors": sum(r.termination == "infra_error" for r in records),
             "calls": sum(r.usage.model_calls for r in records),
             "retries": sum(r.usage.provider_retries for r in records),
@@ -101,6 +106,14 @@ def measure(config: dict[str, Any]) -> dict[str, Any]:
             "signatures": {r.episode_key: list(signature(r)) for r in records},
             # the api_base is part of the agent's spec, so a second server means other keys
             "by_task": {f"{r.env.task_id}/{r.seed}/{r.rep}": list(signature(r)) for r in records}}
+
+
+def _cpu_s(workers: int) -> float:
+    """CPU seconds of the worker(s): this process, or its finished children (the pool's workers)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN if workers else resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_child(config: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +170,9 @@ def main(episodes: int = 64, repeats: int = 3, latency_s: float = 0.5, levels: t
                             f"({runs[-1]['seconds']:.1f} s, peak {runs[-1]['peak_rss_mb']:.0f} MiB)")
             rows[label] = {"runs": runs, "workers": workers, "concurrency": concurrency,
                            "eps": statistics.median(r["episodes"] / r["seconds"] for r in runs),
-                           "rss": statistics.median(r["peak_rss_mb"] for r in runs)}
+                           "rss": statistics.median(r["peak_rss_mb"] for r in runs),
+                           "cpu_per_episode": statistics.median(r["cpu_s"] / r["episodes"] for r in runs),
+                           "core_share": statistics.median(r["cpu_s"] / r["seconds"] for r in runs)}
     reference = next(iter(rows.values()))  # concurrency 1 in this process: the sequential runner
     sequential = reference["runs"][0]["signatures"]
     sequential_by_task = reference["runs"][0]["by_task"]
@@ -165,7 +180,7 @@ def main(episodes: int = 64, repeats: int = 3, latency_s: float = 0.5, levels: t
     table = Table(title=f"{episodes} ToolUse-v0 episodes, llm agent, {latency_s * 1000:.0f} ms per model call, "
                         f"{calls_per_episode:.1f} calls per episode (median of {repeats} runs)")
     for column in ("runner", "episodes/s", "x concurrency 1", "ideal episodes/s", "share of ideal",
-                   "peak RSS MiB", "x RSS at 1", "records = sequential"):
+                   "CPU ms / episode", "cores busy", "peak RSS MiB", "x RSS at 1", "records = sequential"):
         table.add_column(column, justify="left" if column == "runner" else "right")
     results: dict[str, Any] = {}
     for label, row in rows.items():
@@ -175,7 +190,7 @@ def main(episodes: int = 64, repeats: int = 3, latency_s: float = 0.5, levels: t
                    for r in row["runs"])
         speedup, memory = row["eps"] / reference["eps"], row["rss"] / reference["rss"]
         table.add_row(label, f"{row['eps']:.2f}", f"{speedup:.1f}x", f"{ideal:.2f}", f"{row['eps'] / ideal:.0%}",
-                      f"{row['rss']:.0f}", f"{memory:.2f}x" if row["workers"] == 0 else "(4 workers)",
+                      f"{row['cpu_per_episode'] * 1000:.0f}", f"{row['core_share']:.2f}", f"{row['rss']:.0f}", f"{memory:.2f}x" if row["workers"] == 0 else "(4 workers)",
                       "yes" if same else "NO")
         results[label] = {"eps": row["eps"], "speedup": speedup, "memory_ratio": memory, "identical": same}
     console.print(table)
