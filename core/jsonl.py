@@ -29,6 +29,7 @@ from typing import Iterable, Iterator
 
 from .errors import UserError
 from .records import Trajectory, utc_now
+from .redact import redact
 from .shared_text import SharedText
 
 __all__ = ["RecordWriter", "ReadResult", "read_records", "rewrite_records", "move_bad_lines",
@@ -109,8 +110,9 @@ def _parse_line(raw: bytes, shared: SharedText) -> Trajectory:
 
 
 def _record_line(record: Trajectory, shared: SharedText) -> bytes:
-    """The record's line on disk: its JSON with what the run shares moved to ``shared.jsonl``."""
-    compact = shared.compact(record.to_dict())
+    """The record's line on disk: its JSON, secrets redacted (``rsigym.redact``), with what the run
+    shares moved to ``shared.jsonl``."""
+    compact = shared.compact(redact(record.to_dict()))
     return json.dumps(compact, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
