@@ -58,6 +58,24 @@ def _deadline(timeout_s: float | None) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
+def _import_before_the_timer(env_id: str) -> None:
+    """Import the env's module (and the kernel's conditions) before an episode timer is armed: an
+    alarm inside an import would leave a half-made module in the worker and surface as another
+    error. One-time costs of a worker are not the episode's."""
+    import importlib
+
+    import gymnasium as gym
+
+    import rsigym.conditions  # noqa: F401
+
+    try:
+        entry_point = gym.spec(env_id).entry_point
+    except Exception:  # noqa: BLE001 - an unknown id fails in gym.make, inside the episode
+        return
+    if isinstance(entry_point, str):
+        importlib.import_module(entry_point.split(":")[0])
+
+
 _GRADER_CACHE: dict[tuple[str, str], Any] = {}
 _GRADER_LOCK = threading.Lock()
 
@@ -97,6 +115,9 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
     record = Trajectory(episode_key=spec.key, env=spec.env, agent=spec.agent, seed=spec.seed,
                         rep=spec.rep, rsigym_version=rsigym.__version__)
     env = None
+    if spec.timeout_s:
+        _import_before_the_timer(spec.env.id)
+    started = time.monotonic()
     try:
         with _deadline(spec.timeout_s):
             kwargs = dict(spec.env.kwargs)
@@ -107,10 +128,13 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
             _play(env, agent, spec, record)
     except EpisodeTimeout as exc:  # an infrastructure limit, not the agent's failure
         record.termination, record.error = "infra_error", str(exc)
-    except InfraError as exc:
-        record.termination, record.error = "infra_error", _short_error(exc)
     except Exception as exc:  # an env bug is not the agent's fault: infra_error, recorded
         record.termination, record.error = "infra_error", _short_error(exc)
+        if spec.timeout_s and time.monotonic() - started >= spec.timeout_s:
+            # The alarm came first, and code it interrupted (an import, a library's handler) turned
+            # it into another exception: still the timeout, with what it surfaced as.
+            record.error = (f"{TIMEOUT_CAUSE}: the episode ran past its wall clock of {spec.timeout_s:g} s "
+                            f"(surfaced as {record.error})")
     finally:
         agent_usage = sum((s.usage for s in record.steps), record.usage_by_role.pop("agent", Usage()))
         by_role = {"agent": agent_usage} if agent_usage.model_calls else {}
