@@ -182,10 +182,11 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         failing = [f"{t} -> {r.get('status')}{': ' + r['detail'] if r.get('detail') else ''}"
                    for t, r in zip(problem.public, public.tests) if r.get("status") != "pass"]
         self._feedback = "\n".join(failing[:3])[:4000]
-        self._current["rounds"].append({
+        round_record: dict[str, Any] = {
             "chosen": choice, "kinds": [c.kind for c in self._candidates], "origins": [c.origin for c in self._candidates],
-            "public_pass": public.all_pass, "failure": public.failure_type(), **{
-                k: value[k] for k in ("predictions", "propensity", "audit", "wm_version") if k in value}})
+            "public_pass": public.all_pass, "failure": public.failure_type()}
+        round_record.update({k: value[k] for k in ("predictions", "propensity", "audit", "wm_version") if k in value})
+        self._current["rounds"].append(round_record)
         self._decisions += list(value.get("decisions") or [])
         executed = {"problem_id": problem.problem_id, "round": self._round, "candidate": choice,
                     "public_pass": public.all_pass, "failure": public.failure_type()}
