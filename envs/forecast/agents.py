@@ -10,6 +10,7 @@ fall back to the group prior.
 
 from __future__ import annotations
 
+import abc
 import json
 from typing import Any
 
@@ -66,7 +67,7 @@ def group_prior_predictions(data: dict[str, Any]) -> list[float]:
     return predictions
 
 
-class ForecastAgent:
+class ForecastAgent(abc.ABC):
     """Base: parse the observation's data, call ``predict``, return the action."""
 
     kind = "forecast"
@@ -88,8 +89,9 @@ class ForecastAgent:
         predictions = [float(np.clip(p, -100.0, 100.0)) for p in self.predict(data)]
         return {"predictions": predictions}
 
+    @abc.abstractmethod
     def predict(self, data: dict[str, Any]) -> list[float]:
-        raise NotImplementedError
+        """One predicted gain per candidate of the round's ``data``."""
 
 
 class ZeroForecaster(ForecastAgent):
@@ -125,8 +127,9 @@ class GroupPriorForecaster(ForecastAgent):
 class _SklearnForecaster(ForecastAgent):
     allowed_params = frozenset({"min_rows"})
 
+    @abc.abstractmethod
     def _model(self, rows: int) -> Any:
-        raise NotImplementedError
+        """A fresh scikit-learn regressor for ``rows`` training rows."""
 
     def predict(self, data: dict[str, Any]) -> list[float]:
         from sklearn.feature_extraction import DictVectorizer
