@@ -4,9 +4,13 @@ For each task the same full evaluations (the task's hand-written library, cycled
 interleaved so that load drifts hit both alike, with the same protocol:
 
 * ``docker``: ``SandboxEvaluator`` on one warm container from the shared pool (``open_sandbox
-  ("docker")``, the env's limits): per evaluation one fresh runner exec as the user (the
-  candidate on stdin) and, for bin packing, at the same time one harness exec as the harness
-  identity that asks for one item at a time over a Unix socket;
+  ("docker")``, the env's limits) as the env runs it: per evaluation one fresh runner process as
+  the user (the candidate on stdin), spawned by the sandbox's exec server (one engine exec per
+  sandbox, not per evaluation; ``rsigym.sandbox.exec_server``) and, for bin packing, at the same
+  time one harness exec as the harness identity that asks for one item at a time over a Unix
+  socket;
+* ``docker per exec``: the same container, each runner started by its own engine exec (how the
+  evaluator ran before the exec server; the engine's exec costs ~45 ms here), for comparison;
 * ``bare``: the same evaluator on bare local subprocesses (a temp dir, ``subprocess.run`` of this
   interpreter, no limits, no second identity): the reference cost of the evaluation itself.
 
@@ -14,8 +18,9 @@ A third column measures what enforcing online bin packing costs by itself: ``bar
 former, forgeable scheme (``in-process``: the candidate and the instances in one process, which
 calls ``priority()`` directly; a bare subprocess too).
 
-Prints evaluations per second (from the median seconds per evaluation) and the in-run ratio
-docker/bare (target >= 0.7), and checks that all ways give the same scores. The evaluator does a
+Prints evaluations per second (from the median seconds per evaluation) and the in-run ratios
+docker/bare (target >= 0.7) and docker per exec/bare, and checks that all ways give the same
+scores. The evaluator does a
 task's whole full evaluation (all 30 bin-packing instances) in one pair of execs, so container
 overhead is paid once per evaluation, not per instance.
 
@@ -84,6 +89,14 @@ class BareSubprocess:
         shutil.rmtree(self.work_dir, ignore_errors=True)
 
 
+class PerExec:
+    """A sandbox seen without its exec server: every runner gets its own engine exec."""
+
+    def __init__(self, sandbox: Any) -> None:
+        self._sandbox = sandbox
+        self.provider, self.info, self.exec = sandbox.provider, sandbox.info, sandbox.exec
+
+
 # The former, forgeable scheme as a speed reference: the candidate's own process holds the
 # instances (here: after the candidate on stdin) and calls priority() directly.
 IN_PROCESS = RUNNER_PRELUDE + r'''
@@ -134,6 +147,7 @@ def measure(task_name: str, args: Args) -> dict[str, Any]:
     docker_sandbox, bare = open_sandbox("docker", EVOLUTION_LIMITS), BareSubprocess()
     try:
         evaluators: dict[str, Any] = {"docker": SandboxEvaluator(task, docker_sandbox),
+                                      "docker_per_exec": SandboxEvaluator(task, PerExec(docker_sandbox)),  # type: ignore[arg-type]
                                       "bare": SandboxEvaluator(task, bare)}
         if task.harness_program is not None:
             evaluators["in_process"] = InProcessEvaluator(task, bare)
@@ -154,6 +168,7 @@ def measure(task_name: str, args: Args) -> dict[str, Any]:
     agree = all(_agree(scores["docker"], scores[name]) for name in scores)
     return {"task": task_name, "docker": rates["docker"], "bare": rates["bare"],
             "ratio": rates["docker"] / rates["bare"], "in_process": rates.get("in_process"),
+            "per_exec": rates["docker_per_exec"], "per_exec_ratio": rates["docker_per_exec"] / rates["bare"],
             "scores_agree": agree, "evaluations": args.evaluations}
 
 
@@ -167,7 +182,8 @@ def main(args: Args) -> list[dict[str, Any]]:
     title = f"full evaluations per second, median of {args.evaluations} (bin packing: 30 x {args.items} items)"
     table = Table(title=title)
     columns = ("task", "docker pool evals/s", "bare subprocess evals/s", "ratio", "target", "verdict",
-               "bare in-process evals/s", "online protocol cost", "same scores")
+               "docker per exec evals/s", "its ratio", "bare in-process evals/s", "online protocol cost",
+               "same scores")
     for column in columns:
         table.add_column(column, justify="left" if column == "task" else "right", no_wrap=True)
     for row in rows:
@@ -175,10 +191,11 @@ def main(args: Args) -> list[dict[str, Any]]:
         reference = row["in_process"]
         table.add_row(row["task"], f"{row['docker']:.2f}", f"{row['bare']:.2f}", f"{row['ratio']:.2f}",
                       f">= {RATIO_TARGET}", "[green]PASS[/green]" if ok else "[red]MISS[/red]",
+                      f"{row['per_exec']:.2f}", f"{row['per_exec_ratio']:.2f}",
                       "-" if reference is None else f"{reference:.2f}",
                       "-" if reference is None else f"x{reference / row['bare']:.2f} time",
                       "yes" if row["scores_agree"] else "[red]no[/red]")
-    Console(width=190).print(table)
+    Console(width=230).print(table)
     return rows
 
 

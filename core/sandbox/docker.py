@@ -64,6 +64,8 @@ from rsigym.sandbox.paths import work_relative
 if TYPE_CHECKING:
     import docker
 
+    from rsigym.sandbox.exec_server import ExecServer
+
 __all__ = ["DockerSandbox"]
 
 _MIB = 1024 * 1024
@@ -117,6 +119,7 @@ class DockerSandbox:
         self._oom_kills = 0  # a fresh container's cgroup has seen none
         self._tracker = ExecTracker()
         self._harness_used = False  # the reset skips the harness part when no harness ran
+        self._servers: list[Any] = []  # open ExecServers, closed with the sandbox
         self.container_id, self._image_id = engine.create_container(self._api, image, limits)
         try:
             self._setup()
@@ -279,6 +282,24 @@ class DockerSandbox:
             oom_killed=oom,
         )
 
+    def exec_server(self) -> "ExecServer":
+        """This sandbox's exec server: runs user commands through one long-lived exec, ~2 ms each
+        instead of the engine's ~45 ms per exec, with ``exec``'s guarantees (see
+        ``rsigym.sandbox.exec_server``). One per sandbox, made on the first call, started on its
+        first command and closed with the sandbox."""
+        from rsigym.sandbox.exec_server import ExecServer
+
+        self._check_open()
+        if not self._servers:
+            self._servers.append(ExecServer(self))
+        server: ExecServer = self._servers[0]
+        return server
+
+    def _close_servers(self) -> None:
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
+
     # -- files -------------------------------------------------------------------------------
 
     def _relative(self, path: str) -> str:
@@ -369,6 +390,7 @@ class DockerSandbox:
             SandboxUnavailable: the container is dead.
         """
         self._check_open()
+        self._close_servers()
         self._reset()
 
     def _reset(self) -> None:
@@ -401,11 +423,14 @@ class DockerSandbox:
         handle.__dict__.update(self.__dict__)
         handle._closed, handle._on_close, handle._info_extra = False, on_close, {}
         handle._tracker = ExecTracker()
+        handle._servers = []
+        self._close_servers()
         self._closed = True
         return handle
 
     def remove(self) -> None:
         """Force-remove the container. Idempotent; never raises for a container already gone."""
+        self._close_servers()
         self._closed = True
         try:
             self._api.remove_container(self.container_id, force=True)
@@ -426,6 +451,7 @@ class DockerSandbox:
         """Return the container to its pool, or remove it when it has none. Idempotent."""
         if self._closed:
             return
+        self._close_servers()
         if self._on_close is not None:
             self._closed = True
             self._on_close(self)

@@ -16,7 +16,7 @@ from typing import Any
 
 from rsigym.sandbox.output import CappedBuffer
 
-__all__ = ["raw_socket", "pump_exec_socket"]
+__all__ = ["raw_socket", "pump_exec_socket", "Demux"]
 
 _HEADER = 8
 _STDERR = 2
@@ -32,7 +32,7 @@ def raw_socket(response: Any) -> socket.socket:
     return sock
 
 
-class _Demux:
+class Demux:
     """Splits frames onto stdout/stderr buffers as bytes arrive, without waiting for whole frames."""
 
     def __init__(self, out: CappedBuffer, err: CappedBuffer) -> None:
@@ -74,7 +74,7 @@ def pump_exec_socket(
     Raises:
         OSError: the connection to the engine failed.
     """
-    demux = _Demux(out, err)
+    demux = Demux(out, err)
     sock.setblocking(False)
     sel = selectors.DefaultSelector()
     pending, pos = stdin, 0

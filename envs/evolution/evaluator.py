@@ -7,10 +7,13 @@ reason**; the run goes on. Only the sandbox itself failing (a dead container) ra
 
 What each evaluation is guaranteed (docker provider; see the README for the local one):
 
-* a fresh start: the runner clears everything the user owns in the work dir, ``/tmp``,
-  ``/dev/shm``, ``/dev/mqueue`` and its System V IPC objects before the candidate loads, and the
-  sandbox kills the user's processes when each exec ends, so nothing of one candidate reaches the
-  next;
+* a fresh start: each evaluation starts a fresh runner process, which clears everything the
+  user owns in the work dir, ``/tmp``, ``/dev/shm``, ``/dev/mqueue`` and its System V IPC objects
+  before the candidate loads, and every process of the user is killed when the runner ends, so
+  nothing of one candidate reaches the next. On docker the runner is spawned by the sandbox's exec
+  server (one engine exec per episode, not per evaluation; the server is non-dumpable, so a
+  candidate cannot read or write its stream, and a candidate that kills or stops it only fails
+  its own evaluation, uncached: see ``rsigym.sandbox.exec_server``);
 * nothing to tamper with: the runner and harness programs are passed inline and run with
   ``python3 -I`` (no file on disk, no planted module imported); bin-packing instances reach only
   the harness process, over its stdin, and that process runs as the harness identity, which the
@@ -73,6 +76,9 @@ class SandboxEvaluator:
         self.cache = cache
         self.cache_hits = 0
         self._setup_key: str | None = None
+        # docker: the runner goes through one exec server (a spawn, not an engine exec, per
+        # evaluation; see rsigym.sandbox.exec_server); elsewhere through sandbox.exec.
+        self._server: Any = None
 
     @property
     def guarded(self) -> bool:
@@ -118,8 +124,9 @@ class SandboxEvaluator:
         docker = self.sandbox.provider == "docker"
         session: dict[str, Any] = {"shared_dirs": list(_DOCKER_SHARED_DIRS) if docker else [], "sysv_ipc": docker}
         runner = ["python3", "-I", "-c", self.task.candidate_program]
+        run_runner = self._runner_exec()
         if self.task.harness_program is None:
-            run = self.sandbox.exec(runner, stdin=_stdin(session, code), timeout=timeout)
+            run = run_runner(runner, stdin=_stdin(session, code), timeout=timeout)
             return self._result(kind, cost, timeout, run, run)
         session.update(socket="rsigym-eval-" + secrets.token_hex(16), connect_timeout_s=timeout)
         harness_input = (json.dumps({"socket": session["socket"], "timeout_s": timeout + 2.0}).encode() + b"\n"
@@ -137,12 +144,18 @@ class SandboxEvaluator:
         thread = threading.Thread(target=run_harness, name="rsigym-evolution-harness", daemon=True)
         thread.start()
         try:
-            run = self.sandbox.exec(runner, stdin=_stdin(session, code), timeout=timeout)
+            run = run_runner(runner, stdin=_stdin(session, code), timeout=timeout)
         finally:
             thread.join()
         if "error" in outcome:
             raise outcome["error"]
         return self._result(kind, cost, timeout, run, outcome["run"])
+
+    def _runner_exec(self) -> Any:
+        """How the candidate's runner is started: the sandbox's exec server when it has one."""
+        if self._server is None and callable(getattr(self.sandbox, "exec_server", None)):
+            self._server = self.sandbox.exec_server()  # type: ignore[attr-defined]
+        return self._server.exec if self._server is not None else self.sandbox.exec
 
     def _result(self, kind: str, cost: float, timeout: float, run: ExecResult, result_run: ExecResult) -> EvalResult:
         """``run``: the candidate's process; ``result_run``: the one whose output is the result."""

@@ -1,0 +1,279 @@
+"""Many short user commands through one docker exec: ``DockerSandbox.exec_server()``.
+
+Each ``docker exec`` costs the engine about 45 ms here (runc sets up namespaces, cgroups and the
+seccomp filter for every process it starts), which is a third of a circle-packing evaluation. An
+exec server is one long-lived exec of the user identity (``container_scripts.EXEC_SERVER``) that
+spawns each command itself, about 2 ms, with the same contract as ``sandbox.exec(...,
+as_user="user")``: a fresh process with its own stdin, stdout and stderr capped at the sandbox's
+output limit, a timeout, the exec's exit status (128+N for a signal), ``oom_killed`` from the
+container's cgroup counter, and **every other process of the user killed when the command ends**
+(and on its timeout), before the reply, so nothing one command started meets the next one.
+
+Why the commands cannot reach the server or the host's stream: the server makes itself
+non-dumpable before it serves, and the kernel refuses ptrace, ``/proc/<pid>/fd``, ``mem`` and
+``environ`` of a non-dumpable process to every process without CAP_SYS_PTRACE, its own uid
+included; its stdin and stdout (the host's stream) are moved off fds 0 and 1 and never inherited.
+What a command *can* do is signal the server (same uid). A killed server ends the stream: the
+command's result says so (exit 137 and a note, never a result of the command's own), the host
+kills every process of the user and the next command starts a new server. A stopped server
+(SIGSTOP) misses the host's deadline (the command's timeout plus ``GUARD_S``): it is reported as a
+timeout and handled the same way. ``tests/security/test_exec_server.py`` runs each of these as
+an attack.
+
+The server holds the user identity (``ExecTracker``) only while a command runs, like any exec: a
+plain ``exec`` as the user between two commands works, and its end-of-exec kill ends the idle
+server too, which the next command notices (before it runs: the server acknowledges each request
+before it spawns anything) and replaces. A sandbox has one exec server, closed with the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import selectors
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from rsigym.errors import SandboxError
+from rsigym.sandbox.base import ExecResult, validate_exec_args
+from rsigym.sandbox.container_scripts import EXEC_SERVER
+from rsigym.sandbox.engine import NOBODY, engine_errors
+from rsigym.sandbox.exec_stream import Demux, raw_socket
+from rsigym.sandbox.output import CappedBuffer
+
+if TYPE_CHECKING:
+    from rsigym.sandbox.docker import DockerSandbox
+
+__all__ = ["ExecServer", "GUARD_S"]
+
+# How long past a command's timeout the host waits for the server's reply before it treats the
+# server as stopped (the server enforces the timeout itself; this only catches a frozen server).
+GUARD_S = 5.0
+_START_TIMEOUT_S = 30.0
+_LOST_NOTE = ("\n[rsigym] the command ended the exec server (it signalled the server's process); every process "
+              "of the user was killed and the next command gets a new server\n")
+_FROZEN_NOTE = "\n[rsigym] the exec server stopped answering (stopped by the command?); every process of the user was killed\n"
+_SIGKILL_EXIT = 128 + 9
+
+
+class _Lost(Exception):
+    """The server's stream ended, or the deadline passed, before a whole reply came."""
+
+    def __init__(self, frozen: bool) -> None:
+        super().__init__("frozen" if frozen else "ended")
+        self.frozen = frozen
+
+
+class _Bytes:
+    """An uncapped sink for the server's stdout (its replies are length-checked instead)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, chunk: bytes) -> None:
+        self.data += chunk
+
+
+class ExecServer:
+    """Runs user commands in a docker sandbox through one long-lived exec (see the module docstring).
+
+    Use ``DockerSandbox.exec_server()`` to open one; ``exec`` has the signature and the result of
+    ``sandbox.exec`` for the user identity (``cwd`` is the work dir; no ``persist``).
+    """
+
+    def __init__(self, sandbox: "DockerSandbox") -> None:
+        self._sandbox = sandbox
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._response: Any = None
+        self._stdout = _Bytes()
+        self._stderr = CappedBuffer(65536)
+        self._demux: Demux | None = None
+        self.pid: int | None = None
+        """The server's pid in the container (None until it has started)."""
+        self.starts = 0
+        """How many servers this object started (1 unless a command ended or froze one)."""
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        sandbox = self._sandbox
+        try:
+            with engine_errors(sandbox.container_id):
+                exec_id = sandbox._api.exec_create(
+                    sandbox.container_id, ["python3", "-I", "-c", EXEC_SERVER], stdin=True, user=NOBODY,
+                    environment={"HOME": sandbox.limits.work_dir}, workdir=sandbox.limits.work_dir,
+                )["Id"]  # fmt: skip
+                self._response = sandbox._api.exec_start(exec_id, socket=True)
+            self._sock = raw_socket(self._response)
+            self._sock.setblocking(False)
+            self._stdout, self._stderr = _Bytes(), CappedBuffer(65536)
+            self._demux = Demux(self._stdout, self._stderr)  # type: ignore[arg-type]
+            try:
+                ready, _, _ = self._read_frame(time.monotonic() + _START_TIMEOUT_S)
+            except (_Lost, ValueError):
+                detail = self._stderr.text().strip()[-300:]
+                raise SandboxError(f"the exec server did not start: {detail or 'no output'}") from None
+            self.pid = int(ready.get("pid", 0)) or None
+        except BaseException:
+            self._drop()
+            raise
+        self.starts += 1
+
+    def _drop(self) -> None:
+        """Close the stream (the server then exits on EOF, or is dead already)."""
+        for thing in (self._sock, self._response):
+            try:
+                if thing is not None:
+                    thing.close()
+            except OSError:
+                pass
+        self._sock = self._response = self._demux = None
+
+    def close(self) -> None:
+        """Stop the server (the sandbox's other execs as the user work again). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._drop()
+
+    def __enter__(self) -> "ExecServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the wire ----------------------------------------------------------------------------
+
+    def _pump(self, deadline: float, send: bytes = b"") -> None:
+        """Send ``send`` (if any) and read at least one chunk, or raise _Lost."""
+        assert self._sock is not None and self._demux is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self._sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if send else 0))
+        pos = 0
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _Lost(frozen=True)
+                for _, mask in sel.select(left):
+                    if mask & selectors.EVENT_WRITE and pos < len(send):
+                        try:
+                            pos += self._sock.send(send[pos : pos + 65536])
+                        except BlockingIOError:
+                            pass
+                        except OSError:
+                            raise _Lost(frozen=False) from None
+                        if pos >= len(send):
+                            sel.modify(self._sock, selectors.EVENT_READ)
+                    if mask & selectors.EVENT_READ:
+                        try:
+                            chunk = self._sock.recv(65536)
+                        except BlockingIOError:
+                            continue
+                        except OSError:
+                            raise _Lost(frozen=False) from None
+                        if not chunk:
+                            raise _Lost(frozen=False)
+                        self._demux.feed(chunk)
+                        if pos >= len(send):
+                            return
+        finally:
+            sel.close()
+
+    def _take(self, n: int, deadline: float) -> bytes:
+        while len(self._stdout.data) < n:
+            self._pump(deadline)
+        data = bytes(self._stdout.data[:n])
+        del self._stdout.data[:n]
+        return data
+
+    def _read_frame(self, deadline: float) -> tuple[dict[str, Any], bytes, bytes]:
+        size = int.from_bytes(self._take(4, deadline), "big")
+        if size > 65536:
+            raise _Lost(frozen=False)  # not a reply: the stream is not the server's
+        header = json.loads(self._take(size, deadline))
+        cap = self._sandbox.limits.output_bytes
+        out_n, err_n = int(header.get("out", 0)), int(header.get("err", 0))
+        if not (0 <= out_n <= cap and 0 <= err_n <= cap):
+            raise _Lost(frozen=False)
+        return header, self._take(out_n, deadline), self._take(err_n, deadline)
+
+    def _idle_dead(self) -> bool:
+        """True when the idle server's stream is readable (it ended, or sent what it should not)."""
+        assert self._sock is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._sock, selectors.EVENT_READ)
+            return bool(sel.select(0))
+
+    # -- exec --------------------------------------------------------------------------------
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | str | None = None,
+        timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run ``argv`` as the user in the work dir, like ``sandbox.exec(argv, as_user="user")``.
+
+        Raises:
+            TypeError, ValueError: bad arguments (``validate_exec_args``), before anything runs.
+            SandboxError: the server is closed, or a new one could not start.
+            SandboxUnavailable: the container is dead.
+        """
+        args = validate_exec_args(argv, stdin=stdin, timeout=timeout, env=env)
+        command = args.argv
+        if command[0] == "python":
+            command[0] = "python3"
+        data = args.stdin or b""
+        request = json.dumps({"argv": command, "env": args.env, "timeout": args.timeout,
+                              "cap": self._sandbox.limits.output_bytes, "stdin": len(data)}).encode()
+        frame = len(request).to_bytes(4, "big") + request + data
+        with self._lock, self._sandbox._tracker.running("user", False):
+            if self._closed:
+                raise SandboxError("exec server was closed")
+            self._sandbox._check_open()
+            for attempt in (1, 2):
+                if self._sock is not None and self._idle_dead():
+                    self._drop()  # ended between commands (a plain exec's kill, a restart): start afresh
+                if self._sock is None:
+                    self._start()
+                started = time.monotonic()
+                deadline = started + args.timeout + GUARD_S
+                acknowledged = False
+                try:
+                    self._pump(deadline, frame)
+                    self._read_frame(deadline)  # {started}: the command runs from here on
+                    acknowledged = True
+                    header, out, err = self._read_frame(deadline)
+                    break
+                except (_Lost, ValueError) as lost:
+                    frozen = isinstance(lost, _Lost) and lost.frozen
+                    restarted = self._recover()
+                    if not acknowledged and not frozen and attempt == 1:
+                        continue  # the server was gone before it took the command: nothing ran
+                    note = (_FROZEN_NOTE if frozen else _LOST_NOTE) + (
+                        "[rsigym] the container was restarted to clear them\n" if restarted else "")
+                    return ExecResult(stdout="", stderr=note.lstrip("\n"), exit_code=None if frozen else _SIGKILL_EXIT,
+                                      timed_out=frozen, duration_s=time.monotonic() - started)
+        if "oom_kills" in header:  # the sandbox's own count stays in step with the cgroup's
+            self._sandbox._oom_kills = max(self._sandbox._oom_kills, int(header["oom_kills"]))
+        return ExecResult(
+            stdout=out.decode("utf-8", errors="replace"),
+            stderr=err.decode("utf-8", errors="replace"),
+            exit_code=header["exit_code"],
+            timed_out=bool(header["timed_out"]),
+            duration_s=time.monotonic() - started,
+            output_truncated=bool(header["truncated"]),
+            oom_killed=bool(header["oom"]),
+        )
+
+    def _recover(self) -> bool:
+        """Drop the stream and kill every process of the user; True when the container restarted."""
+        self._drop()
+        return self._sandbox._kill_all(NOBODY)

@@ -1,0 +1,145 @@
+"""Attacks on the docker exec server (``DockerSandbox.exec_server()``), each written as what a
+command it runs would try: reach the server's process or the host's stream, outlive its command,
+kill or freeze the server, forge a reply, and (through the evolution evaluator) turn any of that
+into a score. Each must fail; the server's contract is ``sandbox.exec``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+import pytest
+
+from rsigym.envs.evolution import SandboxEvaluator, make_task
+from rsigym.sandbox.exec_server import GUARD_S
+
+from .test_background_processes import ALIVE, SPAWN
+
+pytestmark = pytest.mark.docker
+
+# Run as a command of the server: every way a same-uid process reaches another one's process or
+# fds, tried on the server (its parent). Prints {attempt: "denied" | "ALLOWED"}.
+REACH_SERVER = r"""
+import ctypes, errno, json, os
+server = os.getppid()
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+def attempt(name, action):
+    try:
+        ok = action()
+    except OSError:
+        ok = False
+    out[name] = "ALLOWED" if ok else "denied"
+attempt("ptrace_attach", lambda: libc.ptrace(16, server, None, None) == 0)  # PTRACE_ATTACH
+attempt("ptrace_seize", lambda: libc.ptrace(0x4206, server, None, None) == 0)  # PTRACE_SEIZE
+for name in ("fd/0", "fd/1", "fd/3", "fd/4", "mem", "environ"):
+    attempt("open /proc/server/" + name, lambda name=name: os.open("/proc/%d/%s" % (server, name), os.O_RDWR if name.startswith("fd") else os.O_RDONLY) >= 0)
+attempt("list /proc/server/fd", lambda: len(os.listdir("/proc/%d/fd" % server)) >= 0)
+def getfd():
+    pidfd = os.pidfd_open(server)
+    got = libc.syscall(438, pidfd, 1, 0)  # pidfd_getfd(pidfd, 1, 0)
+    return got >= 0
+attempt("pidfd_getfd", getfd)
+print(json.dumps(out))
+"""
+
+# A command that prints what looks like a whole reply of the server, exits 0, and hopes the
+# host reads it as one (a different exit code and an empty stdout).
+FAKE_REPLY = r"""
+import json, sys
+fake = json.dumps({"exit_code": 0, "timed_out": False, "truncated": False, "oom": False, "out": 6, "err": 0}).encode()
+sys.stdout.buffer.write(len(fake).to_bytes(4, "big") + fake + b"forged")
+sys.stdout.flush()
+sys.exit(5)
+"""
+
+
+def test_a_command_cannot_ptrace_the_server_or_open_its_stream(own_sandbox):
+    server = own_sandbox.exec_server()
+    run = server.exec(["python3", "-c", REACH_SERVER])
+    assert run.exit_code == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert set(seen.values()) == {"denied"}, seen
+    fds = server.exec(["python3", "-I", "-c", "import os; print(sorted(map(int, os.listdir('/proc/self/fd'))))"])
+    # 0, 1, 2 and the one listdir opened: nothing of the server's (its stream) is inherited.
+    assert json.loads(fds.stdout) == [0, 1, 2, 3], fds
+
+
+def test_leftovers_of_a_command_are_dead_before_the_next_one_runs(own_sandbox):
+    server = own_sandbox.exec_server()
+    spawned = server.exec(["python3", "-c", SPAWN])
+    pids = json.loads(spawned.stdout)
+    assert len(pids) == 4, spawned
+    alive = server.exec(["python3", "-c", ALIVE, *map(str, pids.values())])
+    assert json.loads(alive.stdout) == [], f"survived their command: {alive.stdout}"
+
+
+def test_killing_the_server_fails_only_that_command_and_its_daemons_die(own_sandbox):
+    server = own_sandbox.exec_server()
+    attack = SPAWN + "\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(30)\n"
+    run = server.exec(["python3", "-c", attack], timeout=20)
+    assert run.exit_code == 137 and not run.timed_out and "ended the exec server" in run.stderr, run
+    pids = json.loads(run.stdout) if run.stdout else {}
+    after = server.exec(["python3", "-c", "import os; print(os.getuid())"])
+    assert after.ok and after.stdout.strip() == "65534" and server.starts == 2, after
+    if pids:
+        assert json.loads(server.exec(["python3", "-c", ALIVE, *map(str, pids.values())]).stdout) == []
+
+
+def test_stopping_the_server_is_a_timeout_of_that_command_only(own_sandbox):
+    server = own_sandbox.exec_server()
+    run = server.exec(["python3", "-c", "import os, signal; os.kill(os.getppid(), signal.SIGSTOP)"], timeout=1)
+    assert run.timed_out and run.exit_code is None and "stopped answering" in run.stderr, run
+    assert run.duration_s >= 1 + GUARD_S - 0.5
+    after = server.exec(["echo", "fine"])
+    assert after.ok and after.stdout == "fine\n"
+
+
+def test_a_forged_reply_on_stdout_stays_stdout(own_sandbox):
+    run = own_sandbox.exec_server().exec(["python3", "-c", FAKE_REPLY])
+    assert run.exit_code == 5 and run.stdout.endswith("forged") and '"exit_code": 0' in run.stdout, run
+
+
+def test_exec_server_keeps_the_exec_contract(own_sandbox):
+    """The same outcomes as ``sandbox.exec`` for the cases the evaluator relies on."""
+    server = own_sandbox.exec_server()
+    cap = own_sandbox.limits.output_bytes
+    cases = {
+        "status": (["sh", "-c", "echo out; echo err >&2; exit 3"], {}),
+        "stdin": (["python3", "-c", "import sys; print(sys.stdin.read()[::-1])"], {"stdin": "abc"}),
+        "signal": (["python3", "-c", "import os; os.kill(os.getpid(), 15)"], {}),
+        "missing": (["no-such-program-here"], {}),
+        "env": (["sh", "-c", "echo $FOO:$HOME"], {"env": {"FOO": "bar"}}),
+        "flood": (["python3", "-c", f"print('x' * {3 * cap})"], {}),
+        "cwd": (["pwd"], {}),
+    }
+    for name, (argv, kwargs) in cases.items():
+        served = server.exec(argv, **kwargs)
+        plain_server_free = own_sandbox.exec(argv, **kwargs)  # between two commands: allowed
+        assert (served.exit_code, served.stdout, served.output_truncated) == (
+            plain_server_free.exit_code, plain_server_free.stdout, plain_server_free.output_truncated), name
+    slow = server.exec(["sleep", "30"], timeout=0.5)
+    assert slow.timed_out and slow.exit_code is None
+    assert server.exec(["pwd"]).stdout.strip() == posixpath.normpath(own_sandbox.limits.work_dir)
+
+
+def test_memory_kill_is_reported_as_such(own_sandbox):
+    run = own_sandbox.exec_server().exec(["python3", "-c", "x = bytearray(1 << 30); print(len(x))"], timeout=30)
+    assert run.exit_code == 137 and run.oom_killed, run
+
+
+def test_a_candidate_that_kills_the_server_scores_nothing_and_the_next_scores_honestly(own_sandbox, tmp_path,
+                                                                                       monkeypatch):
+    """Through the evolution evaluator, with the cache on: the killer's evaluation fails without
+    a cached result, and the next candidate (the task's seed) gets the score it gets alone."""
+    monkeypatch.setenv("RSIGYM_CACHE", str(tmp_path / "cache"))
+    task = make_task("circle_packing_26")
+    killer = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n" + task.seed_program
+    evaluator = SandboxEvaluator(task, own_sandbox, timeout_s=20.0, cache=True)
+    failed = evaluator.evaluate(killer, "full")
+    assert failed.score is None and failed.reason.startswith("no result") and "exec server" in failed.reason, failed
+    assert not evaluator.cache_path(killer, "full").exists()
+    honest = evaluator.evaluate(task.seed_program, "full")
+    alone = SandboxEvaluator(task, own_sandbox, timeout_s=20.0).evaluate(task.seed_program, "full")
+    assert honest.score is not None and honest.score == alone.score, (honest, alone)
