@@ -209,8 +209,15 @@ sys.exit(1 if found else 0)
 # and when it exits (a pidfd) or its timeout passes, kill -9 every other process of the uid
 # (kill(-1) spares only the caller and PID 1: the same sweep as the exec wrapper) before
 # replying. Exit codes follow the wrapper: the status, or 128+N for death by signal N.
+#
+# A same-uid process can also change, without ptrace, what the server's children inherit: its
+# resource limits (prlimit), nice value, scheduling policy and CPU affinity. The server records
+# them at start and, before it takes a request, exits if any changed: the host sees the stream end
+# before the acknowledgement, kills the user's processes and starts a new server (fresh values
+# from the container's configuration) for that request, so one command cannot starve, slow or
+# cripple the next.
 EXEC_SERVER = r"""
-import ctypes, json, os, select, signal, sys, time
+import ctypes, json, os, resource, select, signal, sys, time
 if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
     sys.exit("rsigym exec server: prctl(PR_SET_DUMPABLE, 0) failed")
 rd, wr = os.dup(0), os.dup(1)
@@ -316,10 +323,19 @@ def run(req, data):
               "oom": False}
     return header, bytes(kept[out_r]), bytes(kept[err_r])
 
+def inherited():
+    # What a spawned command inherits from this process and another process of the same uid can
+    # change without ptrace: resource limits (prlimit), nice, scheduling policy, CPU affinity.
+    limits = [(name, resource.getrlimit(getattr(resource, name))) for name in dir(resource) if name.startswith("RLIMIT_")]
+    return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0))
+
+INHERITED = inherited()
 send({"ready": True, "pid": os.getpid()})
 while True:
     req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
     data = read_exact(req["stdin"])
+    if inherited() != INHERITED:
+        sys.exit("rsigym exec server: a command changed what the next one would inherit; exiting")
     send({"started": True})  # from here on the command, not the server's past, owns what happens
     before = oom_kills()
     header, out, err = run(req, data)

@@ -13,7 +13,10 @@ Why the commands cannot reach the server or the host's stream: the server makes 
 non-dumpable before it serves, and the kernel refuses ptrace, ``/proc/<pid>/fd``, ``mem`` and
 ``environ`` of a non-dumpable process to every process without CAP_SYS_PTRACE, its own uid
 included; its stdin and stdout (the host's stream) are moved off fds 0 and 1 and never inherited.
-What a command *can* do is signal the server (same uid). A killed server ends the stream: the
+A command can change, without ptrace, what the server's next children would inherit (resource
+limits, nice, scheduling policy, CPU affinity): the server checks them before each request and,
+if any changed, exits before acknowledging it, so that request goes to a new server. What a
+command can also do is signal the server (same uid). A killed server ends the stream: the
 command's result says so (exit 137 and a note, never a result of the command's own), the host
 kills every process of the user and the next command starts a new server. A stopped server
 (SIGSTOP) misses the host's deadline (the command's timeout plus ``GUARD_S``): it is reported as a
@@ -51,7 +54,7 @@ __all__ = ["ExecServer", "GUARD_S"]
 # server as stopped (the server enforces the timeout itself; this only catches a frozen server).
 GUARD_S = 5.0
 _START_TIMEOUT_S = 30.0
-_LOST_NOTE = ("\n[rsigym] the command ended the exec server (it signalled the server's process); every process "
+_LOST_NOTE = ("\n[rsigym] the command ended the exec server (a signal from the command, or the memory limit); every process "
               "of the user was killed and the next command gets a new server\n")
 _FROZEN_NOTE = "\n[rsigym] the exec server stopped answering (stopped by the command?); every process of the user was killed\n"
 _SIGKILL_EXIT = 128 + 9
@@ -95,11 +98,17 @@ class ExecServer:
         self.starts = 0
         """How many servers this object started (1 unless a command ended or froze one)."""
         self._closed = False
+        self._swept = False  # True right after every process of the user was killed
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _start(self) -> None:
         sandbox = self._sandbox
+        if not self._swept:
+            # The server is dumpable until its first line runs: no other process of the user may
+            # exist then (a persist=True exec may have left some).
+            sandbox._kill_all(NOBODY)
+        self._swept = False
         try:
             with engine_errors(sandbox.container_id):
                 exec_id = sandbox._api.exec_create(
@@ -276,4 +285,6 @@ class ExecServer:
     def _recover(self) -> bool:
         """Drop the stream and kill every process of the user; True when the container restarted."""
         self._drop()
-        return self._sandbox._kill_all(NOBODY)
+        restarted = self._sandbox._kill_all(NOBODY)
+        self._swept = True
+        return restarted

@@ -96,6 +96,35 @@ def test_stopping_the_server_is_a_timeout_of_that_command_only(own_sandbox):
     assert after.ok and after.stdout == "fine\n"
 
 
+# What a command inherits that a same-uid process can change on the server without ptrace.
+INHERITS = (
+    "import json, os, resource\n"
+    "print(json.dumps([resource.getrlimit(resource.RLIMIT_AS), resource.getrlimit(resource.RLIMIT_NOFILE),"
+    " os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0))]))"
+)
+# Cripples the server's next children: a small address space, few files, lowest priority, one CPU.
+CRIPPLE = r"""
+import os, resource
+server = os.getppid()
+resource.prlimit(server, resource.RLIMIT_AS, (64 << 20, 64 << 20))
+resource.prlimit(server, resource.RLIMIT_NOFILE, (8, 8))
+os.setpriority(os.PRIO_PROCESS, server, 19)
+os.sched_setscheduler(server, os.SCHED_IDLE, os.sched_param(0))
+os.sched_setaffinity(server, {min(os.sched_getaffinity(0))})
+print("crippled")
+"""
+
+
+def test_a_command_cannot_cripple_what_the_next_one_inherits(own_sandbox):
+    server = own_sandbox.exec_server()
+    before = server.exec(["python3", "-c", INHERITS])
+    crippled = server.exec(["python3", "-c", CRIPPLE])
+    assert crippled.ok and crippled.stdout == "crippled\n", crippled  # the attack itself works...
+    after = server.exec(["python3", "-c", INHERITS])
+    assert after.ok and json.loads(after.stdout) == json.loads(before.stdout), (before.stdout, after.stdout)
+    assert server.starts == 2  # ...and the next command ran on a new server
+
+
 def test_a_forged_reply_on_stdout_stays_stdout(own_sandbox):
     run = own_sandbox.exec_server().exec(["python3", "-c", FAKE_REPLY])
     assert run.exit_code == 5 and run.stdout.endswith("forged") and '"exit_code": 0' in run.stdout, run
