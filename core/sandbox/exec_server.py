@@ -142,12 +142,21 @@ class ExecServer:
         self._sock = self._response = self._demux = None
 
     def close(self) -> None:
-        """Stop the server (the sandbox's other execs as the user work again). Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._drop()
+        """Stop the server. Idempotent; never waits for a command in flight (its stream is shut
+        down instead, so it ends as a lost server)."""
+        self._closed = True
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drop()
+            finally:
+                self._lock.release()
+            return
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def __enter__(self) -> "ExecServer":
         return self
