@@ -9,8 +9,9 @@ interleaved so that load drifts hit both alike, with the same protocol:
   sandbox, not per evaluation; ``rsigym.sandbox.exec_server``) and, for bin packing, at the same
   time one harness exec as the harness identity that asks for one item at a time over a Unix
   socket;
-* ``docker per exec``: the same container, each runner started by its own engine exec (how the
-  evaluator ran before the exec server; the engine's exec costs ~45 ms here), for comparison;
+* ``docker per exec``: a second container of the pool, each runner started by its own engine
+  exec (how the evaluator ran before the exec server; the engine's exec costs ~45 ms here), for
+  comparison;
 * ``bare``: the same evaluator on bare local subprocesses (a temp dir, ``subprocess.run`` of this
   interpreter, no limits, no second identity): the reference cost of the evaluation itself.
 
@@ -145,9 +146,11 @@ def measure(task_name: str, args: Args) -> dict[str, Any]:
     task = make_task(task_name, **({"items": args.items} if task_name == "bin_packing_online" else {}))
     programs = list(task.library.values())
     docker_sandbox, bare = open_sandbox("docker", EVOLUTION_LIMITS), BareSubprocess()
+    # A container of its own: a plain exec as the user ends the idle exec server of its container.
+    per_exec_sandbox = open_sandbox("docker", EVOLUTION_LIMITS)
     try:
         evaluators: dict[str, Any] = {"docker": SandboxEvaluator(task, docker_sandbox),
-                                      "docker_per_exec": SandboxEvaluator(task, PerExec(docker_sandbox)),  # type: ignore[arg-type]
+                                      "docker_per_exec": SandboxEvaluator(task, PerExec(per_exec_sandbox)),  # type: ignore[arg-type]
                                       "bare": SandboxEvaluator(task, bare)}
         if task.harness_program is not None:
             evaluators["in_process"] = InProcessEvaluator(task, bare)
@@ -163,6 +166,7 @@ def measure(task_name: str, args: Args) -> dict[str, Any]:
                     scores[name].append(result.score)
     finally:
         docker_sandbox.close()
+        per_exec_sandbox.close()
         bare.close()
     rates = {name: 1.0 / statistics.median(values) for name, values in seconds.items()}
     agree = all(_agree(scores["docker"], scores[name]) for name in scores)
