@@ -1,5 +1,8 @@
 """Removes each hardening setting of the docker sandbox, one at a time, and shows which tests fail.
 
+The exec server's three guarantees (non-dumpable, the kill after each command, the check of what
+the next command inherits) count as settings too.
+
 A setting no test notices is not guarded: every row must show at least one failing test. Each
 mutation runs the docker tests of ``tests/security`` and ``tests/core/test_sandbox_docker.py``
 in a child process that patches the setting away before any container is created (the package
@@ -87,6 +90,16 @@ def _no_dev_shm_wipe() -> None:
     docker.SHARED_DIRS = ("/tmp", "/dev/mqueue")
 
 
+def _exec_server_text(old: str, new: str) -> Callable[[], None]:
+    def apply() -> None:
+        from rsigym.sandbox import exec_server
+
+        assert old in exec_server.EXEC_SERVER, old
+        exec_server.EXEC_SERVER = exec_server.EXEC_SERVER.replace(old, new)
+
+    return apply
+
+
 MUTATIONS: dict[str, Callable[[], None]] = {
     "network_mode=none": _drop_host_config("network_mode"),
     "read_only root": _drop_host_config("read_only"),
@@ -100,6 +113,9 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "reset verification": _no_reset_verification,
     "/dev/shm emptied on reset": _no_dev_shm_wipe,
     "kill at the end of each exec": _no_kill_after_exec,
+    "exec server non-dumpable": _exec_server_text("prctl(4, 0, 0, 0, 0)", "prctl(4, 1, 0, 0, 0)"),
+    "exec server kill after each command": _exec_server_text("def sweep():\n", "def sweep():\n    return\n"),
+    "exec server inherited-state check": _exec_server_text("if inherited() != INHERITED:", "if False:"),
 }
 
 

@@ -32,9 +32,9 @@ import rsigym.envs.workflow.policies  # noqa: F401  (offline roles)
 from rsigym.envs.workflow.agents import RolePlayer
 from rsigym.envs.workflow.analyses import agreement_counts, agreement_rate
 from rsigym.envs.workflow.families import FAMILIES
-from rsigym.envs.workflow.judging import PairwiseJudge
+from rsigym.envs.workflow.pairwise_judge import PairwiseJudge
 from rsigym.envs.workflow.mass import Execution, evolve, execute
-from rsigym.envs.workflow.sft import sft_examples, validate_sft_jsonl, write_sft_jsonl
+from rsigym.envs.workflow.sft_export import sft_examples, validate_sft_jsonl, write_sft_jsonl
 from rsigym.envs.workflow.tasks import make_task
 from rsigym.sandbox import open_sandbox
 from rsigym.stats import bootstrap_ci

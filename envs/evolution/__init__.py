@@ -1,6 +1,6 @@
 """``rsigym/ProgramEvolution-v0``: evaluation-budget allocation in program evolution (EvoAlloc)."""
 
-from .archive import Archive, Program
+from .program_archive import Archive, Program
 from .bin_packing import BinPackingTask
 from .circle_packing import CirclePackingTask, check_packing
 from .env import DECISIONS, EVOLUTION_LIMITS, ProgramEvolutionEnv

@@ -13,7 +13,7 @@ from rsigym.records import Usage
 from rsigym.sandbox import Sandbox, SandboxLimits, open_sandbox
 
 from rsigym.spaces import JsonActions, text_space
-from .archive import Archive, Program
+from .program_archive import Archive, Program
 from .evaluator import SandboxEvaluator
 from .render import TEXT_LENGTH, observation_text
 from .sources import CandidateSource, make_source

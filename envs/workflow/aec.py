@@ -18,7 +18,7 @@ from rsigym.spaces import clean_text, text_space
 from .actions import ACTION_SCHEMA, OPS, action_space, parse_action
 from .spec import validate_spec, seed_spec, spec_sha256, workflow_prompt
 from .tasks import WorkflowTask, grade_workspace, make_task, task_ids
-from .workspace import Workspace
+from .aec_workspace import Workspace
 
 __all__ = ["WorkflowAECEnv", "OBS_CHARS"]
 

@@ -24,8 +24,8 @@ from rsigym.records import Trajectory
 from rsigym.report import ReportSection, condition_label, register_analysis
 from rsigym.stats import bootstrap_ci
 
-from .judging import PairwiseJudge
-from .sft import sft_examples, validate_sft_jsonl, write_sft_jsonl
+from .pairwise_judge import PairwiseJudge
+from .sft_export import sft_examples, validate_sft_jsonl, write_sft_jsonl
 from .tasks import make_task
 
 __all__ = ["workflow_scores", "workflow_pairwise", "workflow_sft", "agreement_counts", "agreement_rate"]

@@ -23,7 +23,7 @@ from rsigym.sandbox import Sandbox
 
 from .aec import WorkflowAECEnv
 from .agents import RolePlayer, extract_json
-from .judging import PairwiseJudge, Verdict
+from .pairwise_judge import PairwiseJudge, Verdict
 from .mutations import MUTATION_SCHEMA, apply_mutation, mutation_key
 from .spec import seed_spec, spec_sha256
 from .tasks import check_workspace, make_task

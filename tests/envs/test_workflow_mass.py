@@ -12,9 +12,9 @@ from rsigym.agents.offline import OfflineReply, register_offline_policy
 from rsigym.envs.workflow import resolve_spec, seed_spec
 from rsigym.envs.workflow.agents import RolePlayer
 from rsigym.envs.workflow.analyses import agreement_rate, workflow_pairwise, workflow_scores, workflow_sft
-from rsigym.envs.workflow.judging import PairwiseJudge
+from rsigym.envs.workflow.pairwise_judge import PairwiseJudge
 from rsigym.envs.workflow.mass import evolve, execute
-from rsigym.envs.workflow.sft import sft_examples, validate_sft_jsonl, write_sft_jsonl
+from rsigym.envs.workflow.sft_export import sft_examples, validate_sft_jsonl, write_sft_jsonl
 from rsigym.envs.workflow.tasks import grade_workspace, make_task
 from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Trajectory, Usage
 from rsigym.sandbox import open_sandbox
