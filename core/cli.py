@@ -169,7 +169,11 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``rsigym`` command with ``argv`` (default: the process's); returns the exit status."""
+    """Run the ``rsigym`` command with ``argv`` (default: the process's); returns the exit status.
+
+    Run as the program (``argv`` None), a Ctrl-C ends the process within ``EXIT_GRACE_S`` seconds
+    with status 130, even when a thread (an episode in flight, a plug-in's) would hold it open.
+    """
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
@@ -186,9 +190,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("rsigym: interrupted; finished episodes are on disk, run again to resume", file=sys.stderr)
+        if argv is None:  # run as the program, not called from Python: the process is ours to end
+            _exit_soon(130)
         return 130
     except BrokenPipeError:
         return _quiet_broken_pipe()
+
+
+EXIT_GRACE_S = 10.0
+
+
+def _exit_soon(status: int, grace_s: float = EXIT_GRACE_S) -> None:
+    """After a Ctrl-C, make sure the process ends: if the interpreter's own shutdown (joining
+    episode threads, executor threads, a plugin's thread) has not ended it ``grace_s`` seconds
+    from now, end it with ``status``. Records are fsynced as they arrive and the run folder's lock
+    is an flock, so nothing is lost by not waiting."""
+    import threading
+
+    def force() -> None:
+        sys.stderr.flush()
+        os._exit(status)
+
+    timer = threading.Timer(grace_s, force)
+    timer.daemon = True
+    timer.start()
 
 
 def _import_user_modules(modules: list[str]) -> None:

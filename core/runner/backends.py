@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -40,12 +41,20 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Terminate the pool's worker processes (on Ctrl-C or an error in the parent)."""
-    processes = getattr(pool, "_processes", None) or {}  # private, but the only handle on them
-    for process in list(processes.values()):
+def _stop_workers(pool: ProcessPoolExecutor, grace_s: float = 3.0) -> None:
+    """Terminate the pool's worker processes (on Ctrl-C); kill those still alive after ``grace_s``."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # private, but the only handle
+    for process in processes:
         try:
             process.terminate()
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+    deadline = time.monotonic() + grace_s
+    for process in processes:
+        try:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
         except Exception:  # noqa: BLE001 - already gone
             pass
 
@@ -72,35 +81,37 @@ def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: 
     pending, attempts = list(episodes), Counter[str]()
     while pending and not stop():
         retry: list[EpisodeSpec] = []
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init) as pool:
-            futures = {pool.submit(run_episode, spec): spec for spec in pending}
-            try:
-                not_done = set(futures)
-                while not_done:
-                    done, not_done = wait(not_done, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        spec = futures[future]
-                        try:
-                            record = future.result()
-                        except BrokenProcessPool:
-                            attempts[spec.key] += 1
-                            if attempts[spec.key] < MAX_ATTEMPTS:
-                                retry.append(spec)
-                            else:
-                                on_record(infra_error_record(spec, f"worker process died {MAX_ATTEMPTS} times"))
-                            continue
-                        except Exception as exc:  # e.g. a result that cannot be pickled: keep the episode
-                            record = infra_error_record(spec, f"worker: {type(exc).__name__}: {exc}"[:500])
-                        on_record(record)
-                    if stop():
-                        for waiting in not_done:
-                            waiting.cancel()  # not started: never run; running ones finish
-                        not_done = {f for f in not_done if not f.cancelled()}
-            except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt):  # the user wants out now, not after the episodes
-                    _stop_workers(pool)
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+        # Not a `with` block: its exit waits for the workers, which must not hold up a Ctrl-C.
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init)
+        futures = {pool.submit(run_episode, spec): spec for spec in pending}
+        try:
+            not_done = set(futures)
+            while not_done:
+                done, not_done = wait(not_done, return_when=FIRST_COMPLETED)
+                for future in done:
+                    spec = futures[future]
+                    try:
+                        record = future.result()
+                    except BrokenProcessPool:
+                        attempts[spec.key] += 1
+                        if attempts[spec.key] < MAX_ATTEMPTS:
+                            retry.append(spec)
+                        else:
+                            on_record(infra_error_record(spec, f"worker process died {MAX_ATTEMPTS} times"))
+                        continue
+                    except Exception as exc:  # e.g. a result that cannot be pickled: keep the episode
+                        record = infra_error_record(spec, f"worker: {type(exc).__name__}: {exc}"[:500])
+                    on_record(record)
+                if stop():
+                    for waiting in not_done:
+                        waiting.cancel()  # not started: never run; running ones finish
+                    not_done = {f for f in not_done if not f.cancelled()}
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):  # the user wants out now, not after the episodes
+                _stop_workers(pool)
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         pending = retry
 
 

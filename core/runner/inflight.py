@@ -85,26 +85,28 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
     register_gym_envs()  # once, before the threads: Gymnasium's registry is not made for races
     limits.configure(limits_config or limits.LimitsConfig(), default_cap=concurrency)
     pending = deque(episodes)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rsigym-episode") as pool:
-        running: dict[Future[Trajectory], EpisodeSpec] = {}
-        try:
-            while pending or running:
-                while pending and len(running) < _room(pending[0], concurrency):  # bounded: a Ctrl-C drops no queue
-                    spec = pending.popleft()
-                    running[pool.submit(_safe_episode, spec)] = spec
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    running.pop(future)
-                if stop():
-                    pending.clear()
-                while pending and len(running) < _room(pending[0], concurrency):  # refill first: no slot
-                    spec = pending.popleft()                                      # idles during the fsyncs
-                    running[pool.submit(_safe_episode, spec)] = spec
-                for future in done:
-                    on_record(future.result())
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    # Not a `with` block: its exit waits for the episodes in flight, which must not hold up a Ctrl-C.
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rsigym-episode")
+    running: dict[Future[Trajectory], EpisodeSpec] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < _room(pending[0], concurrency):  # bounded: a Ctrl-C drops no queue
+                spec = pending.popleft()
+                running[pool.submit(_safe_episode, spec)] = spec
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                running.pop(future)
+            if stop():
+                pending.clear()
+            while pending and len(running) < _room(pending[0], concurrency):  # refill first: no slot
+                spec = pending.popleft()                                      # idles during the fsyncs
+                running[pool.submit(_safe_episode, spec)] = spec
+            for future in done:
+                on_record(future.result())
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return WorkerStats(limits.snapshot(), _peak_rss_mb())
 
 
