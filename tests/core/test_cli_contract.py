@@ -161,6 +161,12 @@ def test_infra_error_summary_and_exit_status(capsys, tmp_path, monkeypatch):
     assert "rsigym: error: 2 infra errors, more than --max-infra-errors 1" in err
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as a terminal delivers it. A test process started in the background
+    by a non-interactive shell inherits SIGINT ignored, and so would the CLI under test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_a_closed_pipe_and_ctrl_c_end_quietly(tmp_path):
     proc = subprocess.Popen([*rsigym_cmd(), "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.readline()
@@ -181,7 +187,8 @@ def test_a_closed_pipe_and_ctrl_c_end_quietly(tmp_path):
     started = tmp_path / "started-"
     proc = subprocess.Popen([*rsigym_cmd(), "run", str(path), "--out", "out", "--workers", "2", "--import",
                              "waiting_plugin"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "STARTED_FILE": str(started)}, start_new_session=True)
+                            env={**os.environ, "STARTED_FILE": str(started)}, start_new_session=True,
+                            preexec_fn=_default_sigint)
     deadline = time.monotonic() + 240
     while len(list(tmp_path.glob("started-*"))) < 2 and time.monotonic() < deadline:
         assert proc.poll() is None, proc.stderr.read()
@@ -208,7 +215,8 @@ def test_ctrl_c_ends_the_process_even_when_a_thread_would_hold_it(tmp_path):
     started = tmp_path / "started-"
     proc = subprocess.Popen([*rsigym_cmd(), "run", str(path), "--out", "out", "--workers", "2", "--import",
                              "holding_plugin"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "STARTED_FILE": str(started)}, start_new_session=True)
+                            env={**os.environ, "STARTED_FILE": str(started)}, start_new_session=True,
+                            preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 240  # waits for the workers to start, not a speed bound
         while len(list(tmp_path.glob("started-*"))) < 2 and time.monotonic() < deadline:
