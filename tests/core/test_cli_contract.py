@@ -167,17 +167,13 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_a_closed_pipe_and_ctrl_c_end_quietly(tmp_path):
-    proc = subprocess.Popen([*rsigym_cmd(), "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.readline()
-    proc.stdout.close()  # `rsigym list | head -1`
-    _, stderr = proc.communicate(timeout=120)
-    assert b"Traceback" not in stderr and b"BrokenPipeError" not in stderr, stderr
-    assert proc.returncode in (0, 141)
-
-    release = tmp_path / "never"
+def _interrupt_a_waiting_run(tmp_path, preamble: str = "") -> tuple[int, bytes]:
+    """Run two episodes of an agent that waits for ever, in 2 workers, with a plug-in module that
+    runs ``preamble`` at import; press Ctrl-C once both episodes are in ``act``. Returns the exit
+    status and stderr (the process group is killed if the run outlives the test's bound)."""
     (tmp_path / "waiting_plugin.py").write_text(
-        "import os, time\nfrom rsigym.agent import register_agent\nfrom rsigym.records import Usage\n"
+        "import os, threading, time\nfrom rsigym.agent import register_agent\nfrom rsigym.records import Usage\n"
+        + preamble +
         "class Waiting:\n    def __init__(self, spec):\n        self.spec, self.last_usage = spec, Usage()\n"
         "    def reset(self, task_info, seed):\n        pass\n"
         "    def act(self, observation):\n        open(os.environ['STARTED_FILE'] + str(os.getpid()), 'w').close()\n"
@@ -189,13 +185,29 @@ def test_a_closed_pipe_and_ctrl_c_end_quietly(tmp_path):
                              "waiting_plugin"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "STARTED_FILE": str(started)}, start_new_session=True,
                             preexec_fn=_default_sigint)
-    deadline = time.monotonic() + 240
-    while len(list(tmp_path.glob("started-*"))) < 2 and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read()
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group, workers included
+    try:
+        deadline = time.monotonic() + 240  # waits for the workers to start, not a speed bound
+        while len(list(tmp_path.glob("started-*"))) < 2 and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group, workers included
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, stderr
+
+
+def test_a_closed_pipe_and_ctrl_c_end_quietly(tmp_path):
+    proc = subprocess.Popen([*rsigym_cmd(), "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()  # `rsigym list | head -1`
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
+    assert b"Traceback" not in stderr and b"BrokenPipeError" not in stderr, stderr
+    assert proc.returncode in (0, 141)
+
+    status, stderr = _interrupt_a_waiting_run(tmp_path)
+    assert status == 130, stderr
     assert stderr.decode().strip().splitlines()[-1].startswith("rsigym: interrupted")
     assert b"Traceback" not in stderr and b"KeyboardInterrupt" not in stderr, stderr
 
@@ -203,31 +215,9 @@ def test_a_closed_pipe_and_ctrl_c_end_quietly(tmp_path):
 def test_ctrl_c_ends_the_process_even_when_a_thread_would_hold_it(tmp_path):
     """A non-daemon thread that never ends (a plug-in's, or an episode thread) would keep the
     interpreter alive after Ctrl-C; the CLI ends the process with 130 within its grace period."""
-    (tmp_path / "holding_plugin.py").write_text(
-        "import os, threading, time\nfrom rsigym.agent import register_agent\nfrom rsigym.records import Usage\n"
-        "threading.Thread(target=time.sleep, args=(3600,), name='holds-the-interpreter').start()\n"
-        "class Waiting:\n    def __init__(self, spec):\n        self.spec, self.last_usage = spec, Usage()\n"
-        "    def reset(self, task_info, seed):\n        pass\n"
-        "    def act(self, observation):\n        open(os.environ['STARTED_FILE'] + str(os.getpid()), 'w').close()\n"
-        "        time.sleep(600)\n        return {'guess': 1}\n"
-        "register_agent('test_holding')(Waiting)\n")
-    path = write_scenario(tmp_path / "s.yaml", **dict(TINY, agents=[{"id": "w", "kind": "test_holding"}]))
-    started = tmp_path / "started-"
-    proc = subprocess.Popen([*rsigym_cmd(), "run", str(path), "--out", "out", "--workers", "2", "--import",
-                             "holding_plugin"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "STARTED_FILE": str(started)}, start_new_session=True,
-                            preexec_fn=_default_sigint)
-    try:
-        deadline = time.monotonic() + 240  # waits for the workers to start, not a speed bound
-        while len(list(tmp_path.glob("started-*"))) < 2 and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.stderr.read()
-            time.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, stderr
+    status, stderr = _interrupt_a_waiting_run(
+        tmp_path, "threading.Thread(target=time.sleep, args=(3600,), name='holds-the-interpreter').start()\n")
+    assert status == 130, stderr
     assert b"rsigym: interrupted" in stderr and b"Traceback" not in stderr, stderr
 
 
