@@ -12,7 +12,6 @@ import posixpath
 import pytest
 
 from rsigym.envs.evolution import SandboxEvaluator, make_task
-from rsigym.sandbox.exec_server import GUARD_S
 
 from .test_background_processes import ALIVE, SPAWN
 
@@ -91,7 +90,6 @@ def test_stopping_the_server_is_a_timeout_of_that_command_only(own_sandbox):
     server = own_sandbox.exec_server()
     run = server.exec(["python3", "-c", "import os, signal; os.kill(os.getppid(), signal.SIGSTOP)"], timeout=1)
     assert run.timed_out and run.exit_code is None and "stopped answering" in run.stderr, run
-    assert run.duration_s >= 1 + GUARD_S - 0.5
     after = server.exec(["echo", "fine"])
     assert after.ok and after.stdout == "fine\n"
 
