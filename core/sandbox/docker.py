@@ -119,7 +119,7 @@ class DockerSandbox:
         self._oom_kills = 0  # a fresh container's cgroup has seen none
         self._tracker = ExecTracker()
         self._harness_used = False  # the reset skips the harness part when no harness ran
-        self._servers: list[Any] = []  # open ExecServers, closed with the sandbox
+        self._server: ExecServer | None = None  # made by exec_server(), closed with the sandbox
         self.container_id, self._image_id = engine.create_container(self._api, image, limits)
         try:
             self._setup()
@@ -290,14 +290,13 @@ class DockerSandbox:
         from rsigym.sandbox.exec_server import ExecServer
 
         self._check_open()
-        if not self._servers:
-            self._servers.append(ExecServer(self))
-        server: ExecServer = self._servers[0]
-        return server
+        if self._server is None:
+            self._server = ExecServer(self)
+        return self._server
 
-    def _close_servers(self) -> None:
-        servers, self._servers = self._servers, []
-        for server in servers:
+    def _close_server(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
             server.close()
 
     # -- files -------------------------------------------------------------------------------
@@ -390,7 +389,7 @@ class DockerSandbox:
             SandboxUnavailable: the container is dead.
         """
         self._check_open()
-        self._close_servers()
+        self._close_server()
         self._reset()
 
     def _reset(self) -> None:
@@ -423,14 +422,14 @@ class DockerSandbox:
         handle.__dict__.update(self.__dict__)
         handle._closed, handle._on_close, handle._info_extra = False, on_close, {}
         handle._tracker = ExecTracker()
-        handle._servers = []
-        self._close_servers()
+        handle._server = None
+        self._close_server()
         self._closed = True
         return handle
 
     def remove(self) -> None:
         """Force-remove the container. Idempotent; never raises for a container already gone."""
-        self._close_servers()
+        self._close_server()
         self._closed = True
         try:
             self._api.remove_container(self.container_id, force=True)
@@ -451,7 +450,7 @@ class DockerSandbox:
         """Return the container to its pool, or remove it when it has none. Idempotent."""
         if self._closed:
             return
-        self._close_servers()
+        self._close_server()
         if self._on_close is not None:
             self._closed = True
             self._on_close(self)
