@@ -5,7 +5,7 @@
   Control: the ``control`` agent (a blind one) must score below every other agent, else the
   verdict says the ruler failed.
 * ``workflow_pairwise``: each condition's workspace against the baseline's on the same task,
-  seed and agent, judged both orders (deterministic checks first); wins, losses, ties and
+  seed and agent, judged both orders (the model sees the workspaces only); wins, losses, ties and
   inconsistent verdicts apart, and agreement with the deterministic grader, next to a coin-flip
   judge's on the same pairs (the control: a judge no better than it tells nothing). With the
   condition a workflow designed by a newer model and the agent the older model, this is the
@@ -26,7 +26,7 @@ from rsigym.stats import bootstrap_ci
 
 from .pairwise_judge import PairwiseJudge
 from .sft_export import sft_examples, validate_sft_jsonl, write_sft_jsonl
-from .tasks import make_task
+from .tasks import task_brief
 
 __all__ = ["workflow_scores", "workflow_pairwise", "workflow_sft", "agreement_counts", "agreement_rate"]
 
@@ -94,12 +94,10 @@ def workflow_scores(records: Sequence[Trajectory], out_dir: Path, *, baseline: s
 
 
 def agreement_counts(pairs: list[tuple[Any, float]], margin: float = 0.05) -> dict[str, int]:
-    """Count verdicts against the grader's delta (b minus a): agree, disagree, tie, inconsistent, deterministic."""
-    counts = dict.fromkeys(["agree", "disagree", "judge_tie", "grader_tie", "inconsistent", "deterministic_agree",
-                            "deterministic_disagree"], 0)
+    """Count verdicts against the grader's delta (b minus a): agree, disagree, judge tie, grader tie, inconsistent."""
+    counts = dict.fromkeys(["agree", "disagree", "judge_tie", "grader_tie", "inconsistent"], 0)
     for verdict, delta in pairs:
         truth = "tie" if abs(delta) <= margin else ("b" if delta > 0 else "a")
-        prefix = "deterministic_" if verdict.decided_by == "deterministic" else ""
         if verdict.inconsistent:
             counts["inconsistent"] += 1
         elif verdict.winner == "tie":
@@ -107,7 +105,7 @@ def agreement_counts(pairs: list[tuple[Any, float]], margin: float = 0.05) -> di
         elif truth == "tie":
             counts["grader_tie"] += 1
         else:
-            counts[prefix + ("agree" if verdict.winner == truth else "disagree")] += 1
+            counts["agree" if verdict.winner == truth else "disagree"] += 1
     return counts
 
 
@@ -129,7 +127,7 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
         key = (record.env.task_id or "", record.seed, record.agent.id, record.rep)
         by_key[key][condition_label(record.env.condition)] = record
     judges = {"judge": PairwiseJudge(judge_model, api_base=api_base),
-              "control": PairwiseJudge(control_model, api_base=api_base, deterministic_first=False)}
+              "control": PairwiseJudge(control_model, api_base=api_base)}
     results: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for key, group in sorted(by_key.items()):
         if baseline not in group:
@@ -139,17 +137,15 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
             score_a, score_b = _score(a), _score(b)
             if condition == baseline or score_a is None or score_b is None:
                 continue
-            task = make_task(_state(a)["task_id"])
-            files_a = {**task.files, **_state(a)["files"]}
-            files_b = {**task.files, **_state(b)["files"]}
+            brief = task_brief(_state(a)["task_id"])
             for name, judge in judges.items():
-                verdict = judge.compare(task, files_a, files_b)
+                verdict = judge.compare(brief, _state(a)["files"], _state(b)["files"])
                 results[(condition, key[2])][name].append((verdict, score_b - score_a))
     if not results:
         return ReportSection("Workflow pairwise judging", f"no pairs with baseline {baseline!r}", "insufficient data")
     lines = ["| workflow vs baseline | agent | judge | wins | losses | ties | inconsistent | agree | disagree | "
-             "judge tie | grader tie | decided by checks (agree/disagree) |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "judge tie | grader tie |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     verdicts = []
     for (condition, agent), by_judge in sorted(results.items()):
         for name, pairs in sorted(by_judge.items()):
@@ -159,8 +155,7 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
             ties = len(pairs) - wins - losses - inconsistent
             c = agreement_counts(pairs)
             lines.append(f"| {condition} | {agent} | {name} | {wins} | {losses} | {ties} | {inconsistent} | "
-                         f"{c['agree']} | {c['disagree']} | {c['judge_tie']} | {c['grader_tie']} | "
-                         f"{c['deterministic_agree']}/{c['deterministic_disagree']} |")
+                         f"{c['agree']} | {c['disagree']} | {c['judge_tie']} | {c['grader_tie']} |")
         judge_pairs, control_pairs = by_judge["judge"], by_judge["control"]
         j_rate, c_rate = agreement_rate(judge_pairs), agreement_rate(control_pairs)
         decisive = sum(abs(d) > 0.05 for _, d in judge_pairs)
