@@ -10,8 +10,9 @@
   judge's on the same pairs (the control: a judge no better than it tells nothing). With the
   condition a workflow designed by a newer model and the agent the older model, this is the
   cross-generation check.
-* ``workflow_sft``: the dialogues of one condition's episodes as TRL chat JSONL (``sft.jsonl``),
-  validated; the verdict fails when an example keeps the workflow prompt.
+* ``workflow_sft``: the dialogues of one condition's episodes that the judge prefers over the
+  baseline's (self-judged filtering) as TRL chat JSONL (``sft.jsonl``), validated; the verdict
+  fails when an example keeps the workflow prompt.
 """
 
 from __future__ import annotations
@@ -171,24 +172,52 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
     return ReportSection("Workflow pairwise judging", "\n".join(lines), "; ".join(verdicts))
 
 
+def _pair_key(record: Trajectory) -> tuple[str, int, str, int]:
+    return (record.env.task_id or "", record.seed, record.agent.id, record.rep)
+
+
 @register_analysis("workflow_sft")
-def workflow_sft(records: Sequence[Trajectory], out_dir: Path, *, condition: str = "none",
-                 min_score: float = 0.0, agents: list[str] | None = None) -> ReportSection:
-    """SFT JSONL (TRL chat messages, workflow prompt stripped) from one workflow's episodes."""
-    chosen = [r for r in _workflow_records(records) if condition_label(r.env.condition) == condition
-              and (_score(r) or 0.0) >= min_score and (agents is None or r.agent.id in agents)]
-    examples = [e for r in chosen for e in sft_examples(_state(r)["dialogues"])]
+def workflow_sft(records: Sequence[Trajectory], out_dir: Path, *, condition: str = "none", baseline: str = "none",
+                 judge_model: str = "rsigym/workflow_judge", agents: list[str] | None = None,
+                 api_base: str | None = None) -> ReportSection:
+    """SFT JSONL (TRL chat messages, workflow text stripped) from the episodes of ``condition`` that
+    the model's own judge prefers over the ``baseline`` episode of the same task, seed and agent
+    (self-judged filtering; the hidden-key score is only reported). With ``condition`` equal to
+    ``baseline`` every episode is kept (nothing to judge against)."""
+    pool = [r for r in _workflow_records(records) if agents is None or r.agent.id in agents]
+    base = {_pair_key(r): r for r in pool if condition_label(r.env.condition) == baseline}
+    judge = PairwiseJudge(judge_model, api_base=api_base)
+    kept, dropped, unpaired = [], [], 0
+    for record in sorted((r for r in pool if condition_label(r.env.condition) == condition), key=_pair_key):
+        partner = base.get(_pair_key(record))
+        if condition == baseline:
+            kept.append(record)
+        elif partner is None:
+            unpaired += 1
+        elif judge.compare(task_brief(_state(record)["task_id"]), _state(partner)["files"],
+                           _state(record)["files"]).winner == "b":
+            kept.append(record)
+        else:
+            dropped.append(record)
+    examples = [e for r in kept for e in sft_examples(_state(r)["dialogues"], _state(r).get("spec"))]
     path = Path(out_dir) / "sft.jsonl"
     write_sft_jsonl(path, examples)
+
+    def mean(rs: list[Trajectory]) -> str:
+        scores = [s for s in (_score(r) for r in rs) if s is not None]
+        return f"{sum(scores) / len(scores):.3f}" if scores else "-"
+
     try:
         count = validate_sft_jsonl(path)
-        verdict = f"{count} examples from {len(chosen)} episodes of {condition} in sft.jsonl, schema-valid, workflow prompt stripped"
+        verdict = (f"{count} examples from {len(kept)} episodes of {condition} the judge preferred over {baseline} "
+                   f"({len(dropped)} not preferred, {unpaired} without a {baseline} episode); hidden-key score of "
+                   f"kept {mean(kept)} vs not kept {mean(dropped)} (report only); schema-valid, workflow text stripped")
     except ValueError as exc:
         verdict = f"SFT EXPORT INVALID: {exc}"
-    if not chosen:
-        verdict = f"insufficient data: no episode of {condition} scored at least {min_score}"
+    if not kept:
+        verdict = f"insufficient data: no episode of {condition} was preferred over {baseline} ({unpaired} unpaired)"
     roles: dict[str, int] = defaultdict(int)
-    for r in chosen:
+    for r in kept:
         for d in _state(r)["dialogues"]:
             roles[d["role"]] += 1
     table = "| role | dialogues |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in sorted(roles.items()))

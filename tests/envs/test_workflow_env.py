@@ -205,3 +205,32 @@ def test_every_family_is_solved_in_the_docker_sandbox_within_a_minute_and_the_na
                     scores[kind].append(grade_workspace(task, files)[1]["answer_score"])
             mean = {kind: sum(v) / len(v) for kind, v in scores.items()}
             assert mean["robust"] >= 0.6 and mean["naive"] < mean["robust"], (name, scores)
+
+
+class _GarbledListing:
+    """A local sandbox whose workspace listing prints something that is not a listing."""
+
+    def __init__(self, inner, reply):
+        self.inner, self.reply = inner, reply
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def exec(self, argv, **kwargs):
+        if argv[:2] == ["python3", "-I"]:
+            from rsigym.sandbox import ExecResult
+            return ExecResult(self.reply, "", 0, False, 0.0)
+        return self.inner.exec(argv, **kwargs)
+
+
+@pytest.mark.parametrize("reply", ["not json", "[1, 2]", '{"files": {"a": 3}, "kept": [], "truncated": false}'])
+def test_a_bad_listing_is_an_error_observation_for_the_agent_not_an_env_failure(reply):
+    with open_sandbox("local") as inner:
+        env = wf.raw_env(sandbox=_GarbledListing(inner, reply), task_id="changepoint-001", task_salt=SALT)
+        env.reset(seed=0)
+        env.step({"op": "delegate", "role": "analyst", "instruction": "go"})
+        env.step({"op": "write_file", "path": "analysis.py", "content": "print(1)"})
+        env.step({"op": "run_python", "path": "analysis.py"})
+        assert "could not be read back" in env.infos["analyst"]["error"] and env.infos["analyst"]["invalid_actions"] == 1
+        assert "analysis.py" in env.workspace.files  # the mirror keeps its last good state
+        env.close()

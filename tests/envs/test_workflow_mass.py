@@ -147,8 +147,24 @@ def test_the_generic_optimiser_proposes_valid_untried_edits_of_every_operator():
     assert ops == {"add_role", "remove_role", "edit_instruction", "change_contract", "reorder_calls"}
 
 
+def _spec_of(name):
+    return seed_spec() if name == "seed" else resolve_spec("evolved_offline")
+
+
+def test_sft_examples_carry_no_text_the_workflow_added(runs):
+    from rsigym.envs.workflow.sft_export import workflow_added_texts
+
+    examples = [e for (name, _), ex in runs.items() for e in sft_examples(ex.dialogues, _spec_of(name))]
+    added = {t for name in ("seed", "evolved") for t in workflow_added_texts(_spec_of(name))}
+    carrying = [e for e in examples if any(t in m["content"] for m in e["messages"] for t in added)]
+    assert examples and len(carrying) == 0
+    # the control: without stripping, the role instructions and contracts are there
+    raw = [{"messages": d["messages"]} for ex in runs.values() for d in ex.dialogues]
+    assert sum(any(t in m["content"] for m in e["messages"] for t in added) for e in raw) > 0
+
+
 def test_sft_export_is_schema_valid_stripped_and_loads_with_datasets(tmp_path, runs):
-    examples = [e for ex in runs.values() for e in sft_examples(ex.dialogues)]
+    examples = [e for (name, _), ex in runs.items() for e in sft_examples(ex.dialogues, _spec_of(name))]
     path = tmp_path / "sft.jsonl"
     write_sft_jsonl(path, examples)
     assert validate_sft_jsonl(path) == len(examples) > 0
@@ -202,14 +218,47 @@ def test_pairwise_analysis_reports_wins_and_flags_a_judge_no_better_than_a_coin(
     assert "NO BETTER THAN A COIN" in broken.verdict or "insufficient" in broken.verdict
 
 
-def test_sft_analysis_writes_only_the_chosen_workflow(tmp_path, runs):
+def test_sft_analysis_keeps_only_episodes_the_judge_prefers_over_the_baseline(tmp_path, runs):
     records = [_record("scripted", EVOLVED if name == "evolved" else None, task, ex.files, ex.score,
                        dialogues=ex.dialogues) for (name, task), ex in runs.items()]
-    section = workflow_sft(records, tmp_path, condition="spec(name=evolved_offline)")
-    assert "schema-valid" in section.verdict
-    expected = sum(len(ex.dialogues) for (name, _), ex in runs.items() if name == "evolved")
-    assert validate_sft_jsonl(tmp_path / "sft.jsonl") == expected
+    section = workflow_sft(records, tmp_path, condition="spec(name=evolved_offline)", baseline="none")
+    assert "schema-valid" in section.verdict and "report only" in section.verdict
+    judge = PairwiseJudge("rsigym/workflow_judge")
+    preferred = [task for task in ("changepoint-100", "ab_test-100")
+                 if judge.compare(make_task(task, SALT).brief, runs[("seed", task)].files,
+                                  runs[("evolved", task)].files).winner == "b"]
+    expected = sum(len(runs[("evolved", t)].dialogues) for t in preferred)
+    assert preferred and validate_sft_jsonl(tmp_path / "sft.jsonl") == expected
     assert "insufficient data" in workflow_sft(records, tmp_path, condition="spec(name=other)").verdict
+
+
+def test_a_trained_generation_plays_an_episode_and_judges_through_the_offline_interface(box, runs):
+    from rsigym.envs.workflow.gen_policy import GenerationPolicy, TrainConfig
+
+    examples = [e for (name, _), ex in runs.items() if name == "evolved"
+                for e in sft_examples(ex.dialogues, _spec_of(name))]
+    policy = GenerationPolicy(TrainConfig(epochs=150))
+    assert policy.fit_executor(examples) > 5 and policy.train_accuracy["executor"] > 0.9
+    task = make_task("changepoint-000", SALT)
+    robust = {"analysis.py": FAMILIES["changepoint"].code["robust"], "results.json": "{}", "report.md": REPORT}
+    naive = {"analysis.py": FAMILIES["changepoint"].code["naive"], "results.json": "{}"}
+    scripted = PairwiseJudge("rsigym/workflow_judge_recorded_test")
+    verdicts = []
+
+    @register_offline_policy("workflow_judge_recorded_test")
+    def _record_judge(request):
+        reply = rsigym.envs.workflow.mass_policies.workflow_judge_policy(request)
+        verdicts.append((request.messages[-1]["content"], reply.action["winner"]))
+        return reply
+
+    for a, b in ((robust, naive), (naive, robust), (robust, robust)):
+        scripted.compare(task.brief, a, b)
+    policy.fit_judge(verdicts)
+    model = policy.serve("workflow_gen_test")
+    played = execute(resolve_spec("evolved_offline"), "changepoint-001", RolePlayer(model, seed=0), seed=0,
+                     sandbox=box, task_salt=SALT)
+    assert played.termination == "agent_stop" and "analysis.py" in played.files
+    assert PairwiseJudge(model).compare(task.brief, naive, robust).winner == "b"
 
 
 def test_the_scenario_runner_runs_workflow_episodes_and_writes_records_and_report(tmp_path):
