@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator
 
 from . import limits
 from .errors import InfraError
+from .output_modes import _STRUCTURED, planned_tool_mode, structured_output_supported
 from .provider_errors import NOT_RETRIED, error_kind, provider_message
 from .records import Usage
 
@@ -37,9 +38,6 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
 _litellm: Any = None
 _on_load: list[Callable[[Any], None]] = []
-# (model, api_base) -> whether to send a structured response_format; False once a server refused
-# one. Cached: LiteLLM's answer costs milliseconds and does not change within a process.
-_STRUCTURED: dict[tuple[str, str | None], bool] = {}
 
 
 # time.monotonic() by which the calling episode must end (set by the runner's episode deadline):
@@ -183,56 +181,6 @@ def retry_after_s(exc: BaseException) -> float | None:
 def is_rate_limit(exc: BaseException, litellm: Any) -> bool:
     """True for a 429: the provider asks us to slow down."""
     return isinstance(exc, litellm.RateLimitError) or getattr(exc, "status_code", None) == 429
-
-
-def structured_output_supported(model: str, api_base: str | None = None) -> bool:
-    """Whether LiteLLM says ``model`` takes a JSON-schema ``response_format``.
-
-    A model in LiteLLM's map answers for itself. A model it does not know, served at an
-    ``api_base`` (vLLM, llama.cpp, Ollama, LM Studio), counts as supporting it when its provider
-    takes ``response_format``: such servers decode against the schema. A server that refuses it
-    is remembered and asked prompt-only from then on (see ``complete``).
-    """
-    key = (model, api_base)
-    if key not in _STRUCTURED:
-        _STRUCTURED[key] = _litellm_says_structured(load_litellm(), model, api_base)
-    return _STRUCTURED[key]
-
-
-def planned_tool_mode(model: str, tool_mode: str = "auto", api_base: str | None = None) -> str:
-    """How an agent will ask ``model`` for actions: ``tools`` (native function calling),
-    ``json_schema`` (a structured ``response_format``) or ``json_text`` (the schema in the prompt).
-
-    ``auto`` takes tools where LiteLLM's map says the model calls functions. A server that refuses
-    the schema at run time is asked prompt-only from then on, which each record then says.
-    """
-    if tool_mode == "auto":
-        try:
-            tool_mode = "tools" if load_litellm().supports_function_calling(model=model) else "json"
-        except Exception:  # unknown to LiteLLM's model map: a plain chat model
-            tool_mode = "json"
-    if tool_mode == "tools":
-        return "tools"
-    return "json_schema" if structured_output_supported(model, api_base) else "json_text"
-
-
-def _litellm_says_structured(litellm: Any, model: str, api_base: str | None) -> bool:
-    try:
-        if litellm.supports_response_schema(model=model):
-            return True
-    except Exception:  # a provider LiteLLM does not know: prompt-only
-        return False
-    if not api_base:
-        return False
-    try:
-        litellm.get_model_info(model=model)
-        return False  # LiteLLM knows this model, and says no
-    except Exception:  # not in the map: a model of the server's own
-        pass
-    try:
-        return "response_format" in (litellm.get_supported_openai_params(model=model) or [])
-    except Exception:
-        return False
 
 
 def _summary(exc: BaseException) -> str:

@@ -280,9 +280,15 @@ def check_model(model: str, *, api_base: str | None = None, api_key_env: str | N
 
 # -- Docker -------------------------------------------------------------------------------------
 def _check_docker(raw: dict[str, Any], docker_answers: Callable[[], str | None] | None) -> list[str]:
+    from .sandbox.factory import PROVIDERS
+
+    # a misspelt provider fails every episode the same way: a mistake of the scenario, found here
+    unknown = [f"{where}: unknown sandbox provider {value!r}{did_you_mean(value, PROVIDERS)}; "
+               f"expected one of {', '.join(PROVIDERS)}"
+               for where, value in _sandbox_entries(raw) if value not in PROVIDERS]
     wants = [where for where, value in _sandbox_entries(raw) if value == "docker"]
-    if not wants:
-        return []
+    if unknown or not wants:
+        return unknown
     reason = (docker_answers or _ping_docker)()
     if reason is None:
         return []

@@ -206,3 +206,43 @@ def test_good_replies_raise_no_warning(capsys, tmp_path):
         status, out, err = run_cli(capsys, tmp_path, path, "--concurrency", "1")
     assert status == 0 and "0 invalid (0%), 0 text-only (0%)" in out and "warning" not in err
     assert "> **Warning:**" not in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_the_guard_reserves_the_dearest_episode_seen_by_hand():
+    from rsigym.records import AgentSpec, EnvRef, Trajectory, Usage
+    from rsigym.runner.guard import RunGuard
+    from rsigym.scenario import EpisodeSpec
+
+    def spec(i: int) -> EpisodeSpec:
+        return EpisodeSpec(f"{i:032d}", EnvRef("rsigym/Probe-v0"), AgentSpec("a", "llm", "m"), i, 0, 5)
+
+    def done(i: int, cost: float) -> Trajectory:
+        return Trajectory(f"{i:032d}", EnvRef("rsigym/Probe-v0"), AgentSpec("a", "llm", "m"), i, 0,
+                          usage=Usage(cost_usd=cost))
+
+    guard = RunGuard(cost_limit_usd=1.0, unknown_cost_slots=2)
+    assert guard.admit(spec(0)) and guard.admit(spec(1))  # cost unknown: one per worker (2)
+    assert not guard.admit(spec(2)) and not guard.stop()  # a third must wait, the run goes on
+    guard.finished(done(0, 0.3))                          # dearest 0.3; 1 still in flight (unknown)
+    assert guard.admit(spec(2))                           # 0.3 spent + 0.3 reserved <= 1.0
+    assert guard.admit(spec(3))                           # 0.3 + 0.6 <= 1.0
+    assert not guard.admit(spec(4))                       # 0.3 + 0.9 > 1.0
+    for i, cost in ((1, 0.2), (2, 0.3), (3, 0.1)):
+        guard.finished(done(i, cost))                     # spent 0.9, nothing in flight
+    assert not guard.admit(spec(4)) and guard.stop()      # 0.9 + 0.3 > 1.0 with nothing in flight: over
+    assert guard.spent_usd == pytest.approx(0.9)
+
+
+def test_provider_messages_lose_litellms_prefixes_and_keep_the_reason():
+    from rsigym.provider_errors import provider_message
+
+    class Wrapped(Exception):
+        pass
+
+    inner = ConnectionRefusedError(111, "Connection refused")
+    outer = Wrapped("litellm.InternalServerError: InternalServerError: OpenAIException - Connection error.")
+    outer.__cause__ = inner
+    assert provider_message(outer) == "Connection error: [Errno 111] Connection refused"
+    body = Wrapped("litellm.AuthenticationError: AuthenticationError: OpenAIException - Error code: 401 - "
+                   "{'error': {'message': 'Incorrect API key provided: sk-***.', 'type': 'invalid_request_error'}}")
+    assert provider_message(body) == "Incorrect API key provided: sk-***."
