@@ -9,7 +9,9 @@ ones) the LLM proposes a new policy from that experience. The challenger then sh
 incumbent for ``trial_candidates`` candidates (its decisions are asked, never executed) and
 replaces it only under the acceptance rule (``accept_challenger``): on the candidates where the
 two disagree, fewer *expected* missed new bests (an unobserved counterfactual outcome is not
-"no miss": explored outcomes are weighted by 1/``explore_p``), or as many and a lower cost.
+"no miss": explored outcomes are weighted by 1/``explore_p``), or as many and a lower cost, and
+by more than a challenger with the same policy and other sampling noise shows by chance (a
+role-swap test over the disagreements).
 
 Each policy event (proposal, acceptance, rejection and why) is written into the rationale of the
 next action as a ``[policy] ...`` line, so the record carries the policy history. A path the
@@ -24,6 +26,8 @@ import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from rsigym.agent import register_agent
 from rsigym.agents.llm_messages import extract_json
@@ -84,11 +88,8 @@ class Verdict:
     only_challenger_full: int = 0  # disagreements only the challenger would evaluate fully
     observed_only_challenger_full: int = 0  # ... of which exploration revealed the outcome
     new_bests_seen: tuple[int, int] = (0, 0)  # new bests observed in those two classes
-
-
-def _posterior_rate(new_bests: int, observed: int, prior_rate: float, prior_strength: float) -> float:
-    """Posterior mean new-best rate (Beta prior of mean ``prior_rate`` and ``prior_strength`` pseudo-candidates)."""
-    return (new_bests + prior_strength * prior_rate) / (observed + prior_strength)
+    p_value: float = 1.0  # role-swap test: chance of so large an advantage from an equivalent challenger
+    prefers_challenger: bool = False  # the point estimates favour the challenger (before the noise test)
 
 
 def prior_new_best_rate(cases: list[Case], explore_p: float) -> float:
@@ -104,9 +105,36 @@ def prior_new_best_rate(cases: list[Case], explore_p: float) -> float:
     return min((found + 1.0) / (len(cases) + 2.0), 1.0)
 
 
+def _advantage(inc_full: np.ndarray, ch_full: np.ndarray, known: np.ndarray, new_best: np.ndarray,
+               cost_inc: np.ndarray, cost_ch: np.ndarray, prior_rate: float, prior_strength: float,
+               miss_tolerance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rule's quantities for each row of role assignments: arrays of shape (S, D), S role
+    swaps of D disagreements (True: incumbent and challenger swapped on that candidate).
+
+    Returns (miss key, cost key, expected misses challenger, incumbent, cost challenger,
+    incumbent), each of shape (S,); the keys order the challenger's advantage lexicographically:
+    fewer expected misses beyond ``miss_tolerance`` first, then lower cost.
+    """
+    only_inc = inc_full & ~ch_full  # (S, D)
+    only_ch = ch_full & ~inc_full
+
+    def misses(cls: np.ndarray) -> np.ndarray:
+        size, seen, found = cls.sum(1), (cls & known).sum(1), (cls & new_best).sum(1)
+        return size * (found + prior_strength * prior_rate) / (seen + prior_strength)
+
+    misses_new, misses_old = misses(only_inc), misses(only_ch)
+    cost_new, cost_old = cost_ch.sum(1), cost_inc.sum(1)
+    diff = misses_old - misses_new
+    beyond = np.abs(diff) > miss_tolerance
+    return (np.where(beyond, diff, 0.0), np.where(beyond, 0.0, cost_old - cost_new), misses_new, misses_old,
+            cost_new, cost_old)
+
+
 def accept_challenger(cases: list[Case], partial_cost: float, *, explore_p: float = 0.1, prior_rate: float = 0.1,
-                      prior_strength: float = 10.0, miss_tolerance: float = 0.25) -> Verdict:
-    """The acceptance rule: fewer expected missed new bests on the disagreements, then lower cost.
+                      prior_strength: float = 10.0, miss_tolerance: float = 0.25, alpha: float = 0.05,
+                      seed: int = 0) -> Verdict:
+    """The acceptance rule: fewer expected missed new bests on the disagreements, then lower cost,
+    by more than an equivalent challenger would show by chance.
 
     Only disagreements where exactly one policy evaluates fully can differ in misses. Where only
     the incumbent evaluates fully the outcome is observed; where only the challenger would, the
@@ -114,37 +142,64 @@ def accept_challenger(cases: list[Case], partial_cost: float, *, explore_p: floa
     ``explore_p``): an unobserved outcome is *not* "no miss". Each class's new-best rate is
     estimated by its posterior mean (explored outcomes stand for the whole class: 1/``explore_p``
     weighting; a Beta prior of mean ``prior_rate``, the run's weighted rate, and strength
-    ``prior_strength``), and a policy's expected misses are the class size times that rate, so
-    a challenger is judged for what it would miss on such candidates, not for the luck of this
-    trial. Expected misses decide when they differ by more than ``miss_tolerance``; otherwise the
-    cheaper policy (full-evaluation equivalents) wins, and a tie keeps the incumbent.
+    ``prior_strength``), and a policy's expected misses are the class size times that rate.
+    Expected misses decide when they differ by more than ``miss_tolerance``; otherwise the
+    cheaper policy (full-evaluation equivalents) is preferred, and a tie keeps the incumbent.
+
+    A challenger that follows the same policy with other sampling noise disagrees at random, and
+    the rule above prefers it about half the time. So the preference must also survive the
+    role-swap test: if the two policies were equivalent, swapping which one made each
+    disagreeing decision would be as likely as the trial seen; ``p_value`` is the share of the
+    2^D swaps (D disagreements; 4,096 seeded draws beyond 12) whose advantage is at least the
+    observed one. Accepted only when the challenger is preferred and ``p_value < alpha``; a
+    trial with fewer than five disagreements can never reach 0.05 (1/16 at four).
     """
-    if not 0.0 <= explore_p <= 1.0 or not 0.0 <= prior_rate <= 1.0 or prior_strength <= 0 or miss_tolerance < 0:
+    if (not 0.0 <= explore_p <= 1.0 or not 0.0 <= prior_rate <= 1.0 or prior_strength <= 0 or miss_tolerance < 0
+            or not 0.0 < alpha <= 1.0):
         raise ValueError(f"bad acceptance-rule parameters: explore_p={explore_p}, prior_rate={prior_rate}, "
-                         f"prior_strength={prior_strength}, miss_tolerance={miss_tolerance}")
+                         f"prior_strength={prior_strength}, miss_tolerance={miss_tolerance}, alpha={alpha}")
     split = [c for c in cases if c.incumbent != c.challenger]
-    only_inc = [c for c in split if evaluates_fully(c.incumbent) and not evaluates_fully(c.challenger)]
-    only_ch = [c for c in split if evaluates_fully(c.challenger) and not evaluates_fully(c.incumbent)]
-    seen_inc = [c for c in only_inc if c.new_best is not None]
-    seen_ch = [c for c in only_ch if c.new_best is not None]
-    k_inc, k_ch = sum(bool(c.new_best) for c in seen_inc), sum(bool(c.new_best) for c in seen_ch)
-    misses_new = len(only_inc) * _posterior_rate(k_inc, len(seen_inc), prior_rate, prior_strength) if only_inc else 0.0
-    misses_old = len(only_ch) * _posterior_rate(k_ch, len(seen_ch), prior_rate, prior_strength) if only_ch else 0.0
-    cost_old = sum(path_cost(c.incumbent, partial_cost) for c in split)
-    cost_new = sum(path_cost(c.challenger, partial_cost) for c in split)
-    if not split:
-        accepted, reason = False, "the policies never disagreed"
-    elif abs(misses_new - misses_old) > miss_tolerance:
-        accepted = misses_new < misses_old
-        reason = (f"expected misses {misses_new:.2f} vs {misses_old:.2f} (challenger vs incumbent; "
-                  f"{len(only_inc)} candidates only the incumbent evaluates, {k_inc} new bests; {len(only_ch)} only "
-                  f"the challenger would, {len(seen_ch)} explored, {k_ch} new bests)")
+    inc_full = np.array([evaluates_fully(c.incumbent) for c in split], dtype=bool)
+    ch_full = np.array([evaluates_fully(c.challenger) for c in split], dtype=bool)
+    known = np.array([c.new_best is not None for c in split], dtype=bool)
+    found = np.array([bool(c.new_best) for c in split], dtype=bool)
+    cost_inc = np.array([path_cost(c.incumbent, partial_cost) for c in split], dtype=float)
+    cost_ch = np.array([path_cost(c.challenger, partial_cost) for c in split], dtype=float)
+    d = len(split)
+    if d <= 12:  # every swap: (2^d, d)
+        swaps = ((np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1).astype(bool)
     else:
-        accepted = cost_new < cost_old - 1e-12
+        swaps = np.random.default_rng(seed).random((4096, d)) < 0.5
+        swaps[0] = False
+    keys = _advantage(np.where(swaps, ch_full, inc_full), np.where(swaps, inc_full, ch_full), known[None, :],
+                      found[None, :], np.where(swaps, cost_ch, cost_inc), np.where(swaps, cost_inc, cost_ch),
+                      prior_rate, prior_strength, miss_tolerance)
+    miss_key, cost_key, misses_new_all, misses_old_all, cost_new_all, cost_old_all = keys
+    misses_new, misses_old = float(misses_new_all[0]), float(misses_old_all[0])
+    cost_new, cost_old = float(cost_new_all[0]), float(cost_old_all[0])
+    eps = 1e-9
+    at_least = (miss_key > miss_key[0] + eps) | ((np.abs(miss_key - miss_key[0]) <= eps) & (cost_key >= cost_key[0] - eps))
+    p_value = float(at_least.mean()) if d else 1.0
+    only_inc, only_ch = inc_full & ~ch_full, ch_full & ~inc_full
+    k_inc, k_ch = int((only_inc & found).sum()), int((only_ch & found).sum())
+    seen_ch = int((only_ch & known).sum())
+    if not split:
+        prefers, reason = False, "the policies never disagreed"
+    elif abs(misses_new - misses_old) > miss_tolerance:
+        prefers = misses_new < misses_old
+        reason = (f"expected misses {misses_new:.2f} vs {misses_old:.2f} (challenger vs incumbent; "
+                  f"{int(only_inc.sum())} candidates only the incumbent evaluates, {k_inc} new bests; "
+                  f"{int(only_ch.sum())} only the challenger would, {seen_ch} explored, {k_ch} new bests)")
+    else:
+        prefers = cost_new < cost_old - 1e-12
         reason = (f"expected misses {misses_new:.2f} vs {misses_old:.2f} within {miss_tolerance:g}; "
                   f"cost {cost_new:.3g} vs {cost_old:.3g}")
-    return Verdict(accepted, len(split), misses_old, misses_new, cost_old, cost_new, reason, len(only_inc),
-                   len(only_ch), len(seen_ch), (k_inc, k_ch))
+    accepted = prefers and p_value < alpha
+    if split:
+        reason += f"; role-swap p={p_value:.3g} over {d} disagreements" + (
+            f" (not below {alpha:g}: within what an equivalent challenger shows)" if prefers and not accepted else "")
+    return Verdict(accepted, d, misses_old, misses_new, cost_old, cost_new, reason, int(only_inc.sum()),
+                   int(only_ch.sum()), seen_ch, (k_inc, k_ch), p_value, prefers)
 
 
 def missed_new_bests_estimate(turned_away: int, explored: int, found: int,
@@ -215,7 +270,8 @@ class EvoAllocAgent:
     Params:
         revise_after_full: New full results (own and counterfactual) between policy proposals.
         trial_candidates: Candidates a challenger shadows the incumbent before the verdict.
-        miss_tolerance, prior_strength: the acceptance rule's (``accept_challenger``).
+        miss_tolerance, prior_strength, acceptance_alpha: the acceptance rule's (``accept_challenger``;
+            ``acceptance_alpha`` is its ``alpha``, the level of the role-swap test).
         experience_in_prompt: Show the experience summary in every decision prompt (default True).
         temperature, max_tokens, api_base, litellm_kwargs: LLM call parameters.
         max_retries, backoff_base_s, backoff_max_s, timeout_s: Provider-error retries and the
@@ -228,6 +284,7 @@ class EvoAllocAgent:
         self.trial_candidates = int(params.pop("trial_candidates", 10))
         self.miss_tolerance = float(params.pop("miss_tolerance", 0.25))
         self.prior_strength = float(params.pop("prior_strength", 10.0))
+        self.acceptance_alpha = float(params.pop("acceptance_alpha", 0.05))
         self.experience_in_prompt = bool(params.pop("experience_in_prompt", True))
         self.temperature = params.pop("temperature", 0.0)
         self.max_tokens = params.pop("max_tokens", None)
@@ -240,8 +297,8 @@ class EvoAllocAgent:
             raise TypeError(f"evoalloc got unknown params {sorted(params)}")
         if self.revise_after_full < 1 or self.trial_candidates < 1:
             raise TypeError("revise_after_full and trial_candidates must be >= 1")
-        if self.miss_tolerance < 0 or self.prior_strength <= 0:
-            raise TypeError("miss_tolerance must be >= 0 and prior_strength > 0")
+        if self.miss_tolerance < 0 or self.prior_strength <= 0 or not 0 < self.acceptance_alpha <= 1:
+            raise TypeError("miss_tolerance must be >= 0, prior_strength > 0 and acceptance_alpha in (0, 1]")
         self.model = spec.model or "rsigym/evoalloc_heuristic"
         self.spec, self.last_usage = spec, Usage()
 
@@ -365,7 +422,8 @@ class EvoAllocAgent:
             if len(self.trial) >= self.trial_candidates:
                 verdict = accept_challenger(self.trial, self._partial_cost, explore_p=self._explore_p,
                                             prior_rate=prior_new_best_rate(self.experience, self._explore_p),
-                                            prior_strength=self.prior_strength, miss_tolerance=self.miss_tolerance)
+                                            prior_strength=self.prior_strength, miss_tolerance=self.miss_tolerance,
+                                            alpha=self.acceptance_alpha)
                 challenger_version = self.version + 1
                 if verdict.accepted:
                     self.incumbent, self.version = self.challenger, self.version + 1
