@@ -96,18 +96,18 @@ def evidence(units: Sequence[Unit], base: ArmReruns, treat: ArmReruns, *, grader
              margin: float = 0.10, confidence: float = 0.95, seed: int = 0) -> Evidence:
     """The effect, regrade parts, behaviour rate and grader flips of ``units``."""
     scored = [(u.task_id, u.base, u.treat) for u in units if u.base is not None and u.treat is not None]
-    effect = task_effect(grader, scored, ungraded=len(units) - len(scored), margin=margin,  # type: ignore[arg-type]
+    effect = task_effect(grader, scored, ungraded=len(units) - len(scored), margin=margin,
                          confidence=confidence, seed=seed)
     regraded = part = tost = None
     new = [(u.task_id, u.base_regrade, u.treat_regrade) for u in units
            if u.base_regrade is not None and u.treat_regrade is not None]
     if regrade and new:
-        regraded = task_effect(regrade, new, ungraded=len(units) - len(new), margin=margin,  # type: ignore[arg-type]
+        regraded = task_effect(regrade, new, ungraded=len(units) - len(new), margin=margin,
                                confidence=confidence, seed=seed)
         by_task = {t.task_id: t.delta for t in regraded.per_task}
         values = [t.delta - by_task[t.task_id] for t in effect.per_task if t.task_id in by_task]
         part = task_part("grader part", values, confidence, seed)
-        spread = [v for _, x, y in scored + new for v in (x, y)]  # type: ignore[operator]
+        spread = [v for _, x, y in scored + new for v in (x, y)]
         bound = 2 * max(1.0, max(spread) - min(spread))  # a grader part spans two score ranges
         tost = tost_paired(values, margin, alpha=1 - confidence, bound=bound)
     behaviour = behaviour_rate(units, base.behaviour, treat.behaviour, reruns_changed=bool(base.changed or treat.changed),
@@ -147,9 +147,11 @@ def decide(ev: Evidence, *, margin: float, positive_control: bool = False,
             return "behaviour change", f"the fixed ruler moved {r.text()} and the grader part is {g_word}"
         if g.established() and r_null:
             return "measurement artifact", f"the grader part {g.text()} is established and the fixed ruler is {r_word}"
-        parts = (f"behaviour part {'established' if r.established() else 'not established'} "
-                 f"({'null' if r_null else 'not null'}), grader part {'established' if g.established() else 'not established'} "
-                 f"({'null' if g_null else 'not null'})")
+        def state(name: str, part: Part, null: bool, word: str) -> str:
+            shown = "established" if part.established() else f"not established (sign-flip p={part.p_value:.3g})"
+            return f"{name} {part.text()} {shown} and {word if null else f'not equivalent to 0 within +-{margin:.2f}'}"
+
+        parts = (f"{state('behaviour part', r, r_null, r_word)}; {state('grader part', g, g_null, g_word)}")
     else:
         if e.moved and at_equal:
             return "behaviour change", (f"behaviour changes beyond identical-rerun variation (excess {b.excess.text()}); "

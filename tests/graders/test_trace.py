@@ -399,3 +399,65 @@ def test_registered_analyses_write_markdown_and_plots(tmp_path):
     plots = sorted(p.name for p in tmp_path.glob("trace_*.png"))
     assert len(plots) == 3 and "trace_effects.png" in plots and "trace_flip_rates.png" in plots
     assert all((tmp_path / p).stat().st_size > 0 and f"![{p}]({p})" in text for p in plots)
+
+
+def test_a_certain_artifact_in_both_directions_is_an_artifact_whatever_the_mean():
+    # the agent does exactly the same everywhere (2 reruns); the grader fails 4 passing tasks and
+    # passes 4 failing ones under the treatment: net delta 0, yet every flip is the grader's
+    records = []
+    for i in range(20):
+        base = 1.0 if i < 10 else 0.0
+        treat = 1.0 - base if i < 4 or 10 <= i < 14 else base
+        for rep in range(2):
+            records.append(make_record(f"t{i:02d}", None, grades={"judge": base}, rep=rep))
+            records.append(make_record(f"t{i:02d}", {"name": "paraphrase_descriptions"}, grades={"judge": treat}, rep=rep))
+    result = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "judge")
+    assert result.effect.delta == 0.0 and result.verdict.label == "measurement artifact"
+    assert (result.flips.flipped, result.flips.down, result.flips.up, result.flips.tasks) == (8, 4, 4, 20)
+    assert "in 8 of 20 tasks (4 down, 4 up; share 0.40" in result.verdict.sentence
+    assert "whatever the mean delta" in result.verdict.sentence
+    # a grader that scores identical reruns differently is noisy by itself: no certain artifact
+    records[2].grades[0].score = 0.0  # t00 baseline rep 1 (identical behaviour, other score)
+    noisy = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "judge")
+    assert noisy.verdict.label != "measurement artifact" and "scores identical reruns differently" in noisy.verdict.sentence
+
+
+def test_behaviour_rate_against_reruns_of_both_arms_leaves_out_tasks_without_reruns():
+    from rsigym.graders.trace_behaviour import Unit, behaviour_rate
+
+    units = [Unit("a", 1, 1, changed=True), Unit("a", 1, 1, changed=False), Unit("b", 1, 1, changed=True),
+             Unit("c", 1, 1, changed=False)]
+    # a: paired 1/2, reruns 0/1 (baseline) and 1/1 (treatment) -> floor 1/2, excess 0;
+    # b: paired 1, no treatment reruns -> left out (no zero floor); c: no reruns at all -> left out
+    rate = behaviour_rate(units, {"a": (0, 1), "b": (0, 3)}, {"a": (1, 1)})
+    assert (rate.tasks, rate.referenced, rate.reference) == (3, 1, True)
+    assert rate.rate == pytest.approx((0.5 + 1 + 0) / 3) and rate.noise == pytest.approx(0.5)
+    assert rate.excess.estimate == pytest.approx(0.0) and rate.excess.n == 1
+    assert "(1 tasks with reruns in both arms, 2 without left out)" in rate.text()
+    assert not behaviour_rate(units, {"a": (0, 1)}, {}).reference
+
+
+def test_missing_regrade_grades_that_hide_the_behaviour_part_withhold():
+    records = []
+    for i in range(30):  # 10 tasks use a renamed tool (name-bound ruler fails them), 8 really fail
+        fake, real = i < 10, 10 <= i < 18
+        records.append(make_record(f"t{i:02d}", None, grades={"action_match": 1.0, "action_match_mapped": 1.0}))
+        records.append(make_record(f"t{i:02d}", RENAME, mapping=MAPPING, actions=GOLD[:1] if real else GOLD,
+                                   db="db-x" if real else "db-gold",
+                                   grades={"action_match": 0.0 if fake or real else 1.0,
+                                           "action_match_mapped": None if real else 1.0}))
+    pairs = pair_records(records, "identity", "rename_tools")
+    result = attribute(pairs, "action_match", regrade_grader="action_match_mapped")
+    assert result.missing.ungraded_regrade == 8 and result.missing.ungraded_pairs == 0
+    assert result.verdict.label == "withheld" and "regrade worst" in result.verdict.sentence
+    assert "8 pairs without a regrade grade" in result.verdict.sentence
+
+
+def test_equivalent_sentence_says_what_holds():
+    records = []
+    for i in range(40):  # every pair identical in behaviour and score: the distribution-free TOST bounds it
+        records.append(make_record(f"t{i:02d}", None, grades={"reward": 1.0}))
+        records.append(make_record(f"t{i:02d}", {"name": "paraphrase_descriptions"}, grades={"reward": 1.0}))
+    result = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "reward")
+    assert result.verdict.label == "no effect"
+    assert "the score is equivalent within +-0.10 (90% CI" in result.verdict.sentence
