@@ -1,20 +1,34 @@
-"""The sandboxed side of a test run: one ``python3 -I -c RUNNER`` executes a whole batch of jobs.
+"""The sandboxed side of a test run: one fresh interpreter per (program, test), judged by the harness.
 
-Docker start-up dominates a short test run, so one exec carries many jobs (every test of one
-candidate, all four candidates of a round, or all 164 reference solutions). Each job runs in its
-own forked child (nothing one candidate does to its interpreter reaches the next job), its output
-sent to ``/dev/null``, each test under a per-test alarm, the child killed by the parent when the
-job's total deadline passes. The child streams one JSON line per finished test into a pipe, so a
-child killed at test k still reports tests 0..k-1; the rest read ``timeout``. In check mode a test
-that times out ends the job (the rest read ``timeout`` unrun): one endless loop costs one alarm.
+Two programs, both passed inline to ``python3 -I -c`` (no file a program could overwrite):
 
-A job is ``{key, source, entry, prelude, tests, mode, timeout_s}``. ``mode="check"``: each test is
-a block of statements run with ``candidate`` (and the entry point's own name) bound to the job's
-function; it passes when it raises nothing. ``mode="eval"``: each test is an expression; the result
-is its ``repr`` and whether that repr reads back (``ast.literal_eval``) equal to the value, which is
-how expected outputs are computed from the reference solution.
+* ``COLLECTOR`` runs **once per batch as the harness identity** (on docker another uid, which the
+  programs cannot ptrace, signal or read). It gets every job on its stdin from the host, listens
+  on an abstract Unix socket whose random name the host gives both sides, and **runs each test
+  itself**: the test's statements execute in the collector with every name the test reads from
+  the program (``candidate``, the entry point, helpers such as ``encode_cyclic``) bound to a
+  proxy whose calls go over the socket. So a test's expected values, its assertions and the other
+  tests never leave the collector, and pass/fail is decided where the program cannot write.
+  It prints one marked JSON line with every test's outcome when the host sends the end token.
+* ``RUNNER`` runs **once per test as the user**, a fresh interpreter with nothing in it but its
+  own job (started by the host after the previous one and every process it left are gone). It
+  connects, sends its one-time token, receives the program's source, entry name and prelude and
+  the names the test reads, loads the program (under an alarm), then answers calls: decode the
+  arguments, call under an alarm set to what is left of the test's time, encode the value. Its
+  stdin, stdout and stderr are ``/dev/null`` while the program runs: the socket is its only channel.
 
-The parent prints one marked JSON line ``{"results": {key: [..per test..], ...}}``.
+Values cross as tagged JSON (``encode``/``decode`` below): exact builtin types (int, float with
+nan/inf, str, bytes, bool, None, list, tuple, dict, set, frozenset, complex) are rebuilt in the
+collector; anything else stays in the runner and the collector gets an opaque handle (its repr,
+equal only to itself, passable back as an argument). An exception the program raises is rebuilt
+as a subclass of its nearest builtin base with the same name and message, so a test that expects
+it catches it and the outcome reads ``error:<Type>`` as before. A program can thus only influence
+its outcome through the values it returns: returning the right values is solving the problem.
+
+A token used twice (a program reconnecting to forge), an unreadable frame, a frame out of turn, or
+a runner that ends (a signal, ``os._exit``) before answering is a failure of that test, never a
+result. Statuses: ``pass | fail | error | timeout`` (check mode), ``ok`` with ``repr`` and
+``literal`` (eval mode), as ``execution.JobResult`` reads them.
 """
 
 from __future__ import annotations
@@ -22,11 +36,484 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["RESULT_MARK", "RUNNER", "parse_batch"]
+__all__ = ["RESULT_MARK", "RUNNER", "COLLECTOR", "END_PROGRAM", "TRUSTED_BATCH", "parse_batch"]
 
 RESULT_MARK = "@@rsigym-coderepair@@"
 
-RUNNER = r'''
+# Shared by both sides: framing and the value codec (the collector decodes untrusted frames).
+_WIRE = r'''
+import json, math, struct
+MAX_FRAME = 32 * 1024 * 1024
+MAX_DEPTH = 200
+
+
+def send_frame(sock, obj):
+    data = json.dumps(obj).encode("utf-8", "surrogatepass")
+    sock.sendall(struct.pack("<I", len(data)) + data)
+
+
+def _read(sock, n):
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise EOFError("the other side ended")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def connect(header):
+    """A connection to the collector, which may still be starting (``wait_s``)."""
+    import socket, time
+    deadline = time.monotonic() + float(header["wait_s"])
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect("\0" + header["socket"])
+            return sock
+        except OSError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise SystemExit(3)
+            time.sleep(0.002)
+
+
+def recv_frame(sock):
+    (n,) = struct.unpack("<I", _read(sock, 4))
+    if n > MAX_FRAME:
+        raise ValueError(f"a frame of {n} bytes")
+    return json.loads(_read(sock, n).decode("utf-8", "surrogatepass"))
+'''
+
+RUNNER = _WIRE + r'''
+import os, signal, socket, sys
+_h = json.loads(sys.stdin.buffer.read())
+_null = os.open(os.devnull, os.O_RDWR)
+for _fd in (0, 1, 2):
+    os.dup2(_null, _fd)
+sys.setrecursionlimit(3000)
+_sock = connect(_h)
+send_frame(_sock, {"token": _h["token"]})
+_job = recv_frame(_sock)
+del _h
+
+
+class _TestTimeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _TestTimeout()
+
+
+signal.signal(signal.SIGALRM, _alarm)
+_handles = []
+
+
+def _enc(v, depth=0):
+    t = type(v)
+    if depth > MAX_DEPTH:
+        return _opaque(v)
+    if v is None or t is bool or t is str:
+        return ["v", v]
+    if t is int:
+        return ["i", hex(v)]
+    if t is float:
+        return ["f", repr(v)]
+    if t is complex:
+        return ["c", repr(v.real), repr(v.imag)]
+    if t is bytes:
+        return ["b", v.hex()]
+    if t in (list, tuple, set, frozenset):
+        return [{list: "l", tuple: "t", set: "s", frozenset: "fs"}[t], [_enc(x, depth + 1) for x in v]]
+    if t is dict:
+        return ["d", [[_enc(k, depth + 1), _enc(x, depth + 1)] for k, x in v.items()]]
+    return _opaque(v)
+
+
+def _opaque(v):
+    _handles.append(v)
+    try:
+        text = repr(v)[:20000]
+    except BaseException:
+        text = "<unprintable>"
+    return ["o", len(_handles) - 1, text]
+
+
+def _dec(e):
+    tag = e[0]
+    if tag == "v":
+        return e[1]
+    if tag == "i":
+        return int(e[1], 16)
+    if tag == "f":
+        return float(e[1])
+    if tag == "c":
+        return complex(float(e[1]), float(e[2]))
+    if tag == "b":
+        return bytes.fromhex(e[1])
+    if tag == "d":
+        return {_dec(k): _dec(x) for k, x in e[1]}
+    if tag == "o":
+        return _handles[e[1]]
+    if tag == "r":
+        return _resolve(e[1])
+    items = [_dec(x) for x in e[1]]
+    return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
+
+
+def _short(exc):
+    return (type(exc).__name__ + ": " + str(exc))[:200]
+
+
+namespace = {"__name__": "candidate"}
+
+
+def _resolve(name):
+    return _function if name == "candidate" else namespace[name]
+
+
+try:
+    signal.setitimer(signal.ITIMER_REAL, _job["timeout_s"])
+    exec(compile(_job["source"], "candidate.py", "exec"), namespace)
+    if _job.get("prelude"):
+        exec(compile(_job["prelude"], "tests.py", "exec"), namespace)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    _function = namespace[_job["entry"]]
+    if not callable(_function):
+        raise TypeError(_job["entry"] + " is not callable")
+except _TestTimeout:
+    send_frame(_sock, {"load": "timeout"})
+    os._exit(0)
+except BaseException as exc:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    send_frame(_sock, {"load": "error", "detail": _short(exc), "type": type(exc).__name__})
+    os._exit(0)
+_names = {}
+for _name in _job["names"]:
+    if _name == "candidate":
+        _names[_name] = ["callable"]
+    elif _name not in namespace:
+        _names[_name] = ["missing"]
+    else:
+        _value = namespace[_name]
+        _names[_name] = ["callable"] if callable(_value) else _enc(_value)
+send_frame(_sock, {"load": "ok", "names": _names})
+while True:
+    _call = recv_frame(_sock)
+    if "end" in _call:
+        os._exit(0)
+    try:
+        _target = _resolve(_call["name"])
+        _args = [_dec(a) for a in _call["args"]]
+        _kwargs = {k: _dec(a) for k, a in _call["kwargs"].items()}
+        signal.setitimer(signal.ITIMER_REAL, max(float(_call["budget_s"]), 0.001))
+        _value = _target(*_args, **_kwargs)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _reply = {"value": _enc(_value)}
+    except _TestTimeout:
+        _reply = {"timeout": True}
+    except BaseException as exc:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            _reply = {"raise": type(exc).__name__, "bases": [c.__name__ for c in type(exc).__mro__],
+                      "message": str(exc)[:2000]}
+        except BaseException:
+            _reply = {"raise": type(exc).__name__, "bases": ["Exception"], "message": "<unprintable>"}
+    send_frame(_sock, _reply)
+'''
+
+COLLECTOR = _WIRE + r'''
+import ast, builtins, os, signal, socket, sys, time
+MARK = "@@rsigym-coderepair@@"
+cfg = json.loads(sys.stdin.buffer.read().decode("utf-8", "surrogatepass"))
+deadline = time.monotonic() + float(cfg["budget_s"])
+
+
+class TestTimeout(BaseException):
+    pass
+
+
+class Broken(BaseException):
+    """The runner ended or broke the protocol: its test fails, whatever the test catches."""
+
+    def __init__(self, kind, detail):
+        super().__init__(detail)
+        self.kind = kind
+
+
+def _alarm(signum, frame):
+    raise TestTimeout()
+
+
+signal.signal(signal.SIGALRM, _alarm)
+
+
+class Opaque:
+    """A value that stayed in the runner: equal only to itself."""
+
+    def __init__(self, handle, text):
+        self.handle, self.text = int(handle), str(text)
+
+    def __repr__(self):
+        return self.text
+
+
+class Remote:
+    """A name of the program's namespace; calling it calls it in the runner."""
+
+    def __init__(self, conn, name, test_deadline, state):
+        self._conn, self._name, self._deadline, self._state = conn, name, test_deadline, state
+
+    def __repr__(self):
+        return f"<function {self._name}>"
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self._call(args, kwargs)
+        except Broken as exc:
+            self._state["broken"] = exc  # stands even if the test catches it
+            raise
+
+    def _call(self, args, kwargs):
+        if "broken" in self._state:
+            raise self._state["broken"]
+        budget = self._deadline - time.monotonic()
+        if budget <= 0:
+            raise TestTimeout()
+        try:
+            send_frame(self._conn, {"name": self._name, "args": [enc(a) for a in args],
+                                    "kwargs": {str(k): enc(a) for k, a in kwargs.items()}, "budget_s": budget})
+            self._conn.settimeout(budget + 1.0)
+            reply = recv_frame(self._conn)
+        except TestTimeout:
+            raise
+        except socket.timeout:
+            raise TestTimeout()
+        except (EOFError, ConnectionError):
+            raise Broken("crashed", "the test process ended before it answered")
+        except BaseException as exc:
+            raise Broken("broken", f"an unreadable reply ({type(exc).__name__})")
+        if not isinstance(reply, dict):
+            raise Broken("broken", "a reply that is not an object")
+        if reply.get("timeout") is True:
+            raise TestTimeout()
+        if "raise" in reply:
+            raise rebuild(reply)
+        if "value" not in reply:
+            raise Broken("broken", "a reply with neither value nor exception")
+        try:
+            return dec(reply["value"])
+        except BaseException as exc:
+            raise Broken("broken", f"an unreadable value ({type(exc).__name__})")
+
+
+def rebuild(reply):
+    """The program's exception as a subclass of its nearest builtin base, same name and message."""
+    base = Exception
+    for name in reply.get("bases") or []:
+        found = getattr(builtins, str(name), None)
+        if isinstance(found, type) and issubclass(found, BaseException) and found not in (SystemExit, KeyboardInterrupt, GeneratorExit):
+            base = found
+            break
+        if name in ("SystemExit", "KeyboardInterrupt", "GeneratorExit"):
+            base = Exception
+            break
+    message = str(reply.get("message", ""))
+    cls = type(str(reply.get("raise", "Exception"))[:100], (base,), {"__str__": lambda self: message})
+    exc = cls.__new__(cls)
+    exc.args = (message,)
+    return exc
+
+
+def enc(v, depth=0):
+    t = type(v)
+    if depth > MAX_DEPTH:
+        raise ValueError("an argument nested too deep")
+    if v is None or t is bool or t is str:
+        return ["v", v]
+    if t is int:
+        return ["i", hex(v)]
+    if t is float:
+        return ["f", repr(v)]
+    if t is complex:
+        return ["c", repr(v.real), repr(v.imag)]
+    if t is bytes:
+        return ["b", v.hex()]
+    if t in (list, tuple, set, frozenset):
+        return [{list: "l", tuple: "t", set: "s", frozenset: "fs"}[t], [enc(x, depth + 1) for x in v]]
+    if t is dict:
+        return ["d", [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in v.items()]]
+    if t is Opaque:
+        return ["o", v.handle]
+    if t is Remote:
+        return ["r", v._name]
+    raise TypeError(f"cannot pass a {t.__name__} to the program")
+
+
+def dec(e, depth=0):
+    if depth > MAX_DEPTH or not isinstance(e, list) or not e:
+        raise ValueError("bad value")
+    tag = e[0]
+    if tag == "v":
+        if e[1] is None or type(e[1]) in (bool, str):
+            return e[1]
+        raise ValueError("bad scalar")
+    if tag == "i":
+        return int(e[1], 16)
+    if tag == "f":
+        return float(e[1])
+    if tag == "c":
+        return complex(float(e[1]), float(e[2]))
+    if tag == "b":
+        return bytes.fromhex(e[1])
+    if tag == "o":
+        return Opaque(e[1], e[2])
+    if tag == "d":
+        return {dec(k, depth + 1): dec(x, depth + 1) for k, x in e[1]}
+    kind = {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag]
+    return kind(dec(x, depth + 1) for x in e[1])
+
+
+def read_names(test, prelude_scope):
+    """Names the test reads and does not bind itself: they may come from the program."""
+    tree = ast.parse(test)
+    loads, stores = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            stores.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            stores.add(node.name)
+    return sorted((loads - stores - set(prelude_scope)) | {"candidate"})
+
+
+def short(exc):
+    return (type(exc).__name__ + ": " + str(exc))[:200]
+
+
+def serve(conn, unit):
+    """Run one test against one runner: ``{"load": ..., "test": ...}``."""
+    timeout_s = float(unit["timeout_s"])
+    prelude_scope = {"__name__": "tests"}
+    if unit.get("prelude"):
+        exec(compile(unit["prelude"], "tests.py", "exec"), prelude_scope)
+    mode, test = unit["mode"], unit["test"]
+    names = read_names(test if mode == "check" else test, prelude_scope)
+    send_frame(conn, {"source": unit["source"], "entry": unit["entry"], "prelude": unit.get("prelude", ""),
+                      "timeout_s": timeout_s, "names": names})
+    conn.settimeout(timeout_s + 2.0)
+    try:
+        load = recv_frame(conn)
+    except socket.timeout:
+        return {"load": {"load": "timeout"}}
+    except (EOFError, OSError):
+        return {"load": {"load": "crashed"}}
+    if not isinstance(load, dict) or load.get("load") not in ("ok", "error", "timeout"):
+        raise Broken("broken", "an unreadable load report")
+    if load["load"] != "ok":
+        return {"load": {k: str(load[k])[:300] for k in ("load", "detail", "type") if k in load}}
+    test_deadline = time.monotonic() + timeout_s
+    scope, state = dict(prelude_scope), {}
+    for name, info in (load.get("names") or {}).items():
+        if name not in names:
+            raise Broken("broken", "a name that was not asked for")
+        if info == ["callable"]:
+            scope[name] = Remote(conn, name, test_deadline, state)
+        elif info != ["missing"]:
+            try:
+                scope[name] = dec(info)
+            except BaseException:
+                raise Broken("broken", "an unreadable value") from None
+    if not isinstance(scope.get("candidate"), Remote):
+        raise Broken("broken", "the entry point is not callable")
+    signal.setitimer(signal.ITIMER_REAL, timeout_s + 0.5)
+    try:
+        if mode == "eval":
+            value = eval(compile(test, "test.py", "eval"), scope)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            text = repr(value)
+            try:
+                literal = ast.literal_eval(text) == value and type(ast.literal_eval(text)) is type(value)
+            except Exception:
+                literal = False
+            result = {"status": "ok", "repr": text[:20000], "literal": bool(literal)}
+        else:
+            exec(compile(test, "test.py", "exec"), scope)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            result = {"status": "pass"}
+    except TestTimeout:
+        result = {"status": "timeout"}
+    except Broken:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        raise
+    except AssertionError as exc:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        result = {"status": "fail", "detail": short(exc)}
+    except BaseException as exc:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        result = {"status": "error", "type": type(exc).__name__, "detail": short(exc)}
+    if "broken" in state:
+        raise state["broken"]
+    return {"load": {"load": "ok"}, "test": result}
+
+
+units = cfg["units"]
+results = {}
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind("\0" + cfg["socket"])
+server.listen(16)
+while True:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        break
+    server.settimeout(left)
+    try:
+        conn, _ = server.accept()
+    except OSError:
+        break
+    try:
+        conn.settimeout(2.0)
+        hello = recv_frame(conn)
+        token = hello.get("token") if isinstance(hello, dict) else None
+    except BaseException:
+        conn.close()
+        continue
+    if token == cfg["end_token"]:
+        conn.close()
+        break
+    if not isinstance(token, str) or token not in units:
+        conn.close()
+        continue
+    if token in results:  # a second connection with one token: the test's own program forging
+        results[token] = {"load": {"load": "ok"}, "test": {"status": "error", "type": "forged",
+                                                           "detail": "a second connection for one test"}}
+        conn.close()
+        continue
+    try:
+        results[token] = serve(conn, units[token])
+    except Broken as exc:
+        results[token] = {"load": {"load": "ok"}, "test": {"status": "error", "type": exc.kind, "detail": str(exc)[:200]}}
+    except BaseException as exc:
+        results[token] = {"load": {"load": "ok"}, "test": {"status": "error", "type": "broken", "detail": short(exc)}}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            send_frame(conn, {"end": True})
+        except BaseException:
+            pass
+        conn.close()
+sys.stdout.write(MARK + json.dumps({"results": results}) + "\n")
+sys.stdout.flush()
+'''
+
+# Programs the simulator itself generated (reference solutions, the catalogue's mutants): one
+# process of the harness identity runs a whole batch, each job in a forked child with its output
+# sent to /dev/null, a per-test alarm and a per-job deadline (the rest of its tests then read
+# ``timeout``). Never used for an agent's or a model's program.
+TRUSTED_BATCH = r'''
 import ast, json, os, select, signal, sys, time
 MARK = "@@rsigym-coderepair@@"
 batch = json.loads(sys.stdin.buffer.read().decode("utf-8", "replace"))
@@ -144,6 +631,14 @@ def _run(job):
 
 results = {job["key"]: _run(job) for job in batch["jobs"]}
 sys.stdout.write(MARK + json.dumps({"results": results}) + "\n")
+'''
+
+
+# The host's last command of a batch: tells the collector that every runner has finished.
+END_PROGRAM = _WIRE + r'''
+import socket, sys
+_h = json.loads(sys.stdin.buffer.read())
+send_frame(connect(_h), {"token": _h["token"]})
 '''
 
 
