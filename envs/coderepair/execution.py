@@ -19,6 +19,7 @@ __all__ = ["CODEREPAIR_LIMITS", "Job", "JobResult", "run_jobs"]
 # the collector to listen (the collector itself may still be starting: one engine exec).
 _STARTUP_S = 1.0
 _CONNECT_WAIT_S = 10.0
+_COLLECTOR_GRACE_S = 2.0
 
 # Candidates are small pure functions; each test runs in its own interpreter.
 CODEREPAIR_LIMITS = SandboxLimits(memory_mb=512, pids=64, file_size_mb=8, output_bytes=8_000_000)
@@ -130,10 +131,13 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
                     skipped.update(tokens[index + 1:])
                     break
     finally:
+        # The collector ends by itself once every test reported; when one did not (skipped, or its
+        # runner never connected), the end token tells it to print what it has.
+        thread.join(timeout=0.0 if skipped else _COLLECTOR_GRACE_S)
         if thread.is_alive():
-            run_user(["python3", "-I", "-c", END_PROGRAM], stdin=json.dumps({"socket": socket_name, "token": end_token,
-                                                                             "wait_s": _CONNECT_WAIT_S}), timeout=30.0)
-        thread.join()
+            end = json.dumps({"socket": socket_name, "token": end_token, "wait_s": _COLLECTOR_GRACE_S})
+            run_user(["python3", "-I", "-c", END_PROGRAM], stdin=end, timeout=30.0)
+            thread.join()
     if "error" in outcome:
         raise outcome["error"]
     run = outcome["run"]
