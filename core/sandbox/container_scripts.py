@@ -31,6 +31,7 @@ __all__ = [
     "KILL_ALL",
     "EXTRACT",
     "READ",
+    "REMOVE_TREE",
     "WIPE",
     "VERIFY",
     "EXEC_SERVER",
@@ -114,6 +115,47 @@ exec cat -- "$r"
 # directories it locked enterable first), and give its own dir back its mode (argv[2], octal).
 # One python process and no forks: right after a fork bomb the pids limit may leave room for a
 # single process. Prints the oom_kill counters; exits 1 if anything it owns is left.
+# ``remove_tree(path)`` for the programs below and the evolution runner: bottom-up without recursion,
+# one level at a time through relative chdir, so a directory nested thousands deep (past Python's
+# recursion limit and past PATH_MAX) goes like any other. Symlinks are unlinked, never followed;
+# a directory is made 0o700 first (its owner locked it). The cwd is restored.
+REMOVE_TREE = r"""
+def remove_tree(path):
+    import os
+    if os.lstat(path).st_mode & 0o170000 != 0o040000:
+        os.unlink(path)
+        return
+    back = os.open(".", os.O_PATH | os.O_DIRECTORY)
+    parent, top = os.path.split(os.path.abspath(path))
+    stack = []  # (name, its subdirectories still to remove), from the top down to the cwd
+
+    def enter(name):
+        os.chmod(name, 0o700)
+        os.chdir(name)
+        subs = []
+        for entry in os.listdir("."):
+            if os.lstat(entry).st_mode & 0o170000 == 0o040000:
+                subs.append(entry)
+            else:
+                os.unlink(entry)
+        stack.append((name, subs))
+
+    try:
+        os.chdir(parent)
+        enter(top)
+        while stack:
+            name, subs = stack[-1]
+            if subs:
+                enter(subs.pop())
+            else:
+                stack.pop()
+                os.chdir("..")
+                os.rmdir(name)
+    finally:
+        os.fchdir(back)
+        os.close(back)
+"""
+
 WIPE = r"""
 import ctypes, os, sys
 for _ in range(2):
@@ -122,15 +164,7 @@ for _ in range(2):
     except ProcessLookupError:
         pass
 uid, home = os.getuid(), sys.argv[1]
-def wipe(path):
-    if os.path.isdir(path) and not os.path.islink(path):
-        if os.lstat(path).st_uid == uid:
-            os.chmod(path, 0o700)
-        for name in os.listdir(path):
-            wipe(os.path.join(path, name))
-        os.rmdir(path)
-    else:
-        os.unlink(path)
+""" + REMOVE_TREE + r"""
 left = 0
 os.chmod(home, int(sys.argv[2], 8))
 for top in (home, *sys.argv[3:]):
@@ -138,8 +172,8 @@ for top in (home, *sys.argv[3:]):
         path = os.path.join(top, name)
         try:
             if top == home or os.lstat(path).st_uid == uid:
-                wipe(path)
-        except (OSError, RecursionError):
+                remove_tree(path)
+        except OSError:
             left += 1
 libc = ctypes.CDLL(None, use_errno=True)
 removers = {"shm": lambda i: libc.shmctl(i, 0, None), "sem": lambda i: libc.semctl(i, 0, 0),

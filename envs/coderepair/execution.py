@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -107,13 +108,14 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
     socket_name = "rsigym-coderepair-" + secrets.token_hex(16)
     end_token = secrets.token_hex(16)
     budget_s = sum(_runner_timeout_s(job) + 0.5 for job in jobs for _ in job.tests) + 30.0
-    config = json.dumps({"socket": socket_name, "end_token": end_token, "budget_s": budget_s, "units": units})
+    # marshal version 4: read alike by every Python 3 from 3.4 on (the sandbox's may differ from ours)
+    config = marshal.dumps({"socket": socket_name, "end_token": end_token, "budget_s": budget_s, "units": units}, 4)
     outcome: dict[str, Any] = {}
 
     def collect() -> None:
         try:
-            outcome["run"] = sandbox.exec(["python3", "-I", "-c", COLLECTOR],
-                                          stdin=config.encode("utf-8", "surrogatepass"),
+            outcome["run"] = sandbox.exec(["python3", "-I", "-S", "-c", COLLECTOR],
+                                          stdin=config,
                                           timeout=budget_s + 10.0, as_user="harness")
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             outcome["error"] = exc
@@ -125,8 +127,8 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
     try:
         for job, tokens in zip(jobs, plan):
             for index, token in enumerate(tokens):
-                header = json.dumps({"socket": socket_name, "token": token, "wait_s": _CONNECT_WAIT_S})
-                run = run_user(["python3", "-I", "-c", RUNNER], stdin=header, timeout=_runner_timeout_s(job))
+                header = f"{socket_name} {token} {_CONNECT_WAIT_S}"
+                run = run_user(["python3", "-I", "-S", "-c", RUNNER], stdin=header, timeout=_runner_timeout_s(job))
                 if job.mode == "check" and (run.timed_out or run.duration_s >= job.timeout_s):
                     skipped.update(tokens[index + 1:])
                     break
@@ -135,8 +137,8 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
         # runner never connected), the end token tells it to print what it has.
         thread.join(timeout=0.0 if skipped else _COLLECTOR_GRACE_S)
         if thread.is_alive():
-            end = json.dumps({"socket": socket_name, "token": end_token, "wait_s": _COLLECTOR_GRACE_S})
-            run_user(["python3", "-I", "-c", END_PROGRAM], stdin=end, timeout=30.0)
+            end = f"{socket_name} {end_token} {_COLLECTOR_GRACE_S}"
+            run_user(["python3", "-I", "-S", "-c", END_PROGRAM], stdin=end, timeout=30.0)
             thread.join()
     if "error" in outcome:
         raise outcome["error"]
@@ -178,17 +180,20 @@ def _user_exec(sandbox: Sandbox) -> Callable[..., ExecResult]:
     return server().exec if callable(server) else sandbox.exec
 
 
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _job_result(job: Job, tokens: list[str], results: dict[str, Any], skipped: set[str]) -> JobResult:
     """The job's outcome in the shape a forked child gave it: a load failure of its first test
     fails every test; in check mode a timeout ends the job."""
     if not tokens:
         return JobResult(job.key, [], None)
-    first = results.get(tokens[0]) if isinstance(results.get(tokens[0]), dict) else {}
-    load = first.get("load") if isinstance(first.get("load"), dict) else {"load": "crashed"}
+    load = _as_dict(_as_dict(results.get(tokens[0])).get("load")) or {"load": "crashed"}
     if load.get("load") != "ok":
         detail = str(load.get("detail", ""))
-        tests = [{"status": "error", "type": "load_" + str(load.get("load")), "detail": detail} for _ in tokens]
-        return JobResult(job.key, tests, f"{load.get('load')}: {detail}".strip())
+        failed = [{"status": "error", "type": "load_" + str(load.get("load")), "detail": detail} for _ in tokens]
+        return JobResult(job.key, failed, f"{load.get('load')}: {detail}".strip())
     tests: list[dict[str, Any]] = []
     for token in tokens:
         if job.mode == "check" and any(t.get("status") == "timeout" for t in tests):
@@ -197,9 +202,8 @@ def _job_result(job: Job, tokens: list[str], results: dict[str, Any], skipped: s
         if token in skipped:
             tests.append({"status": "timeout", "detail": "not run: the previous test's process ran past its timeout"})
             continue
-        raw = results.get(token)
-        raw = raw if isinstance(raw, dict) else {}
-        unit_load = raw.get("load") if isinstance(raw.get("load"), dict) else {"load": "crashed"}
+        raw = _as_dict(results.get(token))
+        unit_load = _as_dict(raw.get("load")) or {"load": "crashed"}
         if unit_load.get("load") != "ok":
             tests.append({"status": "error", "type": "load_" + str(unit_load.get("load")),
                           "detail": str(unit_load.get("detail", ""))})
