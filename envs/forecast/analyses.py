@@ -4,8 +4,8 @@
   predictions left out and counted), NDCG@3, its chance-corrected lift, Regret@3 (best of 3,
   primary; mean of 3) and the best gain found after 24 selections.
 * **Verdicts** (unit of inference: the target; each episode is paired with ``zero``'s episode of
-  the same task, condition and seed, and each target's mean difference, divided by its gain SD, is
-  one value): the mean Regret@3 difference agent - zero over targets with a 95% t interval over targets; "beats zero"
+  the same task, condition and seed, and each target's mean difference, divided by the reference's
+  mean regret there, is one value): the mean Regret@3 difference agent - zero over targets with a 95% t interval over targets; "beats zero"
   when the whole CI is below 0, "insufficient data" under ``min_pairs`` pairs or 3 targets.
 * **Experience** (``experience_effect``): the same agent with and without experience, round 1
   and the curve, normalised per target, per-target rows; ``zero`` is the floor.
@@ -31,7 +31,7 @@ from rsigym.records import Trajectory
 from rsigym.report import ReportSection, condition_label, register_analysis
 from rsigym.stats import cluster_t_ci
 
-from .experience_effect import experience_markdown
+from .experience_effect import experience_markdown, target_scales
 from .graders import round_means
 
 __all__ = ["forecast_analysis", "episode_rows", "advantage_over"]
@@ -66,11 +66,12 @@ def advantage_over(rows: list[dict[str, Any]], agent: str, reference: str, condi
                    metric: str = "regret_best") -> tuple[float, tuple[float, float], int, int]:
     """Mean (agent - reference) of ``metric`` over targets (each target's mean over its paired
     episodes is one value), its t interval over targets, the pair count and the target count.
-    Differences are divided by the target's gain SD (regrets are in gain units, whose scale
-    differs 50x between targets), so every target weighs the same."""
+    Regret differences are divided by the target's scale (``target_scales``: the reference's mean
+    regret there; gains differ 50x between targets), so every target weighs the same."""
     ref = {(r["task"], r["seed"], r["rep"]): r[metric] for r in rows
            if r["agent"] == reference and r["condition"] == condition}
-    pairs = [((r[metric] - ref[(r["task"], r["seed"], r["rep"])]) / (r.get("gain_sd") or 1.0), r["task"]) for r in rows
+    scale = target_scales(rows, reference) if metric.startswith("regret") else {}
+    pairs = [((r[metric] - ref[(r["task"], r["seed"], r["rep"])]) / scale.get(r["task"], 1.0), r["task"]) for r in rows
              if r["agent"] == agent and r["condition"] == condition and (r["task"], r["seed"], r["rep"]) in ref
              and not math.isnan(r[metric]) and not math.isnan(ref[(r["task"], r["seed"], r["rep"])])]
     if not pairs:
@@ -136,7 +137,7 @@ def _ground_truth_lines(rows: list[dict[str, Any]], reference: str) -> list[str]
 
 
 def _verdicts(rows: list[dict[str, Any]], reference: str, min_pairs: int) -> tuple[list[str], list[str]]:
-    lines = ["| condition | agent | pairs | targets | Regret@3 / gain SD, agent - reference [95% CI over targets] | verdict |",
+    lines = ["| condition | agent | pairs | targets | Regret@3 / reference's, agent - reference [95% CI over targets] | verdict |",
              "|---|---|---|---|---|---|"]
     summary: list[str] = []
     advantage: dict[tuple[str, str, str], tuple[float, tuple[float, float], int, int]] = {}

@@ -11,8 +11,10 @@ Regret@3(no_experience)`` (negative: experience helps). Two readings:
   mean over the rounds whose best candidate is real (``best_is_noise`` false: not a placebo, and
   significant), since a round whose best is noise ranks nothing real.
 
-Regrets are divided by the target's gain SD (the SD of its interventions' true mean gains; the
-scale differs 50x between digits-mlp and charlm) before pooling. **The target is the unit**: each
+Regrets are divided by the target's scale before pooling (gains differ 50x between digits-mlp
+and charlm): the blind reference ``zero``'s mean Regret@3 on that target (``target_scales``), so
+a delta of -1 removes all of a blind picker's regret; the target's gain SD where no ``zero``
+episode exists (an SD is inflated by crashed runs floored at -1, the blind regret is not). **The target is the unit**: each
 target's mean delta is one number, and the pooled estimate is their mean with a t interval over
 targets (``cluster_t_ci``); per-target rows show where an effect lives. Verdict: "helps" when the
 pooled CI is below 0, "hurts" above 0, else "no detectable effect" with its minimum detectable
@@ -30,7 +32,7 @@ from typing import Any
 
 from rsigym.stats import cluster_means, cluster_t_ci, minimum_detectable_difference
 
-__all__ = ["experience_pairs", "experience_effects", "experience_markdown", "EXPERIENCE_READINGS"]
+__all__ = ["experience_pairs", "experience_effects", "experience_markdown", "target_scales", "EXPERIENCE_READINGS"]
 
 EXPERIENCE_READINGS = ("round1", "curve", "curve_real")
 
@@ -60,9 +62,16 @@ def experience_pairs(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[d
     return pairs
 
 
-def _scale(pair: dict[str, Any]) -> float:
-    sd = pair["with"].get("gain_sd")
-    return float(sd) if sd else 1.0
+def target_scales(rows: list[dict[str, Any]], reference: str = "zero") -> dict[str, float]:
+    """Per target: ``reference``'s mean Regret@3 over all its episodes there (else the gain SD, else 1)."""
+    scales: dict[str, float] = {}
+    for task in sorted({r["task"] for r in rows}):
+        blind = sorted(r["regret_best"] for r in rows if r["task"] == task and r["agent"] == reference
+                       and not math.isnan(r["regret_best"]))
+        mean = math.fsum(blind) / len(blind) if blind else 0.0
+        sd = next((r.get("gain_sd") for r in rows if r["task"] == task and r.get("gain_sd")), None)
+        scales[task] = mean if mean > 0 else float(sd) if sd else 1.0
+    return scales
 
 
 def _verdict(low: float, high: float) -> str:
@@ -72,9 +81,11 @@ def _verdict(low: float, high: float) -> str:
 def experience_effects(rows: list[dict[str, Any]], *, min_targets: int = 3) -> list[dict[str, Any]]:
     """One result per (agent, condition, reading): pooled normalised delta, CI, per-target means, verdict."""
     out = []
+    scale = target_scales(rows)
     for (agent, condition), pairs in sorted(experience_pairs(rows).items()):
         for reading in EXPERIENCE_READINGS:
-            values = [(_reading(p["with"], reading) - _reading(p["without"], reading)) / _scale(p) for p in pairs]
+            values = [(_reading(p["with"], reading) - _reading(p["without"], reading)) / scale[p["task"]]
+                      for p in pairs]
             tasks = [p["task"] for p in pairs]
             mean, low, high, targets = cluster_t_ci(values, tasks)
             per_target = cluster_means(values, tasks)
@@ -113,7 +124,8 @@ def experience_markdown(rows: list[dict[str, Any]], *, min_targets: int = 3) -> 
     if not effects:
         return ["No condition has no_experience episodes of the same agent to pair with."], []
     lines = ["### Does experience help? (same agent, condition - no_experience)", "",
-             "Regret@3 (best of 3) difference, divided by the target's gain SD; negative = experience helps. "
+             "Regret@3 (best of 3) difference, divided by the target's scale (`zero`'s mean Regret@3 there); "
+             "negative = experience helps, -1 = all of a blind picker's regret removed. "
              "Unit: the target (each target's mean over its paired seeds is one value); 95% t interval over "
              "targets; MDD = minimum detectable difference (alpha 0.05, power 0.8). round 1 = the one-shot pick; "
              "curve = mean over all rounds; curve (real) = rounds whose best candidate is a significant, "
@@ -151,13 +163,14 @@ def _round_curve(rows: list[dict[str, Any]]) -> list[str]:
     for row in rows:
         groups.setdefault((row["agent"], row["condition"]), []).append(row)
     rounds = max((len(r["round_regret"]) for r in rows), default=0)
-    lines = ["Regret@3 per round / target gain SD (mean over episodes):", "",
+    scale = target_scales(rows)
+    lines = ["Regret@3 per round / target scale (mean over episodes; the multi-round curve):", "",
              "| agent | condition | " + " | ".join(f"r{i + 1}" for i in range(rounds)) + " |",
              "|---|---|" + "---|" * rounds]
     for (agent, condition), members in sorted(groups.items()):
         cells = []
         for i in range(rounds):
-            values = sorted(m["round_regret"][i] / (m.get("gain_sd") or 1.0) for m in members if len(m["round_regret"]) > i)
+            values = sorted(m["round_regret"][i] / scale[m["task"]] for m in members if len(m["round_regret"]) > i)
             cells.append(f"{math.fsum(values) / len(values):.3f}" if values else "n/a")
         lines.append(f"| {agent} | {condition} | " + " | ".join(cells) + " |")
     return lines
