@@ -79,6 +79,10 @@ def render_one(name: str, result: dict[str, Any]) -> str:
             cells.append("n/a" if one is None or curve is None else
                          f"{_ci(one)} {_short(one['verdict'])} \\| {_ci(curve)} {_short(curve['verdict'])}")
         lines.append(f"| {agent} | " + " | ".join(cells) + " |")
+    called = [f"{k.replace('|', ' ')} {v['verdict']}" for k, v in sorted(effects.items())
+              if v["verdict"] not in ("no detectable effect", "insufficient data") and not k.startswith("zero|")
+              and k.split("|")[2] in ("round1", "curve")]
+    lines += ["", "Experience verdicts other than n.s. (round 1, curve): " + ("; ".join(called) or "none") + "."]
     versus = result["versus_zero"]
     vconditions = sorted({k.split("|")[1] for k in versus})
     lines += ["", "Against `zero` (agent - zero, Regret@3 / `zero`'s, 95% CI over targets):", "",
@@ -104,19 +108,24 @@ def render(results_dir: Path = RESULTS) -> str:
     return "\n\n".join(parts)
 
 
-def readme_block(readme: str) -> str:
-    """The text between the markers of ``readme``; a clear error when they are missing."""
-    if BEGIN not in readme or END not in readme:
+def _parts(readme: str) -> tuple[str, str, str]:
+    """(text before the begin marker, the block, text after the end marker); a clear error without them."""
+    head, begin, rest = readme.partition(BEGIN)
+    block, end, tail = rest.partition(END)
+    if not begin or not end:
         raise ValueError(f"README has no {BEGIN} ... {END} block")
-    return readme.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+    return head, block, tail
+
+
+def readme_block(readme: str) -> str:
+    """The text between the markers of ``readme``."""
+    return _parts(readme)[1].strip("\n")
 
 
 def write_readme(readme_path: Path = ROOT / "README.md", results_dir: Path = RESULTS) -> None:
-    text = readme_path.read_text()
-    readme_block(text)
-    before, rest = text.split(BEGIN, 1)
-    after = rest.split(END, 1)[1]
-    readme_path.write_text(f"{before}{BEGIN}\n{render(results_dir)}\n{END}{after}")
+    """Replace the block of ``readme_path`` with what the results files render."""
+    head, _, tail = _parts(readme_path.read_text())
+    readme_path.write_text(f"{head}{BEGIN}\n{render(results_dir)}\n{END}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
