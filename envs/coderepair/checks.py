@@ -9,6 +9,8 @@ real verifier can see without the answer key. All candidates of a round run in o
 
 Nothing here reads an expected output or a hidden test: the checks are the agent's own probes,
 shown to it in the observation; whether a candidate passes stays unknown until it is executed.
+The mixture coder's candidates are the simulator's own programs and run as one trusted batch; a
+model's candidates run one call per fresh interpreter, as every untrusted program does.
 """
 
 from __future__ import annotations
@@ -84,14 +86,20 @@ def _type_of(text: str) -> str:
         return "other"
 
 
-def run_checks(sandbox: Sandbox, problem: Problem, codes: Sequence[str]) -> list[dict[str, Any]]:
+def run_checks(sandbox: Sandbox, problem: Problem, codes: Sequence[str], *, trusted: bool = False
+               ) -> list[dict[str, Any]]:
     """Per candidate: ``loads``, per public input ``ok | raise | timeout``, return ``types`` and
-    output ``digests``, and per boundary input ``ok | raise | timeout``. One sandbox exec."""
-    return run_checks_many(sandbox, [(problem, codes)])[0]
+    output ``digests``, and per boundary input ``ok | raise | timeout``.
+
+    ``trusted`` only for programs the simulator generated (the mixture coder's catalogue
+    re-printed): one harness batch; otherwise each call runs in a fresh interpreter
+    (``execution.run_jobs``)."""
+    return run_checks_many(sandbox, [(problem, codes)], trusted=trusted)[0]
 
 
-def run_checks_many(sandbox: Sandbox, rounds: Sequence[tuple[Problem, Sequence[str]]]) -> list[list[dict[str, Any]]]:
-    """``run_checks`` for many rounds in one sandbox exec (the headroom replay's batches)."""
+def run_checks_many(sandbox: Sandbox, rounds: Sequence[tuple[Problem, Sequence[str]]], *, trusted: bool = False
+                    ) -> list[list[dict[str, Any]]]:
+    """``run_checks`` for many rounds in one batch (the headroom replay's)."""
     jobs, layout = [], []
     for r, (problem, codes) in enumerate(rounds):
         public, boundary = probe_inputs(problem)
@@ -99,7 +107,7 @@ def run_checks_many(sandbox: Sandbox, rounds: Sequence[tuple[Problem, Sequence[s
         calls = public + boundary
         jobs += [Job(f"r{r}c{i}", code, problem.entry, calls, mode="eval", timeout_s=CHECK_TIMEOUT_S)
                  for i, code in enumerate(codes) if calls]
-    results = run_jobs(sandbox, jobs)
+    results = run_jobs(sandbox, jobs, trusted=trusted)
     out = []
     for r, (problem, codes) in enumerate(rounds):
         if f"r{r}c0" not in results:  # no probe input: the checks see nothing

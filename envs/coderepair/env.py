@@ -273,7 +273,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
             progress=self._index / len(self._stream), feedback=feedback, n=self.n_candidates, rng=rng)
         assert self._sandbox is not None
         codes = [c.code for c in self._candidates]
-        self._checks = run_checks(self._sandbox, problem, codes)
+        # the mixture coder's programs are the simulator's own (its labelled catalogue, re-printed)
+        self._checks = run_checks(self._sandbox, problem, codes, trusted=isinstance(self.coder, MixtureCoder))
         self._features = candidate_features(codes, problem.entry, self._round - 1, self._failed_forms, self._checks)
 
     def _observation(self, error: str | None = None) -> dict[str, Any]:
