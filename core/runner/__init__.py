@@ -220,7 +220,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             elif backend == "local":
                 run_local(todo, on_record, workers=plan.workers, stop=guard.stop)
             elif backend == "ray":
-                run_ray(todo, on_record, address=address, workers=plan.workers or None, stop=guard.stop)
+                run_ray(todo, on_record, address=address, workers=plan.workers or None, stop=guard.stop,
+                        admit=guard.admit)
             else:
                 raise ValueError(f"unknown backend {backend!r}; use local or ray")
         summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None
