@@ -69,11 +69,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     if args.force_new:
         print(f"rsigym: new run folder {out_dir}", file=sys.stderr)
-    from .manifest import planned_tool_modes
 
-    for agent_id, mode in planned_tool_modes(scenario.raw).items():
-        if mode.endswith("(auto)"):  # auto decides from LiteLLM's map: say what it chose
-            print(f"rsigym: agent {agent_id}: tool_mode auto chose {mode.split()[0]}", file=sys.stderr)
     progress: ProgressMode = "none" if args.no_progress else ("bar" if sys.stderr.isatty() else "plain")
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=progress, retry_infra_errors=not args.keep_infra_errors,
@@ -97,6 +93,12 @@ def _print_capacity(summary: Any) -> None:
               f"{checked.usage.cost_usd:.6f} USD)", file=sys.stderr)
         for line in checked.warnings:
             print(f"rsigym: warning: {redact_text(line)}", file=sys.stderr)
+    from .manifest import planned_tool_modes
+
+    for agent_id, mode in planned_tool_modes(summary.scenario_raw, checked.tool_modes if checked else None).items():
+        if "(auto:" in mode:  # say what auto chose, and how
+            print(f"rsigym: agent {agent_id}: tool_mode auto chose {mode.split()[0]} "
+                  f"({mode.split('auto: ')[1].rstrip(')')})", file=sys.stderr)
     for note in summary.notes:
         print(f"rsigym: {note}", file=sys.stderr)
     if summary.concurrency > 1 or summary.limits:

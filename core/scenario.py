@@ -69,6 +69,7 @@ class EpisodeSpec:
     graders: tuple[NamedSpec, ...] = ()
     imports: tuple[str, ...] = ()  # modules every worker imports first (``--import``)
     timeout_s: float | None = None  # wall clock for env, agent and steps (--episode-timeout); not in the key
+    tool_mode: str | None = None  # tools or json: the endpoint check's probe for a tool_mode auto agent; not in the key
 
 
 @lru_cache(maxsize=1)
