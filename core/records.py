@@ -35,6 +35,9 @@ __all__ = [
     "episode_key",
     "canonical_json",
     "to_jsonable",
+    "read_number",
+    "read_int",
+    "non_finite_marker",
     "MAX_RECORD_DEPTH",
     "state_sha256",
     "utc_now",
@@ -96,6 +99,36 @@ def _jsonable(value: Any, depth: int) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     raise TypeError(f"cannot store a {type(value).__name__} in a trajectory record: {short_repr(value)}")
+
+
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def non_finite_marker(constant: str) -> str:
+    """``json.loads(..., parse_constant=non_finite_marker)``: a hostile line's bare ``NaN`` or
+    ``Infinity`` (not JSON, but Python's json reads it) becomes the marker a record stores."""
+    return {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[constant]
+
+
+def read_number(value: Any, field_name: str, *, optional: bool = False) -> float | None:
+    """A numeric field of a record as read from disk: a number, or a non-finite marker
+    (``"nan"``, ``"inf"``, ``"-inf"``) read back as that float; anything else is a ``ValueError``."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{field_name} is not a number: {short_repr(value)}")
+    if isinstance(value, str):
+        if value not in _NON_FINITE:
+            raise ValueError(f"{field_name} is not a number: {short_repr(value)}")
+        return _NON_FINITE[value]
+    return float(value) if isinstance(value, float) else value
+
+
+def read_int(value: Any, field_name: str) -> int:
+    """An integer field of a record (seed, rep, step index): NaN or text there is a ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{field_name} is not an integer: {short_repr(value)}")
+    return value
 
 
 def _utf8(text: str) -> str:
@@ -180,7 +213,10 @@ class Usage:
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
         data = data or {}
-        return cls(**{f.name: data.get(f.name, f.default) for f in fields(cls)})
+        if not isinstance(data, dict):
+            raise ValueError(f"usage is not a mapping: {short_repr(data)}")
+        return cls(**{f.name: read_number(data.get(f.name, f.default), f"usage.{f.name}")  # type: ignore[misc]
+                      for f in fields(cls)})
 
 
 @dataclass
@@ -198,8 +234,8 @@ class Step:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Step":
-        return cls(t=data["t"], observation=data["observation"], action=data["action"],
-                   reward=data["reward"], terminated=data["terminated"],
+        return cls(t=read_int(data["t"], "step t"), observation=data["observation"], action=data["action"],
+                   reward=read_number(data["reward"], "step reward"), terminated=data["terminated"],
                    truncated=data["truncated"], info=data.get("info") or {},
                    usage=Usage.from_dict(data.get("usage")))
 
@@ -219,7 +255,8 @@ class Grade:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Grade":
-        return cls(grader=data["grader"], version=data["version"], score=data["score"],
+        return cls(grader=data["grader"], version=data["version"],
+                   score=read_number(data["score"], "grade score", optional=True),
                    details=data.get("details") or {}, params=data.get("params") or {},
                    source=data.get("source", "live"), computed_at=data.get("computed_at", ""),
                    error=data.get("error"))
@@ -292,7 +329,8 @@ class Trajectory:
             raise ValueError(f"unsupported record schema {data.get('schema')!r}; expected {SCHEMA_VERSION!r}")
         return cls(
             episode_key=data["episode_key"], env=EnvRef.from_dict(data["env"]),
-            agent=AgentSpec.from_dict(data["agent"]), seed=data["seed"], rep=data["rep"],
+            agent=AgentSpec.from_dict(data["agent"]), seed=read_int(data["seed"], "seed"),
+            rep=read_int(data["rep"], "rep"),
             steps=[Step.from_dict(s) for s in data.get("steps") or []],
             final=FinalSnapshot.from_dict(data.get("final")),
             termination=data["termination"], error=data.get("error"),
@@ -306,4 +344,4 @@ class Trajectory:
 
     @classmethod
     def from_json(cls, text: str) -> "Trajectory":
-        return cls.from_dict(json.loads(text))
+        return cls.from_dict(json.loads(text, parse_constant=non_finite_marker))
