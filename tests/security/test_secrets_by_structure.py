@@ -28,7 +28,8 @@ SUBSCRIPTION_KEY = "OcpApimSubscriptionSecret-1234"
 COOKIE = "CookieSessionSecret-5678"
 X_API_KEY = "XApiKeySecret-9012"
 TOOL_TOKEN = "ToolOutputSecret-3456"  # only ever in a tool's output, inside a URL query
-PLANTED = [PASSWORD, QUERY_CODE, SUBSCRIPTION_KEY, COOKIE, X_API_KEY, TOOL_TOKEN]
+TENANT = "TenantHeaderSecret-7777"    # under a header name that says nothing
+PLANTED = [PASSWORD, QUERY_CODE, SUBSCRIPTION_KEY, COOKIE, X_API_KEY, TOOL_TOKEN, TENANT]
 
 # A plug-in loaded with --import: a "tool" env whose output echoes a configured header value and a
 # URL with a password and a query token (as a tool that prints its request would), and an agent
@@ -80,7 +81,9 @@ class _EchoingProvider(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         echoed = {name: self.headers.get(name) for name in
                   ("Ocp-Apim-Subscription-Key", "Cookie", "X-Api-Key", "Authorization")}
-        body = json.dumps({"error": {"message": f"denied {self.path} with headers {echoed}",
+        # as Azure does, the bare key first: only its registration from the scenario can catch it
+        message = f"invalid subscription key {echoed['Ocp-Apim-Subscription-Key']}; denied {self.path} with headers {echoed}"
+        body = json.dumps({"error": {"message": message,
                                      "type": "invalid_request_error", "code": "invalid_api_key"}}).encode()
         self.send_response(401)
         self.send_header("Content-Type", "application/json")
@@ -122,7 +125,8 @@ def _texts(path: Path) -> list[tuple[str, str]]:
 
 def test_planted_secrets_reach_no_file_export_view_or_terminal(tmp_path, provider):
     (tmp_path / "issue27_secret_plugin.py").write_text(PLUGIN)
-    headers = {"Ocp-Apim-Subscription-Key": SUBSCRIPTION_KEY, "Cookie": f"session={COOKIE}", "X-Api-Key": X_API_KEY}
+    headers = {"Ocp-Apim-Subscription-Key": SUBSCRIPTION_KEY, "Cookie": f"session={COOKIE}", "X-Api-Key": X_API_KEY,
+               "X-Tenant": TENANT}
     agents = [{"id": "llm", "kind": "llm", "model": "openai/secret-test",
                "params": {"api_base": provider, "max_retries": 0, "tool_mode": "json",
                           "litellm_kwargs": {"extra_headers": headers}}},
@@ -161,14 +165,18 @@ def test_planted_secrets_reach_no_file_export_view_or_terminal(tmp_path, provide
 
 def test_header_mappings_urls_and_config_keys_are_redacted_by_structure():
     params = {"api_base": f"https://bob:{PASSWORD}@gw.example/v1?code={QUERY_CODE}&v=2",
-              "extra_headers": {"Ocp-Apim-Subscription-Key": SUBSCRIPTION_KEY, "Cookie": COOKIE},
+              "extra_headers": {"Ocp-Apim-Subscription-Key": SUBSCRIPTION_KEY, "Cookie": COOKIE, "X-Tenant": TENANT},
               "litellm_kwargs": {"headers": {"X-Api-Key": X_API_KEY}, "auth_code": TOOL_TOKEN, "max_tokens": 64}}
-    out = redact({"agent": {"id": "a", "params": params}, "episode_key": "k" * 32,
+    # the same names outside any header mapping or provider configuration: a step's info
+    info = {"session_cookie": COOKIE, "Ocp-Apim-Subscription-Key": SUBSCRIPTION_KEY, "x-goog-signature": TENANT}
+    out = redact({"agent": {"id": "a", "params": params}, "episode_key": "k" * 32, "steps": [{"info": info}],
                   "final": {"code": "def f():\n    return 1\n", "exit_code": 0}})
     text = json.dumps(out)
     assert not [s for s in PLANTED if s in text], text
     assert out["agent"]["params"]["api_base"] == "https://[redacted]@gw.example/v1?code=[redacted]&v=[redacted]"
-    assert out["agent"]["params"]["extra_headers"] == {"Ocp-Apim-Subscription-Key": REDACTED, "Cookie": REDACTED}
+    assert out["agent"]["params"]["extra_headers"] == {"Ocp-Apim-Subscription-Key": REDACTED, "Cookie": REDACTED,
+                                                       "X-Tenant": REDACTED}
+    assert out["steps"][0]["info"] == {k: REDACTED for k in info}
     assert out["agent"]["params"]["litellm_kwargs"]["max_tokens"] == 64
     # what is not a secret stays: the join key, a program's text, an exit code
     assert out["episode_key"] == "k" * 32 and out["final"] == {"code": "def f():\n    return 1\n", "exit_code": 0}
