@@ -110,18 +110,17 @@ def non_finite_marker(constant: str) -> str:
     return {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[constant]
 
 
-def read_number(value: Any, field_name: str, *, optional: bool = False) -> float | None:
-    """A numeric field of a record as read from disk: a number, or a non-finite marker
-    (``"nan"``, ``"inf"``, ``"-inf"``) read back as that float; anything else is a ``ValueError``."""
-    if value is None and optional:
-        return None
+def read_number(value: Any, field_name: str) -> Any:
+    """A numeric field of a record as read from disk: a number (an int stays an int), or a
+    non-finite marker (``"nan"``, ``"inf"``, ``"-inf"``) read back as that float; anything else is a
+    ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"{field_name} is not a number: {short_repr(value)}")
     if isinstance(value, str):
         if value not in _NON_FINITE:
             raise ValueError(f"{field_name} is not a number: {short_repr(value)}")
         return _NON_FINITE[value]
-    return float(value) if isinstance(value, float) else value
+    return value
 
 
 def read_int(value: Any, field_name: str) -> int:
@@ -215,8 +214,7 @@ class Usage:
         data = data or {}
         if not isinstance(data, dict):
             raise ValueError(f"usage is not a mapping: {short_repr(data)}")
-        return cls(**{f.name: read_number(data.get(f.name, f.default), f"usage.{f.name}")  # type: ignore[misc]
-                      for f in fields(cls)})
+        return cls(**{f.name: read_number(data.get(f.name, f.default), f"usage.{f.name}") for f in fields(cls)})
 
 
 @dataclass
@@ -235,7 +233,7 @@ class Step:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Step":
         return cls(t=read_int(data["t"], "step t"), observation=data["observation"], action=data["action"],
-                   reward=read_number(data["reward"], "step reward"), terminated=data["terminated"],
+                   reward=float(read_number(data["reward"], "step reward")), terminated=data["terminated"],
                    truncated=data["truncated"], info=data.get("info") or {},
                    usage=Usage.from_dict(data.get("usage")))
 
@@ -256,7 +254,7 @@ class Grade:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Grade":
         return cls(grader=data["grader"], version=data["version"],
-                   score=read_number(data["score"], "grade score", optional=True),
+                   score=None if data["score"] is None else float(read_number(data["score"], "grade score")),
                    details=data.get("details") or {}, params=data.get("params") or {},
                    source=data.get("source", "live"), computed_at=data.get("computed_at", ""),
                    error=data.get("error"))

@@ -64,9 +64,10 @@ _PAIR_VALUE = re.compile(r"((?:^|&|;)[^=&;#]*=)([^&;#]*)")
 _HEADER_NAME = (r"(?:set-cookie|cookie|proxy-authori[sz]ation|authori[sz]ation|[\w-]*(?:password|passwd|secret|"
                 r"signature|credentials?)|[\w-]+[_-](?:key|token)|api[_-]?key|apikey|token)")
 _HEADER_TEXT = re.compile(
-    r"(?P<name>(?P<q>['\"]?)\b" + _HEADER_NAME + r"(?P=q)\s*[:=]\s*)"
+    r"(?P<name>(?P<q>['\"]?)\b" + _HEADER_NAME + r"(?P=q)\s*:\s*)"
     r"(?:(?P<vq>['\"])(?P<quoted>(?:(?!(?P=vq)).)*)(?P=vq)|(?P<bare>[^\s'\",}{\]\[][^\n\r'\",}]*))",
     re.IGNORECASE)
+_HEADER_WORDS = ("cookie", "authori", "password", "passwd", "secret", "signature", "credential", "key", "token")
 _SECRETS: set[str] = set()
 _MIN_SECRET_CHARS = 8  # shorter values ("1", "true") would redact ordinary text
 
@@ -117,7 +118,10 @@ def redact_text(text: str) -> str:
             text = text.replace(secret, REDACTED)
     if "://" in text:
         text = _URL.sub(_redact_url, text)
-    text = _HEADER_TEXT.sub(_redact_header, text)
+    if ":" in text:
+        lowered = text.lower()
+        if any(word in lowered for word in _HEADER_WORDS):  # most text names no header: skip the regex
+            text = _HEADER_TEXT.sub(_redact_header, text)
     return _KEY_SHAPES.sub(REDACTED, text)
 
 

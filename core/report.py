@@ -155,7 +155,7 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     import matplotlib
 
     out_dir = Path(out_dir)
-    sections = []
+    sections: list[ReportSection] = []
     with matplotlib.rc_context({"text.parse_math": False}):  # "$" in an agent id is a dollar, not mathtext
         _run_analyses(analyses, records, out_dir, sections, errors)
     sections.append(usage_section(records, out_dir))  # every report says what its results cost
