@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .action_limits import short_repr
+from .record_numbers import non_finite_marker, read_int, read_number
 from .redact import redact
 
 __all__ = [
@@ -99,35 +100,6 @@ def _jsonable(value: Any, depth: int) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     raise TypeError(f"cannot store a {type(value).__name__} in a trajectory record: {short_repr(value)}")
-
-
-_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-
-
-def non_finite_marker(constant: str) -> str:
-    """``json.loads(..., parse_constant=non_finite_marker)``: a hostile line's bare ``NaN`` or
-    ``Infinity`` (not JSON, but Python's json reads it) becomes the marker a record stores."""
-    return {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}[constant]
-
-
-def read_number(value: Any, field_name: str) -> Any:
-    """A numeric field of a record as read from disk: a number (an int stays an int), or a
-    non-finite marker (``"nan"``, ``"inf"``, ``"-inf"``) read back as that float; anything else is a
-    ``ValueError``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"{field_name} is not a number: {short_repr(value)}")
-    if isinstance(value, str):
-        if value not in _NON_FINITE:
-            raise ValueError(f"{field_name} is not a number: {short_repr(value)}")
-        return _NON_FINITE[value]
-    return value
-
-
-def read_int(value: Any, field_name: str) -> int:
-    """An integer field of a record (seed, rep, step index): NaN or text there is a ``ValueError``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{field_name} is not an integer: {short_repr(value)}")
-    return value
 
 
 def _utf8(text: str) -> str:

@@ -68,6 +68,9 @@ _HEADER_TEXT = re.compile(
     r"(?:(?P<vq>['\"])(?P<quoted>(?:(?!(?P=vq)).)*)(?P=vq)|(?P<bare>[^\s'\",}{\]\[][^\n\r'\",}]*))",
     re.IGNORECASE)
 _HEADER_WORDS = ("cookie", "authori", "password", "passwd", "secret", "signature", "credential", "key", "token")
+# Headers whose values are no secret and common words ("application/json"): not registered.
+_PLAIN_HEADERS = frozenset({"content-type", "accept", "accept-encoding", "accept-language", "user-agent",
+                            "content-length", "connection", "cache-control", "host"})
 _SECRETS: set[str] = set()
 _MIN_SECRET_CHARS = 8  # shorter values ("1", "true") would redact ordinary text
 
@@ -178,6 +181,9 @@ def secrets_in(value: Any) -> Iterator[str]:
         if isinstance(item, dict):
             for key, sub in item.items():
                 name = key if isinstance(key, str) else ""
+                if name and _HEADERS_KEY.match(name) and isinstance(sub, dict):
+                    # hidden in files all the same; only their values are not hunted in all text
+                    sub = {k: v for k, v in sub.items() if str(k).lower() not in _PLAIN_HEADERS}
                 secret = hidden or bool(name and (_HEADERS_KEY.match(name) or is_secret_key(name)
                                                   or (config and _is_config_secret(name, sub))))
                 stack.append((sub, secret, config or bool(name and _CONFIG_KEY.match(name))))

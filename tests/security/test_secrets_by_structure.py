@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rsigym.cli import main
 from rsigym.jsonl import read_records
 from rsigym.redact import REDACTED, redact, redact_text
 from tests.conftest import rsigym_cmd
@@ -123,7 +124,7 @@ def _texts(path: Path) -> list[tuple[str, str]]:
     return [(str(path), path.read_bytes().decode("utf-8", "replace"))]
 
 
-def test_planted_secrets_reach_no_file_export_view_or_terminal(tmp_path, provider):
+def test_planted_secrets_reach_no_file_export_view_or_terminal(tmp_path, provider, capsys):
     (tmp_path / "issue27_secret_plugin.py").write_text(PLUGIN)
     headers = {"Ocp-Apim-Subscription-Key": SUBSCRIPTION_KEY, "Cookie": f"session={COOKIE}", "X-Api-Key": X_API_KEY,
                "X-Tenant": TENANT}
@@ -144,13 +145,11 @@ def test_planted_secrets_reach_no_file_export_view_or_terminal(tmp_path, provide
     assert llm["termination"] == "infra_error" and "denied" in llm["error"] and REDACTED in llm["error"], llm["error"]
     assert "limits http://[redacted]@127.0.0.1" in ran.stdout, ran.stdout  # the limits line names the provider
     outputs = [ran.stdout, ran.stderr]
+    # exports and the view in this process (the run above was the CLI's own process)
     for fmt, name in (("jsonl", "e.jsonl"), ("parquet", "e.parquet"), ("inspect", "e.eval")):
-        exported = _cli("export", "out", "--format", fmt, "--out", str(tmp_path / name), cwd=tmp_path)
-        assert exported.returncode == 0, exported.stderr
-        outputs += [exported.stdout, exported.stderr]
-    viewed = _cli("view", "out", cwd=tmp_path)
-    assert viewed.returncode == 0, viewed.stderr
-    outputs += [viewed.stdout, viewed.stderr]
+        assert main(["export", str(run_dir), "--format", fmt, "--out", str(tmp_path / name)]) == 0
+    assert main(["view", str(run_dir)]) == 0
+    outputs += list(capsys.readouterr())
     files = [p for p in tmp_path.rglob("*") if p.is_file() and p.name not in ("s.yaml", "issue27_secret_plugin.py")
              and p.suffix not in (".png", ".pyc")]
     names = {p.name for p in files}
