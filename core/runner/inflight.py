@@ -73,12 +73,19 @@ def _never() -> bool:
     return False
 
 
+def _always(spec: EpisodeSpec) -> bool:
+    return True
+
+
 def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, concurrency: int,
                    limits_config: limits.LimitsConfig | None = None,
-                   stop: Callable[[], bool] = _never) -> WorkerStats:
+                   stop: Callable[[], bool] = _never,
+                   admit: Callable[[EpisodeSpec], bool] = _always) -> WorkerStats:
     """Run episodes on ``concurrency`` threads of this process; ``on_record`` in this thread.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.
+    An episode starts only once ``admit(spec)`` says yes (a cost reservation); asked again after
+    each record.
     """
     from rsigym.registry import register_gym_envs
 
@@ -88,21 +95,24 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
     # Not a `with` block: its exit waits for the episodes in flight, which must not hold up a Ctrl-C.
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rsigym-episode")
     running: dict[Future[Trajectory], EpisodeSpec] = {}
+
+    def fill() -> None:  # bounded: a Ctrl-C drops no queue
+        if stop():
+            pending.clear()
+        while pending and len(running) < _room(pending[0], concurrency) and admit(pending[0]):
+            spec = pending.popleft()
+            running[pool.submit(_safe_episode, spec)] = spec
+
     try:
-        while pending or running:
-            while pending and len(running) < _room(pending[0], concurrency):  # bounded: a Ctrl-C drops no queue
-                spec = pending.popleft()
-                running[pool.submit(_safe_episode, spec)] = spec
+        fill()
+        while running:
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 running.pop(future)
-            if stop():
-                pending.clear()
-            while pending and len(running) < _room(pending[0], concurrency):  # refill first: no slot
-                spec = pending.popleft()                                      # idles during the fsyncs
-                running[pool.submit(_safe_episode, spec)] = spec
+            fill()  # refill first: no slot idles during the fsyncs
             for future in done:
                 on_record(future.result())
+            fill()  # what the records just freed (a cost reservation, the first episode of an env)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -164,10 +174,12 @@ class _Worker:
 
 def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int, concurrency: int,
                    limits_config: limits.LimitsConfig | None = None,
-                   stop: Callable[[], bool] = _never) -> WorkerStats:
+                   stop: Callable[[], bool] = _never,
+                   admit: Callable[[EpisodeSpec], bool] = _always) -> WorkerStats:
     """Run episodes in ``workers`` spawned processes with up to ``concurrency`` in flight in each.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.
+    An episode is sent to a worker only once ``admit(spec)`` says yes.
     """
     config = limits_config or limits.LimitsConfig()
     # spawn, not fork: the parent may hold threads (progress bar, docker client sockets).
@@ -189,7 +201,8 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
         if stop():
             pending.clear()
         for worker in pool:
-            while pending and not worker.closed and len(worker.in_flight) < concurrency:
+            while (pending and not worker.closed and len(worker.in_flight) < concurrency
+                   and admit(pending[0])):
                 spec = pending.popleft()
                 worker.in_flight[spec.key] = spec
                 worker.inbox.put(spec)
