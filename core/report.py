@@ -121,7 +121,7 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
                   "|---|---|---|---:|---:|---:|---:|---:|"]
         lines += [f"| {md_text(r.agent)} | {md_text(r.role)} | {md_text(', '.join(sorted(r.tool_modes)) or '-')} | {r.replies} | {r.invalid} | "
                   f"{r.invalid_rate:.0%} | {r.text_only} | {r.text_rate:.0%} |" for r in rates]
-        verdict += "; invalid replies: " + ", ".join(f"{r.agent} ({r.role}) {r.invalid_rate:.0%} of {r.replies}"
+        verdict += "; invalid replies: " + ", ".join(f"{md_text(r.agent)} ({md_text(r.role)}) {r.invalid_rate:.0%} of {r.replies}"
                                                      for r in rates)
         if reply_warnings(rates):
             verdict += f" (WARNING: above {WARN_RATE:.0%}, see the report's first lines)"
@@ -178,9 +178,10 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     if text[-1].startswith(">"):
         text.append("")
     for section in sections:
-        text += [f"## {section.title}", ""]
+        # a title and a verdict are one line each, whatever names an analysis put in them
+        text += [f"## {' '.join(section.title.splitlines())}", ""]
         if section.verdict:
-            text += [f"**Verdict:** {section.verdict}", ""]
+            text += [f"**Verdict:** {' '.join(section.verdict.splitlines())}", ""]
         text += [section.markdown, ""]
         text += [f"![{p}]({p})" for p in section.plots] + [""]
     path = out_dir / "report.md"

@@ -136,15 +136,18 @@ def test_planted_secrets_reach_no_file_export_view_or_terminal(tmp_path, provide
     scenario.write_text(yaml.safe_dump({"name": "secrets", "env": {"id": "rsigym_secret_test/EchoTool-v0"},
                                         "agents": agents, "seeds": [0], "max_steps": 3}))
     run_dir = tmp_path / "out"
+    checked = _cli("run", str(scenario), "--out", "out", "--workers", "0", "--import", "issue27_secret_plugin",
+                   cwd=tmp_path)  # the endpoint check before any episode meets the provider's answer first
+    assert checked.returncode == 2 and "denied" in checked.stderr, checked.stderr[-3000:]
     ran = _cli("run", str(scenario), "--out", "out", "--workers", "0", "--import", "issue27_secret_plugin",
-               "--max-infra-errors", "5", cwd=tmp_path)
+               "--max-infra-errors", "5", "--no-endpoint-check", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]
     records = [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
     llm = next(r for r in records if r["agent"]["id"] == "llm")
     # the provider really answered, and its message is kept, only without the secrets
     assert llm["termination"] == "infra_error" and "denied" in llm["error"] and REDACTED in llm["error"], llm["error"]
     assert "limits http://[redacted]@127.0.0.1" in ran.stdout, ran.stdout  # the limits line names the provider
-    outputs = [ran.stdout, ran.stderr]
+    outputs = [checked.stdout, checked.stderr, ran.stdout, ran.stderr]
     # exports and the view in this process (the run above was the CLI's own process)
     for fmt, name in (("jsonl", "e.jsonl"), ("parquet", "e.parquet"), ("inspect", "e.eval")):
         assert main(["export", str(run_dir), "--format", fmt, "--out", str(tmp_path / name)]) == 0
