@@ -38,6 +38,7 @@ from rsigym.records import Trajectory
 from ..scenario import EpisodeSpec
 from .backends import MAX_ATTEMPTS, infra_error_record
 from .episode import run_episode
+from .orphans import RunWatchdog, exit_with_parent
 
 __all__ = ["WorkerStats", "run_in_process", "run_in_workers"]
 
@@ -125,23 +126,10 @@ def _room(spec: EpisodeSpec, concurrency: int) -> int:
     return concurrency if spec.env.id in _warm_envs else 1
 
 
-def _exit_with_parent() -> None:
-    """A daemon thread that ends this worker when its parent dies (SIGKILL leaves no one to ask)."""
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-
-    def watch() -> None:
-        parent.join()
-        os._exit(1)
-
-    threading.Thread(target=watch, name="rsigym-parent-watch", daemon=True).start()
-
-
 def _worker_main(worker_id: int, inbox: Any, results: Any, concurrency: int,
                  limits_config: limits.LimitsConfig) -> None:
     """A worker process: run what arrives in ``inbox`` (None ends) on ``concurrency`` threads."""
-    _exit_with_parent()
+    exit_with_parent()
     from rsigym.registry import register_gym_envs
 
     register_gym_envs()
@@ -164,7 +152,7 @@ class _Worker:
                  limits_config: limits.LimitsConfig) -> None:
         self.id, self.inbox = worker_id, context.Queue()
         # not a daemon: an episode may start processes of its own (multiprocessing forbids that to
-        # daemons); a worker ends with its inbox's None, a kill, or its parent (``_exit_with_parent``)
+        # daemons); a worker ends with its inbox's None, a kill, or its parent (``orphans.exit_with_parent``)
         self.process = context.Process(target=_worker_main, name=f"rsigym-worker-{worker_id}",
                                        args=(worker_id, self.inbox, results, concurrency, limits_config))
         self.process.start()
@@ -188,10 +176,14 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
     pending, attempts = deque(episodes), Counter[str]()
     next_id = 0
 
+    watchdog = RunWatchdog()  # ends the workers if this process is killed (``orphans``)
+
     def start() -> _Worker:
         nonlocal next_id
         next_id += 1
-        return _Worker(context, next_id - 1, results, concurrency, config)
+        worker = _Worker(context, next_id - 1, results, concurrency, config)
+        watchdog.add([worker.process.pid])
+        return worker
 
     pool = [start() for _ in range(max(1, min(workers, len(pending))))]
     by_id = {w.id: w for w in pool}
@@ -272,5 +264,6 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
     finally:
         for worker in by_id.values():
             worker.process.join(timeout=5)
+        watchdog.close()
     return WorkerStats(limits.merge_stats([gate for s in stats for gate in s.limits]),
                        max((s.peak_rss_mb for s in stats), default=0.0))

@@ -188,3 +188,13 @@ def test_cluster_bootstrap_resamples_clusters_not_units():
     assert cluster_bootstrap_ci([math.nan, 2.0], ["a", "b"])[2] == 1
     with pytest.raises(ValueError, match="differ in length"):
         cluster_bootstrap_ci([1.0], [])
+
+
+def test_cluster_t_ci_is_a_t_interval_over_cluster_means():
+    from rsigym.stats import cluster_t_ci
+
+    # cluster means 1, 2, 3: mean 2, sd 1, t(0.975, 2) = 4.303 -> 2 +- 4.303 / sqrt(3) = 2 +- 2.484
+    mean, low, high, n = cluster_t_ci([1.0, 1.0, 2.0, 3.0, 3.0, 3.0], ["a", "a", "b", "c", "c", "c"])
+    assert (mean, n) == (2.0, 3) and low == pytest.approx(-0.484, abs=1e-3) and high == pytest.approx(4.484, abs=1e-3)
+    assert cluster_t_ci([1.0, 1.0], ["a", "b"])[1:3] == (1.0, 1.0)
+    assert math.isnan(cluster_t_ci([1.0], ["a"])[1])
