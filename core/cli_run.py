@@ -19,6 +19,7 @@ import yaml
 
 from .errors import UserError
 from .redact import redact_text
+from .safe_yaml import load_yaml
 
 __all__ = ["run_command", "apply_set", "EXIT_RUN_FAILED", "EXIT_STOPPED"]
 
@@ -100,13 +101,13 @@ def _print_capacity(summary: Any) -> None:
             print(f"rsigym: agent {agent_id}: tool_mode auto chose {mode.split()[0]} "
                   f"({mode.split('auto: ')[1].rstrip(')')})", file=sys.stderr)
     for note in summary.notes:
-        print(f"rsigym: {note}", file=sys.stderr)
+        print(f"rsigym: {redact_text(note)}", file=sys.stderr)
     if summary.concurrency > 1 or summary.limits:
         memory = f", peak worker memory {summary.peak_rss_mb:.0f} MiB" if summary.peak_rss_mb else ""
         print(f"in flight: up to {summary.concurrency} episodes per worker, {max(summary.workers, 1)} "
               f"worker{'s' if summary.workers > 1 else ''}{memory}")
     for stats in summary.limits:
-        print(format_stats(stats))
+        print(redact_text(format_stats(stats)))  # the provider is an api_base: userinfo, query
 
 
 def _print_summary(summary: Any, max_infra_errors: int) -> int:
@@ -206,10 +207,7 @@ def apply_set(raw: dict[str, Any], assignments: list[str]) -> dict[str, Any]:
         if not sep or not path.strip():
             raise UserError(f"--set expects KEY=VALUE (e.g. max_steps=5), got {item!r}")
         parts = [m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _PART.finditer(path.strip())]
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise UserError(f"--set {path}: the value {text!r} is not valid YAML") from exc
+        value = load_yaml(text, f"--set {path}")
         target: Any = data
         for i, part in enumerate(parts):
             last = i == len(parts) - 1

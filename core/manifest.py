@@ -24,6 +24,7 @@ import yaml
 from .errors import UserError
 from .records import canonical_json, utc_now
 from .redact import redact
+from .safe_yaml import load_yaml
 from .scenario import Scenario
 
 __all__ = ["MANIFEST_FILE", "SCENARIO_COPY", "ManifestMismatch", "build_manifest", "run_defining", "planned_tool_modes",
@@ -160,7 +161,7 @@ def _old_defining(out_dir: Path) -> dict[str, Any] | None:
                             "--force-new") from exc
     copy = out_dir / SCENARIO_COPY
     if copy.exists():  # a run folder from before manifests: its scenario copy, version unknown
-        raw = yaml.safe_load(copy.read_text()) or {}
+        raw = load_yaml(copy.read_text(), str(copy)) or {}
         return {"scenario": run_defining(raw, "")["scenario"]}
     return None
 
