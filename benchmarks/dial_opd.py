@@ -22,16 +22,14 @@ Run: ``nice -n 10 python benchmarks/dial_opd.py`` (default preset; ``--preset qu
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from posttrain_grid import block_units, parse_preset_args, run_blocks, write_results
+from posttrain_grid import parse_preset_args, run_blocks, summarise_blocks, window_mean, write_results
 from posttrain_tables import dial_tables
-from posttrain_verdicts import block_summary, claim_verdicts, stability_column
 
 from rsigym.agents.train import opd
 from rsigym.agents.train.digitsum import DigitSumTask
@@ -126,11 +124,6 @@ def run_args(args: Args, variant: str, warm_start: int, seed: int) -> opd.Args:
                     cache_dir=str(Path(args.out_dir) / "cache"), threads=args.threads)
 
 
-def window_mean(history: list[dict], key: str, first: bool, share: float = 0.1) -> float:
-    n = max(1, int(len(history) * share))
-    return statistics.fmean(r[key] for r in (history[:n] if first else history[-n:]))
-
-
 def run_metrics(result: dict) -> dict[str, float]:
     history, final = result["history"], result["final_sampled"]
     return {"mean_at_k": final["mean_at_k"], "pass_at_k": final["pass_at_k"], "greedy": result["final_accuracy"],
@@ -177,19 +170,8 @@ def main(args: Args | None = None) -> dict:
                       lambda v, w, s: (opd.main, run_args(args, v, w, s)), Path(args.out_dir))
     if args.runs_only:
         return {}
-    per_run = {b: {v: {k: run_metrics(r) for k, r in rs.items()} for v, rs in block.items()}
-               for b, block in runs.items()}
-    summaries = {b: block_summary(per_run[b], "all", METRICS) for b in per_run}
-    task = task_of(args)
-    settings = {k: v for k, v in dataclasses.asdict(args).items() if k not in ("out_dir", "results", "runs_only")}
-    results = {
-        "settings": {**settings, "blocks": list(args.blocks), "variants": list(args.variants)},
-        "blocks": {b: {"units": [list(u) for u in block_units(index, args.warm_starts, args.seeds)],
-                       "regime": regime(task, runs[b]), "variants": summaries[b]}
-                   for index, b in zip(args.blocks, per_run)},
-        "stability": {v: {m: stability_column(summaries, "all", v, m) for m in METRICS} for v in args.variants},
-        "claims": claim_verdicts(per_run, [c for c in CLAIMS if {c["variant"], c["baseline"]} <= set(args.variants)]),
-    }
+    results = summarise_blocks(args, runs, run_metrics, lambda block: regime(task_of(args), block), "all",
+                               METRICS, CLAIMS)
     print(dial_tables(results))
     write_results(args.results, results)
     return results

@@ -22,16 +22,14 @@ run; ``--blocks 1 --runs-only`` in a second process fills the run cache in paral
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from posttrain_grid import block_units, parse_preset_args, run_blocks, write_results
+from posttrain_grid import parse_preset_args, run_blocks, summarise_blocks, window_mean, write_results
 from posttrain_tables import grpo_tables
-from posttrain_verdicts import block_summary, claim_verdicts, stability_column
 
 from rsigym.agents.train import grpo
 from rsigym.agents.train.digitsum import DigitSumTask
@@ -123,12 +121,6 @@ def run_args(args: Args, variant: str, warm_start: int, seed: int) -> grpo.Args:
                      threads=args.threads)
 
 
-def window_mean(history: list[dict], key: str, first: bool, share: float = 0.1) -> float:
-    """Mean of ``key`` over the first or last ``share`` of the steps."""
-    n = max(1, int(len(history) * share))
-    return statistics.fmean(r[key] for r in (history[:n] if first else history[-n:]))
-
-
 def run_metrics(result: dict) -> dict[str, float]:
     """One run's held-out results and its training statistics."""
     history, final = result["history"], result["final_sampled"]
@@ -177,19 +169,8 @@ def main(args: Args | None = None) -> dict:
                       lambda v, w, s: (grpo.main, run_args(args, v, w, s)), Path(args.out_dir))
     if args.runs_only:
         return {}
-    per_run = {b: {v: {k: run_metrics(r) for k, r in rs.items()} for v, rs in block.items()}
-               for b, block in runs.items()}
-    summaries = {b: block_summary(per_run[b], "none", METRICS) for b in per_run}
-    task = task_of(args)
-    settings = {k: v for k, v in dataclasses.asdict(args).items() if k not in ("out_dir", "results", "runs_only")}
-    results = {
-        "settings": {**settings, "blocks": list(args.blocks), "variants": list(args.variants)},
-        "blocks": {b: {"units": [list(u) for u in block_units(index, args.warm_starts, args.seeds)],
-                       "regime": regime(task, runs[b]), "variants": summaries[b]}
-                   for index, b in zip(args.blocks, per_run)},
-        "stability": {v: {m: stability_column(summaries, "none", v, m) for m in METRICS} for v in args.variants},
-        "claims": claim_verdicts(per_run, [c for c in CLAIMS if {c["variant"], c["baseline"]} <= set(args.variants)]),
-    }
+    results = summarise_blocks(args, runs, run_metrics, lambda block: regime(task_of(args), block), "none",
+                               METRICS, CLAIMS)
     print(grpo_tables(results))
     write_results(args.results, results)
     return results

@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from posttrain_verdicts import run_key
+from posttrain_verdicts import block_summary, claim_verdicts, run_key, stability_column
 
 from rsigym.cache import atomic_write_bytes, cache_key
 
@@ -84,3 +85,29 @@ def parse_preset_args(description: str, presets: dict[str, Any], argv: list[str]
     if ns.runs_only:
         changes["runs_only"] = True
     return dataclasses.replace(presets[ns.preset], **changes)
+
+
+def window_mean(history: list[dict], key: str, first: bool, share: float = 0.1) -> float:
+    """Mean of ``key`` over the first or last ``share`` of a run's steps."""
+    n = max(1, int(len(history) * share))
+    return statistics.fmean(r[key] for r in (history[:n] if first else history[-n:]))
+
+
+def summarise_blocks(args: Any, runs: dict[str, dict[str, dict[str, dict]]],
+                     run_metrics: Callable[[dict], dict[str, float]], regime: Callable[[dict], dict[str, Any]],
+                     baseline: str, metrics: Sequence[str], claims: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The results file of a benchmark: settings (no paths), per block its runs, regime and paired
+    differences against ``baseline``, the stability column and the verdict of every claim whose two
+    variants ran."""
+    per_run = {b: {v: {k: run_metrics(r) for k, r in rs.items()} for v, rs in block.items()}
+               for b, block in runs.items()}
+    summaries = {b: block_summary(per_run[b], baseline, metrics) for b in per_run}
+    settings = {k: v for k, v in dataclasses.asdict(args).items() if k not in ("out_dir", "results", "runs_only")}
+    return {
+        "settings": {**settings, "blocks": list(args.blocks), "variants": list(args.variants)},
+        "blocks": {b: {"units": [list(u) for u in block_units(index, args.warm_starts, args.seeds)],
+                       "regime": regime(runs[b]), "variants": summaries[b]}
+                   for index, b in zip(args.blocks, per_run)},
+        "stability": {v: {m: stability_column(summaries, baseline, v, m) for m in metrics} for v in args.variants},
+        "claims": claim_verdicts(per_run, [c for c in claims if {c["variant"], c["baseline"]} <= set(args.variants)]),
+    }
