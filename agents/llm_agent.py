@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 
-from rsigym.llm import LLMError, LLMReply, RetryEvent, RetryPolicy, complete, load_litellm
+from rsigym.llm import LLMError, LLMReply, RetryEvent, RetryPolicy, complete, load_litellm, planned_tool_mode
 from rsigym.spaces import invalid_action
 from rsigym.records import AgentSpec, Usage
 
@@ -75,6 +75,7 @@ class LLMAgent:
         self.spec = spec or AgentSpec(id=model, kind="llm", model=model, params={})
         self.last_usage = Usage()
         self.retry_log: list[RetryEvent] = []  # provider retries of the current episode
+        self.tool_mode_used: str | None = None  # how the last reply was asked for (see Trajectory.tool_mode)
 
     @classmethod
     def from_spec(cls, spec: AgentSpec) -> "LLMAgent":
@@ -111,10 +112,7 @@ class LLMAgent:
     def _resolve_mode(self) -> str:
         if self.tool_mode != "auto":
             return self.tool_mode
-        try:
-            return "tools" if self._litellm.supports_function_calling(model=self.model) else "json"
-        except Exception:  # unknown to LiteLLM's model map: assume a plain chat model
-            return "json"
+        return "tools" if planned_tool_mode(self.model, "auto", self.api_base) == "tools" else "json"
 
     def act(self, observation: dict[str, Any]) -> Any:
         self._add_observation(str(observation.get("text", observation)))
@@ -125,6 +123,9 @@ class LLMAgent:
             except LLMError as exc:  # the turn's earlier calls count too
                 raise exc.with_usage(usage) from exc
             message, usage = reply.message, usage + reply.usage
+            self.tool_mode_used = _mode_used(self.mode, bool(self.env_tools), reply.reply_format)
+            if self.mode == "tools" and not getattr(message, "tool_calls", None):
+                usage.text_replies += 1  # counted apart: a weak model's text passes for a message to the user
             parsed = (parse_env_tool_reply(message, self._tool_validators) if self.env_tools
                       else parse_reply(message, self._validator))
             self.messages.append(_assistant_dict(message))
@@ -213,6 +214,12 @@ class LLMAgent:
             raise LLMError(f"{self.model}: the environment variable {self._api_key_env} "
                            "named by api_key_env is not set", role="agent", model=self.model)
         return key
+
+
+def _mode_used(mode: str, env_tools: bool, reply_format: str) -> str:
+    if mode == "tools":
+        return "env_tools" if env_tools else "tools"
+    return "json_schema" if reply_format == "json_schema" else "json_text"
 
 
 def _reply_text(message: Any) -> str:

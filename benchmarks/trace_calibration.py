@@ -10,38 +10,22 @@ Run: ``python benchmarks/trace_calibration.py``.
 
 from __future__ import annotations
 
+import argparse
 import random
+import sys
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory, episode_key
+from rsigym.records import Trajectory
 
-MAPPING = {"get_order": "fetch_order", "cancel_order": "void_order"}
-RENAME = {"name": "rename_tools", "params": {"mapping": MAPPING}}
-HIDE = {"name": "hide_cancel", "params": {}}
-PARAPHRASE = {"name": "paraphrase_descriptions", "params": {}}
-MISLEAD = {"name": "misleading_names", "params": {}}
-GOLD = [{"tool": "get_order", "arguments": {"order_id": "#1"}},
-        {"tool": "cancel_order", "arguments": {"order_id": "#1", "reason": "no longer needed"}}]
-
-
-def record(task: str, condition: dict[str, Any] | None, grades: dict[str, float | None], *, rep: int = 0,
-           path: int = 0, db: str = "db-gold", termination: str = "agent_stop") -> Trajectory:
-    """One ToolUse-like record. ``path`` > 0 adds an extra lookup: another way through the task
-    (a behaviour difference); tools are shown renamed when the condition renames them."""
-    mapping = (condition or {}).get("params", {}).get("mapping", {})
-    actions = GOLD + ([{"tool": "get_order", "arguments": {"order_id": f"#{path}"}}] if path else [])
-    shown = [{**a, "tool": mapping.get(a["tool"], a["tool"])} for a in actions]
-    env = EnvRef("rsigym/ToolUse-v0", {"domain": "retail"}, task, condition)
-    spec = AgentSpec("agent", "scripted")
-    steps = [Step(t, {"text": "ok"}, a, 0.0, t == len(shown) - 1, False) for t, a in enumerate(shown)]
-    final = FinalSnapshot.of({"db_sha256": db, "tool_calls": shown})
-    return Trajectory(episode_key(env, spec, 0, rep), env, spec, 0, rep, steps, final, termination,
-                      grades=[Grade(name, "1", score) for name, score in grades.items()])
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # trace_families beside this script
+from trace_families import FAMILIES, HIDE, MISLEAD, PARAPHRASE, RENAME, DataSet, Family, record  # noqa: E402
 
 @dataclass
 class Case:
@@ -56,16 +40,15 @@ class Case:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _paired(tasks: int, reps: int, condition: dict[str, Any],
-            outcome: Callable[[int, int], tuple[dict[str, float | None], dict[str, float | None], int, int, str]]
+def _paired(tasks: int, reps: int, condition: dict[str, Any], outcome: Callable[[int, int], tuple[Any, ...]]
             ) -> list[Trajectory]:
     """Records of ``tasks`` x ``reps``; ``outcome(task, rep)`` gives (baseline grades, treatment
-    grades, baseline path, treatment path, treatment db)."""
+    grades, baseline path, treatment path, treatment db[, baseline db])."""
     records = []
     for i in range(tasks):
         for rep in range(reps):
-            base, treat, base_path, treat_path, db = outcome(i, rep)
-            records.append(record(f"t{i:03d}", None, base, rep=rep, path=base_path))
+            base, treat, base_path, treat_path, db, *base_db = outcome(i, rep)
+            records.append(record(f"t{i:03d}", None, base, rep=rep, path=base_path, db=(base_db or ["db-gold"])[0]))
             records.append(record(f"t{i:03d}", condition, treat, rep=rep, path=treat_path, db=db))
     return records
 
@@ -99,8 +82,9 @@ def cases() -> list[Case]:
                                           1 if i < 6 else 0, "db-x" if i < 6 else "db-gold")),
         "paraphrase_descriptions"))
     # A real 0.15 drop on 200 tasks: 30 tasks fail with other actions.
-    out.append(Case("real 0.15 drop, 200 tasks", "behaviour change", _paired(
-        200, 1, HIDE, lambda i, r: ({"reward": 1}, {"reward": 0 if i < 30 else 1}, 0,
+    # (two identical reruns per arm: without a rerun reference or a regrade it is not attributed)
+    out.append(Case("real 0.15 drop, 200 tasks x 2", "behaviour change", _paired(
+        200, 2, HIDE, lambda i, r: ({"reward": 1}, {"reward": 0 if i < 30 else 1}, 0,
                                     1 if i < 30 else 0, "db-x" if i < 30 else "db-gold")),
         "hide_cancel"))
     out.append(Case("1 pair", "insufficient data", _paired(
@@ -109,9 +93,14 @@ def cases() -> list[Case]:
     out.append(Case("3 identical pairs", "insufficient data", _paired(
         3, 1, PARAPHRASE, lambda i, r: ({"reward": 1}, {"reward": 1}, 0, 0, "db-gold")),
         "paraphrase_descriptions"))
-    # 12 tasks x 3 reruns, 3 tasks drop in every rerun: 9 discordant pairs look like p = 0.004,
-    # but only 3 of 12 tasks moved (sign test p = 0.25).
+    # 12 tasks x 3 reruns, 3 tasks drop in every rerun (other actions): 9 discordant pairs look
+    # like p = 0.004, but only 3 of 12 tasks moved (sign test p = 0.25).
     out.append(Case("reruns that inflate n (12 tasks x 3)", "indistinguishable from noise", _paired(
+        12, 3, HIDE, lambda i, r: ({"reward": 1}, {"reward": 0 if i < 3 else 1}, 0, 1 if i < 3 else 0,
+                                   "db-x" if i < 3 else "db-gold")), "hide_cancel"))
+    # The same grader flips 3 of 12 tasks while the agent does exactly the same everywhere: a
+    # certain artifact, whatever the size.
+    out.append(Case("grader flips 3 of 12 tasks, identical behaviour", "measurement artifact", _paired(
         12, 3, RENAME, lambda i, r: (_am(1, 1), _am(0 if i < 3 else 1, 1), 0, 0, "db-gold")),
         "rename_tools", "action_match", "action_match_mapped"))
     # A real drop on 8 of 50 tasks, and the grader errors on exactly those failing records.
@@ -160,16 +149,16 @@ def _llm_like_cases() -> list[Case]:
 
     def plain(i: int, r: int):  # the treatment draws from the baseline's distribution
         (x, a), (y, b) = draw("base", i, r, 0, 3), draw("plain", i, r, 0, 3)
-        return {"reward": x}, {"reward": y}, a, b, "db-gold" if y else "db-x"
+        return {"reward": x}, {"reward": y}, a, b, "db-gold" if y else "db-x", "db-gold" if x else "db-x"
 
     def worse(i: int, r: int):  # 0.3 less likely to pass, and more paths to take
         (x, a), (y, b) = draw("base", i, r, 0, 3), draw("worse", i, r, 0.3, 6)
         return ({"reward": x, "reward_v2": x}, {"reward": y, "reward_v2": y}, a, b,
-                "db-gold" if y else "db-x")
+                "db-gold" if y else "db-x", "db-gold" if x else "db-x")
 
     def renamed(i: int, r: int):  # half the tasks use a renamed tool: the name-bound ruler fails them
         (x, a), (y, b) = draw("base", i, r, 0, 3), draw("renamed", i, r, 0, 3)
-        return _am(x, x), _am(0 if i % 2 else y, y), a, b, "db-gold" if y else "db-x"
+        return _am(x, x), _am(0 if i % 2 else y, y), a, b, "db-gold" if y else "db-x", "db-gold" if x else "db-x"
 
     return [Case("LLM-like noise, no change", "no effect", _paired(tasks, 3, PARAPHRASE, plain),
                  "paraphrase_descriptions"),
@@ -179,19 +168,61 @@ def _llm_like_cases() -> list[Case]:
                  "rename_tools", "action_match", "action_match_mapped")]
 
 
-def judge(case: Case) -> str:
-    """The verdict of the TRACE code on a case: one agent, noise from its baseline reruns."""
+def judge(case: Case | DataSet) -> str:
+    """The verdict of the TRACE code on a case: one agent, rerun noise from the records of both arms."""
     from rsigym.graders.trace import pair_records, rerun_behaviour
     from rsigym.graders.trace_verdict import attribute
 
-    pairs = pair_records(case.records, "identity", case.treatment)
-    noise = rerun_behaviour(case.records, "identity", "agent")
-    return attribute(pairs, case.grader, agent="agent", regrade_grader=case.regrade, noise=noise,
-                     positive_control=case.positive_control).verdict.label
+    treatment = case.treatment
+    pairs = pair_records(case.records, "identity", treatment)
+    return attribute(pairs, case.grader, agent="agent", regrade_grader=case.regrade,
+                     noise=rerun_behaviour(case.records, "identity", "agent"),
+                     treatment_noise=rerun_behaviour(case.records, treatment, "agent"),
+                     positive_control=getattr(case, "positive_control", False)).verdict.label
 
 
-def main() -> tuple[int, int]:
-    """Print the table and the K/N line; return (K, N)."""
+def simulate(family: Family, datasets: int, seed: int = 0) -> Counter[str]:
+    """Labels of ``datasets`` data sets drawn from ``family`` (seeded per family and data set)."""
+    labels: Counter[str] = Counter()
+    for k in range(datasets):
+        rng = np.random.default_rng([seed, FAMILIES.index(family), k])
+        labels[judge(family.draw(rng))] += 1
+    return labels
+
+
+def family_table(datasets: int, seed: int = 0, console: Console | None = None) -> tuple[int, int]:
+    """Print the label rates of every family; return (families on target, families with a target)."""
+    console = console or Console(width=160)
+    table = Table(title=f"TRACE verdicts on simulated data sets ({datasets} per family)")
+    for column in ("family", "truth", "label rates", "right", "target", "met"):
+        table.add_column(column)
+    met = targeted = 0
+    for family in FAMILIES:
+        labels = simulate(family, datasets, seed)
+        right = sum(labels[g] for g in family.good) / datasets
+        ok = right >= family.target
+        if family.target > 0:
+            targeted += 1
+            met += ok
+        rates = ", ".join(f"{label} {n / datasets:.0%}" for label, n in labels.most_common())
+        table.add_row(family.name, family.truth, rates, f"{right:.0%}",
+                      f">= {family.target:.0%}" + (f" ({family.note})" if family.note else "") if family.target
+                      else family.note, ("yes" if ok else "NO") if family.target else "-")
+    console.print(table)
+    console.print(f"simulated families on target: {met}/{targeted}", highlight=False)
+    return met, targeted
+
+
+def main(argv: list[str] | None = None) -> tuple[int, int]:
+    """Print the simulated families' label rates, the constructed cases' table and the K/N line;
+    return (K, N) of the constructed cases."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", type=int, default=50, help="simulated data sets per family (0: none)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    console = Console(width=160)
+    if args.datasets > 0:
+        family_table(args.datasets, args.seed, console)
     table = Table(title="TRACE verdicts on constructed records")
     for column in ("case", "truth", "verdict", "match"):
         table.add_column(column)
@@ -202,7 +233,6 @@ def main() -> tuple[int, int]:
         ok = label == case.truth
         matched += ok
         table.add_row(case.name, case.truth, label, "yes" if ok else "NO")
-    console = Console(width=120)
     console.print(table)
     console.print(f"verdicts matching constructed truth: {matched}/{len(all_cases)}", highlight=False)
     return matched, len(all_cases)

@@ -1,17 +1,23 @@
-"""MASS-style workflow evolution offline, over seeds: does evolution beat the seed workflow?
+"""MASS-style workflow search offline at an equal evaluation budget: does the judge-guided loop beat its controls?
 
-For each seed: evolve the seed workflow on the training tasks (one instance per family), then run
-the seed and the evolved workflow on held-out tasks (``--test-per-family`` instances per family)
-with the same role model. Prints, per seed and pooled: mean deterministic score of each
-workflow with a bootstrap CI over tasks, the paired gain with its CI, output tokens and score per
-output token (and its ratio, the paper's headline metric), the pairwise judge's agreement with the
-deterministic grader on the held-out pairs (both orders; ties and inconsistent verdicts apart)
-next to a coin-flip judge's (the control), and the cross-generation check: the workflow evolved
-with the "new" role model (``rsigym/workflow_scripted_v2``) run with the old one against the old
-model's own evolved workflow. Writes the SFT JSONL of the selected workflows and validates it.
+For each seed (one secret salt per seed, shared by every arm, so the arms meet the same task
+instances): from the seed workflow, spend ``--budget`` candidate workflows (each run on the five
+training tasks, one per family) in three ways, then run every resulting workflow on held-out
+tasks (``--test-per-family`` instances per family) with the same role model:
 
-    python benchmarks/workflow_evolution.py --seeds 0 1 2 [--sandbox docker] [--out DIR]
-    python benchmarks/workflow_evolution.py --seeds 0 --write-spec envs/workflow/specs/evolved_offline.json
+* ``seed``: no search;
+* ``random search``: ``budget`` independent random candidates (1-3 generic edits of the seed),
+  the one the judge prefers most over the seed is kept;
+* ``coin-judge loop``: the hill-climbing loop with the coin judge in the judge's place;
+* ``evolved``: the hill-climbing loop with the scripted judge.
+
+The optimiser draws from the generic operator set (``operators``): it knows nothing of which
+edits win. Prints per family and pooled: mean hidden-key score per arm (bootstrap CI over
+held-out tasks), paired differences to the evolved arm with CIs, output tokens and score per
+1k output tokens, the judge's in-loop agreement with the grader, and what answering
+model_comparison blind scores (each constant answer, over 60 instances; chance is 1/3).
+
+    python benchmarks/workflow_evolution.py --seeds 0 1 2 [--budget 6] [--test-per-family 4]
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -31,13 +38,14 @@ import rsigym.envs.workflow.mass_policies  # noqa: F401  (offline judge and opti
 import rsigym.envs.workflow.policies  # noqa: F401  (offline roles)
 from rsigym.envs.workflow.agents import RolePlayer
 from rsigym.envs.workflow.analyses import agreement_counts, agreement_rate
-from rsigym.envs.workflow.families import FAMILIES
-from rsigym.envs.workflow.pairwise_judge import PairwiseJudge
-from rsigym.envs.workflow.mass import Execution, evolve, execute
-from rsigym.envs.workflow.sft_export import sft_examples, validate_sft_jsonl, write_sft_jsonl
-from rsigym.envs.workflow.tasks import make_task
+from rsigym.envs.workflow.families import FAMILIES, MODELS
+from rsigym.envs.workflow.mass import EvolutionResult, Execution, evolve, execute, random_search
+from rsigym.envs.workflow.spec import seed_spec
+from rsigym.envs.workflow.tasks import make_task, new_salt
 from rsigym.sandbox import open_sandbox
 from rsigym.stats import bootstrap_ci
+
+ARMS = ("seed", "random search", "coin-judge loop", "evolved")
 
 
 @dataclass
@@ -45,142 +53,120 @@ class Args:
     """Benchmark settings."""
 
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    rounds: int = 2                  # optimisation rounds
-    candidates: int = 2              # candidate edits per round
-    test_per_family: int = 2         # held-out instances per family
+    budget: int = 6                  # candidate workflows per arm (each run on every training task)
+    test_per_family: int = 4         # held-out instances per family
     role_model: str = "rsigym/workflow_scripted"
-    new_role_model: str = "rsigym/workflow_scripted_v2"
     judge_model: str = "rsigym/workflow_judge"
     control_judge: str = "rsigym/workflow_judge_coin"
     optimizer_model: str = "rsigym/workflow_optimizer"
     sandbox: str = "auto"
     out: str = "workflow_bench_out"
     write_spec: str | None = None
-    cross_generation: bool = True
 
 
-def _train(seed: int) -> list[str]:
+def train_tasks(seed: int) -> list[str]:
     return [f"{name}-{seed:03d}" for name in FAMILIES]
 
 
-def _test(seed: int, per_family: int) -> list[str]:
+def test_tasks(seed: int, per_family: int) -> list[str]:
     return [f"{name}-{100 + seed * per_family + i:03d}" for name in FAMILIES for i in range(per_family)]
 
 
-def _ci(values: list[float]) -> str:
+def ci_text(values: list[float]) -> str:
+    if len(values) < 2:
+        return "insufficient data"
     low, high = bootstrap_ci(values)
     return f"{sum(values) / len(values):.3f} [{low:.3f}, {high:.3f}]"
 
 
-def _judge_pairs(judge: PairwiseJudge, tasks: list[str], a: dict[str, Execution], b: dict[str, Execution]) -> list[Any]:
-    return [(judge.compare(make_task(t), {**make_task(t).files, **a[t].files}, {**make_task(t).files, **b[t].files}),
-             b[t].score - a[t].score) for t in tasks]
+def blind_model_comparison(salt: str, count: int = 60) -> dict[str, float]:
+    """Mean answer score of each constant answer to model_comparison (no data read)."""
+    keys = [make_task(f"model_comparison-{i:03d}", salt).key["best_model"] for i in range(count)]
+    return {m: sum(k == m for k in keys) / count for m in MODELS}
+
+
+def search_arms(args: Args, seed: int, salt: str, box: Any) -> dict[str, EvolutionResult]:
+    common = dict(role_model=args.role_model, seed=seed, sandbox=box, task_salt=salt)
+    budget = dict(rounds=args.budget, candidates=1, optimizer_model=args.optimizer_model)
+    return {
+        "random search": random_search(train_tasks(seed), judge_model=args.judge_model, budget=args.budget, **common),
+        "coin-judge loop": evolve(train_tasks(seed), judge_model=args.control_judge, **budget, **common),
+        "evolved": evolve(train_tasks(seed), judge_model=args.judge_model, **budget, **common),
+    }
 
 
 def main(args: Args) -> dict[str, Any]:
     console = Console(width=180)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows: list[tuple[Any, ...]] = []
-    pooled: dict[str, list[float]] = {"seed": [], "evolved": [], "gain": [], "tok_seed": [], "tok_evolved": []}
-    judge_pairs: list[Any] = []
-    control_pairs: list[Any] = []
-    evolution_pairs: list[Any] = []  # verdicts inside the loop (no control: their files are not kept)
-    cross: list[Any] = []
-    examples: list[dict[str, Any]] = []
     started = time.perf_counter()
+    held: dict[str, list[Execution]] = {arm: [] for arm in ARMS}
+    in_loop: list[Any] = []
+    edits: dict[str, list[str]] = {arm: [] for arm in ARMS}
+    blind: list[dict[str, float]] = []
     with open_sandbox(args.sandbox) as box:
         for seed in args.seeds:
-            result = evolve(_train(seed), role_model=args.role_model, judge_model=args.judge_model,
-                            optimizer_model=args.optimizer_model, rounds=args.rounds, candidates=args.candidates,
-                            seed=seed, sandbox=box)
-            examples += [e for ex in result.selected for e in sft_examples(ex.dialogues)]
-            for r in result.rounds:  # the evolution's own verdicts (candidate = b) against the grader
-                evolution_pairs += [(v, c - i) for v, c, i in zip(r.verdicts, r.candidate_scores, r.incumbent_scores)]
-            (out / f"evolved_seed{seed}.json").write_text(json.dumps(result.final_spec, indent=1, sort_keys=True))
+            salt = new_salt()  # the run's secret: the same instances for every arm of this seed
+            blind.append(blind_model_comparison(salt))
+            results = search_arms(args, seed, salt, box)
+            specs = {"seed": seed_spec(), **{arm: r.final_spec for arm, r in results.items()}}
+            for r in results["evolved"].rounds:
+                in_loop += [(v, c - i) for v, c, i in zip(r.verdicts, r.candidate_scores, r.incumbent_scores)]
+            for arm, result in results.items():
+                edits[arm].append(f"s{seed}: " + (", ".join(f"{r.mutation['op']}" for r in result.rounds
+                                                              if r.accepted and r.mutation and "op" in r.mutation)
+                                                  or ("kept a candidate" if result.final_spec != seed_spec()
+                                                      and arm == "random search" else "-")))
+            (out / f"evolved_seed{seed}.json").write_text(json.dumps(specs["evolved"], indent=1, sort_keys=True))
             if args.write_spec and seed == args.seeds[0]:
-                Path(args.write_spec).write_text(json.dumps(dict(result.final_spec, name="evolved_offline"),
+                Path(args.write_spec).write_text(json.dumps(dict(specs["evolved"], name="evolved_offline"),
                                                             indent=1, sort_keys=True) + "\n")
-            tests = _test(seed, args.test_per_family)
             player = RolePlayer(args.role_model, seed=seed)
-            base = {t: execute(result.seed_spec, t, player, seed=seed, sandbox=box) for t in tests}
-            evo = {t: execute(result.final_spec, t, player, seed=seed, sandbox=box) for t in tests}
-            s_seed, s_evo = [base[t].score for t in tests], [evo[t].score for t in tests]
-            tok_seed = sum(base[t].output_tokens for t in tests) / len(tests)
-            tok_evo = sum(evo[t].output_tokens for t in tests) / len(tests)
-            pooled["seed"] += s_seed
-            pooled["evolved"] += s_evo
-            pooled["gain"] += [e - s for s, e in zip(s_seed, s_evo)]
-            pooled["tok_seed"].append(tok_seed)
-            pooled["tok_evolved"].append(tok_evo)
-            judge_pairs += _judge_pairs(PairwiseJudge(args.judge_model, seed=seed), tests, base, evo)
-            control_pairs += _judge_pairs(PairwiseJudge(args.control_judge, seed=seed, deterministic_first=False),
-                                          tests, base, evo)
-            accepted = [f"{r.mutation['op']}:{r.mutation.get('role', '')}" for r in result.rounds if r.accepted and r.mutation]
-            rows.append((seed, _ci(s_seed), _ci(s_evo), _ci([e - s for s, e in zip(s_seed, s_evo)]),
-                         f"{tok_seed:.0f}", f"{tok_evo:.0f}",
-                         f"{(sum(s_evo) / tok_evo) / (sum(s_seed) / tok_seed):.2f}x" if sum(s_seed) else "inf",
-                         ", ".join(accepted) or "-"))
-            if args.cross_generation:
-                new = evolve(_train(seed), role_model=args.new_role_model, judge_model=args.judge_model,
-                             optimizer_model=args.optimizer_model, rounds=args.rounds, candidates=args.candidates,
-                             seed=seed, sandbox=box)
-                new_runs = {t: execute(new.final_spec, t, player, seed=seed, sandbox=box) for t in tests}
-                cross += _judge_pairs(PairwiseJudge(args.judge_model, seed=seed), tests, evo, new_runs)
-    table = Table(title=f"Workflow evolution offline ({len(args.seeds)} seeds, {len(pooled['gain'])} held-out tasks)")
-    for column in ("seed", "seed workflow score", "evolved score", "gain (paired)", "tokens seed", "tokens evolved",
-                   "score/token ratio", "accepted edits"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(str(c) for c in row))
-    ratio = ((sum(pooled["evolved"]) / sum(pooled["tok_evolved"])) / (sum(pooled["seed"]) / sum(pooled["tok_seed"]))
-             if sum(pooled["seed"]) else float("inf"))
-    table.add_row("pooled", _ci(pooled["seed"]), _ci(pooled["evolved"]), _ci(pooled["gain"]),
-                  f"{sum(pooled['tok_seed']) / len(args.seeds):.0f}", f"{sum(pooled['tok_evolved']) / len(args.seeds):.0f}",
-                  f"{ratio:.2f}x", "")
+            for arm in ARMS:
+                held[arm] += [execute(specs[arm], t, player, seed=seed, sandbox=box, task_salt=salt)
+                              for t in test_tasks(seed, args.test_per_family)]
+    table = Table(title=f"Held-out hidden-key score at an equal budget of {args.budget} candidate workflows "
+                        f"({len(args.seeds)} seeds x {args.test_per_family} instances per family; unit: held-out task)")
+    table.add_column("family")
+    for arm in ARMS:
+        table.add_column(arm)
+    table.add_column("evolved - seed (paired)")
+    families = [*FAMILIES, "all"]
+    for family in families:
+        pick = {arm: [e.score for e in held[arm] if family == "all" or e.task_id.startswith(family + "-")] for arm in ARMS}
+        gain = [b - a for a, b in zip(pick["seed"], pick["evolved"])]
+        table.add_row(family, *(ci_text(pick[arm]) for arm in ARMS), ci_text(gain))
     console.print(table)
-    agreement = Table(title="Pairwise judge vs deterministic grader (held-out seed vs evolved pairs; both orders)")
-    for column in ("judge", "pairs", "agreement (separated pairs)", "agree", "disagree", "judge tie", "grader tie", "inconsistent",
-                   "decided by checks agree/disagree"):
-        agreement.add_column(column)
-    summary = {}
-    for name, pairs in (("scripted judge", judge_pairs), ("coin judge (control)", control_pairs),
-                        ("scripted judge, in-loop verdicts", evolution_pairs)):
-        c = agreement_counts(pairs)
-        summary[name] = c
-        rate = agreement_rate(pairs)
-        agreement.add_row(name, str(len(pairs)), f"{rate:.0%}" if rate == rate else "-", str(c["agree"]), str(c["disagree"]), str(c["judge_tie"]),
-                          str(c["grader_tie"]), str(c["inconsistent"]),
-                          f"{c['deterministic_agree']}/{c['deterministic_disagree']}")
-    console.print(agreement)
-    if cross:
-        wins = sum(v.winner == "b" for v, _ in cross)
-        losses = sum(v.winner == "a" for v, _ in cross)
-        inconsistent = sum(v.inconsistent for v, _ in cross)
-        ties = len(cross) - wins - losses - inconsistent
-        console.print(f"Cross-generation check (workflow designed with {args.new_role_model}, run with "
-                      f"{args.role_model}, vs the old model's own evolved workflow): {wins} wins, {losses} losses, "
-                      f"{ties} ties, {inconsistent} inconsistent of {len(cross)}; grader delta "
-                      f"{_ci([d for _, d in cross])}")
-    path = out / "sft.jsonl"
-    write_sft_jsonl(path, examples)
-    count = validate_sft_jsonl(path)
-    console.print(f"SFT export: {count} examples (one per role call) in {path}, schema-valid, workflow prompt stripped")
+    pooled = {arm: [e.score for e in held[arm]] for arm in ARMS}
+    for control in ("random search", "coin-judge loop"):
+        diff = [b - a for a, b in zip(pooled[control], pooled["evolved"])]
+        console.print(f"evolved - {control} (paired over {len(diff)} held-out tasks): {ci_text(diff)}")
+    tokens = {arm: sum(e.output_tokens for e in held[arm]) / len(held[arm]) for arm in ARMS}
+    per_k = {arm: sum(pooled[arm]) / len(pooled[arm]) / max(tokens[arm], 1.0) * 1000 for arm in ARMS}
+    console.print("output tokens per task: " + ", ".join(f"{a} {tokens[a]:.0f}" for a in ARMS))
+    console.print("score per 1k output tokens: " + ", ".join(f"{a} {per_k[a]:.2f} ({per_k[a] / per_k['seed']:.2f}x seed)"
+                                                           for a in ARMS))
+    console.print("accepted edits: " + " | ".join(f"{arm}: {'; '.join(edits[arm])}" for arm in ARMS[1:]))
+    counts = agreement_counts(in_loop)
+    rate = agreement_rate(in_loop)
+    console.print(f"judge in-loop verdicts vs the grader ({len(in_loop)} candidate-vs-incumbent task pairs): "
+                  f"agreement on separated pairs {rate:.0%}; {counts}")
+    mean_blind = {m: float(np.mean([b[m] for b in blind])) for m in MODELS}
+    console.print("model_comparison answered blind (share right, 60 instances per seed): "
+                  + ", ".join(f"{m} {v:.2f}" for m, v in mean_blind.items()) + " (chance 0.33)")
     console.print(f"wall time {time.perf_counter() - started:.0f} s")
-    return {"pooled": pooled, "agreement": summary, "cross": len(cross), "sft_examples": count, "ratio": ratio}
+    return {"pooled": pooled, "tokens": tokens, "blind": mean_blind, "in_loop": counts}
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--candidates", type=int, default=2)
-    parser.add_argument("--test-per-family", type=int, default=2)
+    parser.add_argument("--budget", type=int, default=6)
+    parser.add_argument("--test-per-family", type=int, default=4)
     parser.add_argument("--sandbox", default="auto")
     parser.add_argument("--out", default="workflow_bench_out")
     parser.add_argument("--write-spec", default=None)
-    parser.add_argument("--no-cross-generation", action="store_true")
     ns = parser.parse_args()
-    main(Args(seeds=ns.seeds, rounds=ns.rounds, candidates=ns.candidates, test_per_family=ns.test_per_family,
-              sandbox=ns.sandbox, out=ns.out, write_spec=ns.write_spec, cross_generation=not ns.no_cross_generation))
+    main(Args(seeds=ns.seeds, budget=ns.budget, test_per_family=ns.test_per_family, sandbox=ns.sandbox,
+              out=ns.out, write_spec=ns.write_spec))
     sys.exit(0)

@@ -78,11 +78,17 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true",
                      help="no progress output (default: a bar in a terminal, a line every 5%% elsewhere)")
     run.add_argument("--cost-limit", type=float, metavar="USD",
-                     help="start no episode once the episodes run now have cost USD (LiteLLM's prices); "
-                     "running ones finish and are recorded, exit status 3, run again to resume")
+                     help="start no episode that could take the spending of this run past USD (LiteLLM's "
+                     "prices; each episode reserves the dearest episode cost seen so far); running ones "
+                     "finish and are recorded, exit status 3, run again to resume")
     run.add_argument("--episode-timeout", type=float, metavar="S",
-                     help="wall-clock seconds per episode; one past it is stopped and recorded as "
-                     "infra_error with the cause 'timeout'")
+                     help="wall-clock seconds per episode (any concurrency, any backend); one past it is "
+                     "stopped and recorded as infra_error with the cause 'timeout'")
+    run.add_argument("--no-endpoint-check", action="store_true",
+                     help="skip the one call per model endpoint made before the first episode")
+    run.add_argument("--max-consecutive-errors", type=int, default=5, metavar="N",
+                     help="stop the run (exit 1) after N consecutive episodes fail with the same error that "
+                     "retrying cannot fix (bad key, unknown model, rejected request); 0: never (default 5)")
     run.add_argument("--concurrency", type=int, help="episodes in flight per worker (default: the scenario's "
                      "runner.concurrency, else 16 when it calls a hosted model, else 1; always 1 for envs "
                      "that declare CPU-heavy steps)")

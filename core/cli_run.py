@@ -54,6 +54,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError(f"--concurrency must be >= 1, got {args.concurrency}")
     if args.cost_limit is not None and not args.cost_limit >= 0:
         raise UserError(f"--cost-limit must be a number of USD >= 0, got {args.cost_limit}")
+    if args.max_consecutive_errors < 0:
+        raise UserError(f"--max-consecutive-errors must be >= 0, got {args.max_consecutive_errors}")
     if args.episode_timeout is not None and not args.episode_timeout > 0:
         raise UserError(f"--episode-timeout must be a number of seconds > 0, got {args.episode_timeout}")
     tasks = [t.strip() for item in args.tasks for t in item.split(",") if t.strip()] if args.tasks else None
@@ -67,12 +69,19 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     if args.force_new:
         print(f"rsigym: new run folder {out_dir}", file=sys.stderr)
+    from .manifest import planned_tool_modes
+
+    for agent_id, mode in planned_tool_modes(scenario.raw).items():
+        if mode.endswith("(auto)"):  # auto decides from LiteLLM's map: say what it chose
+            print(f"rsigym: agent {agent_id}: tool_mode auto chose {mode.split()[0]}", file=sys.stderr)
     progress: ProgressMode = "none" if args.no_progress else ("bar" if sys.stderr.isatty() else "plain")
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=progress, retry_infra_errors=not args.keep_infra_errors,
                            tasks=tasks, limit=args.limit, imports=args.imports, preflight=False,
                            cost_limit_usd=args.cost_limit, episode_timeout_s=args.episode_timeout,
-                           concurrency=args.concurrency, max_connections=args.max_connections)
+                           concurrency=args.concurrency, max_connections=args.max_connections,
+                           endpoint_check=not args.no_endpoint_check,
+                           max_consecutive_errors=args.max_consecutive_errors)
     _print_capacity(summary)
     return _print_summary(summary, args.max_infra_errors)
 
@@ -81,6 +90,13 @@ def _print_capacity(summary: Any) -> None:
     """What the runner changed from the request, episodes in flight, and what the provider gates saw."""
     from .limits import format_stats
 
+    checked = summary.endpoint_check
+    if checked is not None and checked.endpoints:
+        print(f"endpoint check: {len(checked.endpoints)} endpoint{'s' if len(checked.endpoints) > 1 else ''} "
+              f"answered before the first episode ({checked.usage.model_calls} calls, "
+              f"{checked.usage.cost_usd:.6f} USD)", file=sys.stderr)
+        for line in checked.warnings:
+            print(f"rsigym: warning: {redact_text(line)}", file=sys.stderr)
     for note in summary.notes:
         print(f"rsigym: {note}", file=sys.stderr)
     if summary.concurrency > 1 or summary.limits:
@@ -106,13 +122,24 @@ def _print_summary(summary: Any, max_infra_errors: int) -> int:
           f"{summary.grader_errors} grader errors")
     for cause, count in summary.infra_causes.most_common():
         print(f"  infra error x{count}: {redact_text(cause)}")
+    from .reply_quality import reply_lines, reply_rates, reply_warnings
+
+    rates = reply_rates(summary.replied)
+    for line in reply_lines(rates):
+        print(f"replies: {line}")
+    for line in reply_warnings(rates):
+        print(f"rsigym: warning: {line}", file=sys.stderr)
     if summary.report:
         print(f"report: {summary.report}")
     status = 0
     for line in summary.analysis_errors:
         print(f"rsigym: error: {redact_text(line)} (the other report sections were written)", file=sys.stderr)
         status = EXIT_RUN_FAILED
-    if summary.stopped:
+    if summary.stopped and summary.stopped_by_errors:
+        print(f"rsigym: error: stopped early, {redact_text(summary.stopped)}; {summary.not_run} episodes not "
+              "started (none recorded; fix the cause and run the same command again)", file=sys.stderr)
+        status = EXIT_RUN_FAILED
+    elif summary.stopped:
         print(f"rsigym: stopped early, {summary.stopped}; {summary.not_run} episodes not run (run the same "
               "command again to resume them)", file=sys.stderr)
         status = EXIT_STOPPED

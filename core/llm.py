@@ -16,27 +16,49 @@ installs itself into LiteLLM with ``on_load``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from . import limits
 from .errors import InfraError
+from .output_modes import _STRUCTURED, planned_tool_mode, structured_output_supported
+from .provider_errors import NOT_RETRIED, error_kind, provider_message
 from .records import Usage
 
-__all__ = ["LLMError", "LLMReply", "RetryEvent", "RetryPolicy", "complete", "is_retryable",
+__all__ = ["planned_tool_mode", "call_deadline", "LLMError", "LLMReply", "RetryEvent", "RetryPolicy", "complete", "is_retryable",
            "is_rate_limit", "load_litellm", "on_load", "retry_after_s", "structured_output_supported"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
 _litellm: Any = None
 _on_load: list[Callable[[Any], None]] = []
-# (model, api_base) -> whether to send a structured response_format; False once a server refused
-# one. Cached: LiteLLM's answer costs milliseconds and does not change within a process.
-_STRUCTURED: dict[tuple[str, str | None], bool] = {}
+
+
+# time.monotonic() by which the calling episode must end (set by the runner's episode deadline):
+# a request's timeout and a backoff sleep never run past it. A context variable: each thread of
+# episodes in flight has its own.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("rsigym_call_deadline", default=None)
+
+
+@contextlib.contextmanager
+def call_deadline(monotonic_s: float) -> Iterator[None]:
+    """Within the block, requests and backoff sleeps of this thread end by ``monotonic_s``."""
+    token = _DEADLINE.set(monotonic_s)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _time_left_s(wanted_s: float) -> float:
+    end = _DEADLINE.get()
+    return wanted_s if end is None else max(0.05, min(wanted_s, end - time.monotonic()))
 
 
 def on_load(hook: Callable[[Any], None]) -> None:
@@ -65,34 +87,42 @@ class LLMError(InfraError):
     """An LLM call failed: retries ran out, or the failure cannot pass (bad key, unknown model).
 
     ``usage`` counts the attempts that failed (calls, retries, latency), ``role`` says who called
-    (agent, user, candidate_source, judge) and ``model`` what was called.
+    (agent, user, candidate_source, judge), ``model`` what was called and ``kind`` what failed
+    (``rsigym.provider_errors.error_kind``: auth, not_found, bad_request, bad_url, connection,
+    rate_limit, server, other; empty when no provider answered, e.g. missing credentials).
     """
 
-    def __init__(self, message: str, *, role: str = "", model: str = "", usage: Usage | None = None) -> None:
+    def __init__(self, message: str, *, role: str = "", model: str = "", usage: Usage | None = None,
+                 kind: str = "") -> None:
         super().__init__(message)
-        self.role, self.model = role, model
+        self.role, self.model, self.kind = role, model, kind
         self.usage = usage if usage is not None else Usage()
 
     def __reduce__(self) -> Any:  # picklable across worker processes despite keyword arguments
-        return (_rebuild_error, (str(self), self.role, self.model, self.usage))
+        return (_rebuild_error, (str(self), self.role, self.model, self.usage, self.kind))
 
     def with_usage(self, earlier: Usage) -> "LLMError":
         """The same error, charged with ``earlier`` usage of the caller's turn as well."""
-        return LLMError(str(self), role=self.role, model=self.model, usage=earlier + self.usage)
+        return LLMError(str(self), role=self.role, model=self.model, usage=earlier + self.usage, kind=self.kind)
 
 
-def _rebuild_error(message: str, role: str, model: str, usage: Usage) -> LLMError:
-    return LLMError(message, role=role, model=model, usage=usage)
+def _rebuild_error(message: str, role: str, model: str, usage: Usage, kind: str = "") -> LLMError:
+    return LLMError(message, role=role, model=model, usage=usage, kind=kind)
 
 
 @dataclass(frozen=True)
 class LLMReply:
-    """One answer: LiteLLM's message (``content``, ``tool_calls``), its text, usage and the response."""
+    """One answer: LiteLLM's message (``content``, ``tool_calls``), its text, usage and the response.
+
+    ``reply_format`` says how the reply was asked for: ``tools`` (functions offered),
+    ``json_schema`` (a structured ``response_format`` sent and taken) or ``text`` (neither).
+    """
 
     message: Any
     text: str
     usage: Usage
     raw: Any
+    reply_format: str = "text"
 
 
 @dataclass(frozen=True)
@@ -153,42 +183,9 @@ def is_rate_limit(exc: BaseException, litellm: Any) -> bool:
     return isinstance(exc, litellm.RateLimitError) or getattr(exc, "status_code", None) == 429
 
 
-def structured_output_supported(model: str, api_base: str | None = None) -> bool:
-    """Whether LiteLLM says ``model`` takes a JSON-schema ``response_format``.
-
-    A model in LiteLLM's map answers for itself. A model it does not know, served at an
-    ``api_base`` (vLLM, llama.cpp, Ollama, LM Studio), counts as supporting it when its provider
-    takes ``response_format``: such servers decode against the schema. A server that refuses it
-    is remembered and asked prompt-only from then on (see ``complete``).
-    """
-    key = (model, api_base)
-    if key not in _STRUCTURED:
-        _STRUCTURED[key] = _litellm_says_structured(load_litellm(), model, api_base)
-    return _STRUCTURED[key]
-
-
-def _litellm_says_structured(litellm: Any, model: str, api_base: str | None) -> bool:
-    try:
-        if litellm.supports_response_schema(model=model):
-            return True
-    except Exception:  # a provider LiteLLM does not know: prompt-only
-        return False
-    if not api_base:
-        return False
-    try:
-        litellm.get_model_info(model=model)
-        return False  # LiteLLM knows this model, and says no
-    except Exception:  # not in the map: a model of the server's own
-        pass
-    try:
-        return "response_format" in (litellm.get_supported_openai_params(model=model) or [])
-    except Exception:
-        return False
-
-
 def _summary(exc: BaseException) -> str:
-    first = str(exc).splitlines()[0][:300] if str(exc) else ""
-    return f"{type(exc).__name__}: {first}"
+    """The exception's type and the provider's own words (LiteLLM's prefixes dropped), one line."""
+    return f"{type(exc).__name__}: {provider_message(exc)[:1000]}"
 
 
 def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base: str | None = None,
@@ -235,9 +232,10 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
     usage = Usage()
     started, slept_s = time.perf_counter(), 0.0
 
-    def fail(message: str) -> LLMError:
+    def fail(message: str, exc: BaseException | None = None) -> LLMError:
         usage.latency_s = max(time.perf_counter() - started - slept_s, 0.0)
-        return LLMError(f"{role} model {model}: {message}", role=role, model=model, usage=usage)
+        return LLMError(f"{role} model {model}: {message}", role=role, model=model, usage=usage,
+                        kind=error_kind(exc) if exc is not None else "")
 
     if "api_key" not in request and "mock_response" not in request:
         key = api_key or _default_key(litellm, model, request.get("api_base"), fail)
@@ -252,6 +250,7 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
     attempt, throttled_attempt = 0, 0
     while True:
         usage.model_calls += 1
+        request["timeout"] = _time_left_s(timeout_s)
         try:
             response, waited_s = _send(litellm, request, gate)
             slept_s += waited_s
@@ -264,11 +263,13 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
                 structured = False
                 del request["response_format"]
                 continue
-            if not is_retryable(exc, litellm):
-                raise fail(f"provider error (not retried): {_summary(exc)}") from exc
+            # a URL that is not one fails the same way every time, though LiteLLM calls it a 500
+            if not is_retryable(exc, litellm) or error_kind(exc) == "bad_url":
+                raise fail(f"provider error {NOT_RETRIED}: {_summary(exc)}", exc) from exc
             throttled = is_rate_limit(exc, litellm)
             if (throttled_attempt == retry.max_rate_limit_retries) if throttled else (attempt == retry.max_retries):
-                raise fail(f"provider error after {attempt + throttled_attempt + 1} attempts: {_summary(exc)}") from exc
+                raise fail(f"provider error after {attempt + throttled_attempt + 1} attempts: {_summary(exc)}",
+                           exc) from exc
             # Backoff doubled per attempt, jittered to half..full so that clients do not align.
             delay = (min(retry.backoff_max_s, retry.backoff_base_s * 2 ** (attempt + throttled_attempt))
                      * rng.uniform(0.5, 1.0))
@@ -282,6 +283,7 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
                 throttled_attempt += 1
             else:
                 attempt += 1
+            delay = _time_left_s(delay)
             sleep(delay)
             slept_s += delay
     reported = getattr(response, "usage", None)
@@ -290,7 +292,8 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
     usage.cost_usd = _cost_usd(litellm, response, model)
     usage.latency_s = max(time.perf_counter() - started - slept_s, 0.0)  # backoff waits excluded
     message = response.choices[0].message
-    return LLMReply(message, str(getattr(message, "content", None) or ""), usage, response)
+    reply_format = "tools" if tools else ("json_schema" if structured else "text")
+    return LLMReply(message, str(getattr(message, "content", None) or ""), usage, response, reply_format)
 
 
 def _send(litellm: Any, request: dict[str, Any], gate: limits.ProviderGate | None) -> tuple[Any, float]:

@@ -26,7 +26,7 @@ from .records import canonical_json, utc_now
 from .redact import redact
 from .scenario import Scenario
 
-__all__ = ["MANIFEST_FILE", "SCENARIO_COPY", "ManifestMismatch", "build_manifest", "run_defining",
+__all__ = ["MANIFEST_FILE", "SCENARIO_COPY", "ManifestMismatch", "build_manifest", "run_defining", "planned_tool_modes",
            "check_or_write_manifest", "scenario_diff", "holds_a_run", "next_free_folder"]
 
 MANIFEST_FILE = "manifest.json"
@@ -80,7 +80,24 @@ def build_manifest(scenario: Scenario) -> dict[str, Any]:
         "git_revision": _git_revision(),
         "python": platform.python_version(),
         "packages": _package_versions(),
+        "tool_modes": planned_tool_modes(scenario.raw),
     }
+
+
+def planned_tool_modes(raw: dict[str, Any]) -> dict[str, str]:
+    """Per LLM agent (kind ``llm``) of a scenario: the tool mode it will use (``rsigym.llm``);
+    each record says what was used in the end."""
+    from .llm import planned_tool_mode
+
+    modes = {}
+    for agent in raw.get("agents") or []:
+        if not isinstance(agent, dict) or agent.get("kind") != "llm" or not isinstance(agent.get("model"), str):
+            continue
+        params: dict[str, Any] = agent["params"] if isinstance(agent.get("params"), dict) else {}
+        asked = str(params.get("tool_mode", "auto"))
+        planned = planned_tool_mode(agent["model"], asked, params.get("api_base"))
+        modes[str(agent.get("id", agent["model"]))] = planned if asked != "auto" else f"{planned} (auto)"
+    return modes
 
 
 def _flatten(value: Any, path: str = "") -> dict[str, Any]:

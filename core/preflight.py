@@ -22,7 +22,7 @@ from .redact import redact_text
 from .registry import ANALYSES, ENVS, GRADERS, OFFLINE_POLICIES
 from .scenario import Scenario
 
-__all__ = ["PreflightError", "preflight", "check_scenario", "did_you_mean", "grader_fits"]
+__all__ = ["PreflightError", "preflight", "check_scenario", "did_you_mean", "grader_fits", "model_entries"]
 
 
 class PreflightError(UserError):
@@ -216,7 +216,7 @@ def _check_tasks(scenario: Scenario, env: Any) -> list[str]:
 
 
 # -- models and credentials -----------------------------------------------------------------------
-def _model_entries(value: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+def model_entries(value: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     """Every mapping that names a ``model`` (agents, simulated users, judges, candidate sources)."""
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
@@ -231,7 +231,7 @@ def _model_entries(value: Any, path: str = "") -> Iterator[tuple[str, dict[str, 
 
 def _check_models(raw: dict[str, Any], environ: Mapping[str, str]) -> list[str]:
     problems = []
-    for where, entry in _model_entries(raw):
+    for where, entry in model_entries(raw):
         model = entry["model"]
         params: dict[str, Any] = entry["params"] if isinstance(entry.get("params"), dict) else {}
         problem = check_model(model, api_base=entry.get("api_base") or params.get("api_base"),
@@ -280,9 +280,15 @@ def check_model(model: str, *, api_base: str | None = None, api_key_env: str | N
 
 # -- Docker -------------------------------------------------------------------------------------
 def _check_docker(raw: dict[str, Any], docker_answers: Callable[[], str | None] | None) -> list[str]:
+    from .sandbox.factory import PROVIDERS
+
+    # a misspelt provider fails every episode the same way: a mistake of the scenario, found here
+    unknown = [f"{where}: unknown sandbox provider {value!r}{did_you_mean(value, PROVIDERS)}; "
+               f"expected one of {', '.join(PROVIDERS)}"
+               for where, value in _sandbox_entries(raw) if value not in PROVIDERS]
     wants = [where for where, value in _sandbox_entries(raw) if value == "docker"]
-    if not wants:
-        return []
+    if unknown or not wants:
+        return unknown
     reason = (docker_answers or _ping_docker)()
     if reason is None:
         return []

@@ -173,6 +173,7 @@ class Usage:
     model_calls: int = 0        # LLM requests, retries included
     provider_retries: int = 0   # requests retried after a provider error
     invalid_replies: int = 0    # replies that failed validation and were fed back
+    text_replies: int = 0       # replies without a tool call where native tools were offered
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
@@ -267,6 +268,10 @@ class Trajectory:
     finished_at: str | None = None
     rsigym_version: str = ""
     schema: str = SCHEMA_VERSION
+    # how the agent's model was asked for actions: tools (the `act` function), env_tools (the env's
+    # own functions, text goes to its user), json_schema (a structured response_format), json_text
+    # (the schema in the prompt only); None for agents that call no model
+    tool_mode: str | None = None
 
     @property
     def total_reward(self) -> float:
@@ -301,7 +306,7 @@ class Trajectory:
             grades=[Grade.from_dict(g) for g in data.get("grades") or []],
             sandbox=data.get("sandbox"), started_at=data.get("started_at", ""),
             finished_at=data.get("finished_at"), rsigym_version=data.get("rsigym_version", ""),
-            schema=data["schema"],
+            schema=data["schema"], tool_mode=data.get("tool_mode"),
         )
 
     @classmethod

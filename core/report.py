@@ -17,6 +17,7 @@ import numpy as np
 
 from .records import Trajectory
 from .registry import ANALYSES
+from .reply_quality import WARN_RATE, reply_rates, reply_warnings
 from .stats import bootstrap_ci
 
 __all__ = ["ReportSection", "register_analysis", "available_analyses", "summary", "write_report",
@@ -97,6 +98,19 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
     verdict = (f"{len(records)} episodes, {infra} infra errors" if records else "no records")
     if repeats:
         verdict += f", {repeats} repeated episode keys"
+    rates = reply_rates(records)
+    if rates:  # reply-format failures belong next to the infra errors, not only in the cost table
+        lines += ["", "### Replies", "", "Replies received per agent and role, those fed back as invalid "
+                  "(failed parsing or the action schema) and those without a tool call where tools were "
+                  "offered; the tool mode each record says was used.", "",
+                  "| agent | role | tool mode | replies | invalid | invalid rate | text-only | text-only rate |",
+                  "|---|---|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r.agent} | {r.role} | {', '.join(sorted(r.tool_modes)) or '-'} | {r.replies} | {r.invalid} | "
+                  f"{r.invalid_rate:.0%} | {r.text_only} | {r.text_rate:.0%} |" for r in rates]
+        verdict += "; invalid replies: " + ", ".join(f"{r.agent} ({r.role}) {r.invalid_rate:.0%} of {r.replies}"
+                                                     for r in rates)
+        if reply_warnings(rates):
+            verdict += f" (WARNING: above {WARN_RATE:.0%}, see the report's first lines)"
     return ReportSection("Summary", "\n".join(lines), verdict, [p for p in plots if p])
 
 
@@ -152,6 +166,9 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
             sections.append(ReportSection(f"{name} (failed)", f"`{line}`", verdict="not computed: the analysis raised"))
     sections.append(usage_section(records, out_dir))  # every report says what its results cost
     text = [f"# {title}", ""]
+    text += [f"> **Warning:** {line}" for line in reply_warnings(reply_rates(records))]
+    if text[-1].startswith(">"):
+        text.append("")
     for section in sections:
         text += [f"## {section.title}", ""]
         if section.verdict:

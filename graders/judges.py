@@ -97,7 +97,7 @@ def _cluster_bootstrap(tasks: list[str], a: np.ndarray, b: np.ndarray, confidenc
     groups: dict[str, list[int]] = defaultdict(list)
     for i, task in enumerate(tasks):
         groups[task].append(i)
-    index = [np.array(v) for v in groups.values()]
+    index = [np.array(groups[task]) for task in sorted(groups)]  # a stable order: records may come in any
     rng = np.random.default_rng(seed)
     kappas, disagreements = [], []
     for _ in range(resamples):

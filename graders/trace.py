@@ -21,7 +21,7 @@ from rsigym.report import condition_label
 
 __all__ = [
     "BASELINE_NAMES", "PASS_THRESHOLD", "Pair", "Pairs", "BehaviourDiff", "pair_records",
-    "behaviour_diff", "rerun_behaviour", "matches_condition", "record_score", "join_key",
+    "behaviour_diff", "rerun_behaviour", "rerun_groups", "matches_condition", "record_score", "join_key",
 ]
 
 BASELINE_NAMES = frozenset({"identity", "none"})  # both mean the unmodified env
@@ -213,6 +213,19 @@ def behaviour_diff(pair: Pair, name_mapping: dict[str, str] | None = None) -> Be
                          actions_changed or final_changed, "; ".join(notes) or "identical")
 
 
+def rerun_groups(records: Sequence[Trajectory]) -> list[list[Trajectory]]:
+    """Groups of identical reruns: records that differ only in ``rep`` (one record per rep, the
+    first kept), in a stable order; infra-error records are left out, single runs too."""
+    groups: dict[str, dict[int, Trajectory]] = defaultdict(dict)
+    for record in records:
+        if record.termination == "infra_error":
+            continue
+        env = record.env
+        key = canonical_json([env.id, env.kwargs, env.task_id, env.condition, asdict(record.agent), record.seed])
+        groups[key].setdefault(record.rep, record)
+    return [[g[rep] for rep in sorted(g)] for _, g in sorted(groups.items()) if len(g) >= 2]
+
+
 def rerun_behaviour(records: Sequence[Trajectory], condition: str, agent: str) -> dict[str, tuple[int, int]]:
     """Behaviour noise between identical reruns: per task, (changed rerun pairs, rerun pairs).
 
@@ -220,18 +233,10 @@ def rerun_behaviour(records: Sequence[Trajectory], condition: str, agent: str) -
     configuration; every unordered pair of them is compared with ``behaviour_diff``. Infra-error
     records are left out. Tasks without two reruns do not appear.
     """
-    groups: dict[str, list[Trajectory]] = defaultdict(list)
-    for record in records:
-        if (record.agent.id != agent or record.termination == "infra_error"
-                or not matches_condition(record.env.condition, condition)):
-            continue
-        env = record.env
-        groups[canonical_json([env.id, env.kwargs, env.task_id, env.condition, asdict(record.agent),
-                               record.seed])].append(record)
+    mine = [r for r in records if r.agent.id == agent and matches_condition(r.env.condition, condition)]
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for group in groups.values():
-        unique = list({r.rep: r for r in group}.values())
-        for a, b in combinations(unique, 2):
+    for group in rerun_groups(mine):
+        for a, b in combinations(group, 2):
             tally = counts[str(a.env.task_id)]
             tally[0] += behaviour_diff(Pair(a, b)).changed
             tally[1] += 1

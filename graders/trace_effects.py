@@ -22,7 +22,7 @@ from rsigym.stats import TostResult, mcnemar_exact, paired_bootstrap_ci, sign_fl
 from .trace import PASS_THRESHOLD, Pair, record_score
 
 __all__ = ["UNIT", "TaskDelta", "Part", "Effect", "RegradeEffect", "task_part", "task_effect",
-           "paired_effect", "regrade_effect"]
+           "paired_effect", "regrade_effect", "regrade_flips"]
 
 UNIT = "task"
 Scored = list[tuple[str, float, float]]  # (task id, baseline score, treatment score), one per pair
@@ -40,8 +40,10 @@ class TaskDelta:
 @dataclass(frozen=True)
 class Part:
     """A mean over tasks with its CI: ``established`` when the CI excludes 0 (in the direction
-    asked for); a constant sample, whose bootstrap CI has no width, is decided by the exact
-    sign-flip test instead."""
+    asked for) and the exact sign-flip test agrees (p < 1 - confidence); a constant sample,
+    whose bootstrap CI has no width, is decided by the sign-flip test alone. The percentile
+    bootstrap is too narrow for sparse deltas (4 of 25 tasks at -1 give [-0.32, -0.04] while
+    the four signs alone give p = 2/16): the exact test keeps the level."""
 
     name: str
     estimate: float
@@ -53,14 +55,20 @@ class Part:
     confidence: float = 0.95
 
     def established(self, direction: int = 0) -> bool:
-        """The CI excludes 0 (``direction`` +1: lies above 0; -1: below; 0: either side)."""
+        """The CI excludes 0 (``direction`` +1: lies above 0; -1: below; 0: either side) and the
+        sign-flip test rejects 0."""
         if self.n == 0 or math.isnan(self.estimate):
             return False
+        beyond = self.p_value < 1 - self.confidence
         if self.constant:
-            beyond = self.p_value < 1 - self.confidence
             return beyond and (direction == 0 or math.copysign(1, self.estimate) == direction)
         above, below = self.ci_low > 0, self.ci_high < 0
-        return {1: above, -1: below}.get(direction, above or below)
+        return beyond and {1: above, -1: below}.get(direction, above or below)
+
+    @property
+    def zero(self) -> bool:
+        """Every task's value is exactly 0 (nothing to attribute, not an estimate near 0)."""
+        return self.n > 0 and self.constant and self.estimate == 0
 
     def text(self) -> str:
         return (f"{self.estimate:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}]" if self.n
@@ -115,7 +123,7 @@ class Effect:
 
     @property
     def moved(self) -> bool:
-        """The CI over tasks excludes 0 (the sign-flip test where the deltas are constant)."""
+        """The CI over tasks excludes 0 and the sign-flip test rejects 0 (see ``Part``)."""
         return self.part.established()
 
 
@@ -181,6 +189,22 @@ def _pass_word(score: float) -> str:
     return "pass" if score >= PASS_THRESHOLD else "fail"
 
 
+def regrade_flips(pairs: Sequence[Pair], original_grader: str, regrade_grader: str) -> dict[str, dict[str, int]]:
+    """``flips[side]["pass->fail"]``: records of that side (baseline, treatment) passing under the
+    original grader and failing under the regrade (same name: live grade, then regrade grade)."""
+    same = original_grader == regrade_grader
+    src_old, src_new = ("live", "regrade") if same else (None, None)
+    flips = {side: {f"{a}->{b}": 0 for a in ("pass", "fail") for b in ("pass", "fail")}
+             for side in ("baseline", "treatment")}
+    for pair in pairs:
+        for side, record in (("baseline", pair.baseline), ("treatment", pair.treatment)):
+            before = record_score(record, original_grader, src_old)
+            after = record_score(record, regrade_grader, src_new)
+            if before is not None and after is not None:
+                flips[side][f"{_pass_word(before)}->{_pass_word(after)}"] += 1
+    return flips
+
+
 def regrade_effect(pairs: Sequence[Pair], original_grader: str, regrade_grader: str, *,
                    margin: float = 0.10, confidence: float = 0.95, seed: int = 0) -> RegradeEffect:
     """Task-level effect under ``regrade_grader`` next to ``original_grader``, the grader part,
@@ -193,9 +217,7 @@ def regrade_effect(pairs: Sequence[Pair], original_grader: str, regrade_grader: 
     """
     same = original_grader == regrade_grader
     src_old, src_new = ("live", "regrade") if same else (None, None)
-    flips: dict[str, dict[str, int]] = {
-        side: {f"{a}->{b}": 0 for a in ("pass", "fail") for b in ("pass", "fail")}
-        for side in ("baseline", "treatment")}
+    flips = regrade_flips(pairs, original_grader, regrade_grader)
     old: Scored = []
     new: Scored = []
     ungraded_old = ungraded_new = 0
@@ -205,8 +227,6 @@ def regrade_effect(pairs: Sequence[Pair], original_grader: str, regrade_grader: 
             before = record_score(record, original_grader, src_old)
             after = record_score(record, regrade_grader, src_new)
             scores[side] = (before, after)
-            if before is not None and after is not None:
-                flips[side][f"{_pass_word(before)}->{_pass_word(after)}"] += 1
         (b0, b1), (t0, t1) = scores["baseline"], scores["treatment"]
         if b0 is None or t0 is None:
             ungraded_old += 1

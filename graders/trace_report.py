@@ -67,7 +67,7 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
     ``treatments`` defaults to every other condition in the records; ``positive_controls`` are
     conditions known to change the outcome (judged ``detected`` / ``not detected``) and are
     added to the treatments when missing. The task is the unit; behaviour noise comes from
-    identical reruns of ``baseline``. See ``rsigym.graders.trace_verdict`` for the rules.
+    identical reruns of both arms. See ``rsigym.graders.trace_verdict`` for the rules.
     """
     wanted = list(treatments) if treatments is not None else treatment_names(records, baseline)
     wanted += [c for c in positive_controls if c not in wanted]
@@ -81,41 +81,48 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
         # an agent whose every pair broke still gets its row; one that never ran the treatment does not
         broken = {r.agent.id for r in pairs.left_out if r.termination == "infra_error"}
         for agent in sorted({p.agent_id for p in pairs} | broken):
-            noise = rerun_behaviour(records, baseline, agent)
             found = attribute(pairs, grader, agent=agent, baseline=baseline, regrade_grader=regrade_grader,
-                              noise=noise, margin=margin, confidence=confidence,
+                              noise=rerun_behaviour(records, baseline, agent),
+                              treatment_noise=rerun_behaviour(records, treatment, agent), margin=margin,
+                              confidence=confidence,
                               positive_control=treatment in positive_controls, min_tasks=min_tasks)
             rows.append(TraceRow(agent, treatment, found))
 
     lines = [f"Paired runs of `{grader}`: each treatment against `{baseline}` on the same task, "
              f"agent, seed and rep. **The task is the unit**: each task's pairs (seeds x reruns) are "
              f"averaged first, n counts tasks. Delta = treatment - baseline, {confidence:.0%} "
-             "bootstrap CI over tasks; sign-flip permutation test (exact up to 14 tasks); TOST "
-             f"against margin {margin:.2f}; fewer than {min_tasks} tasks: insufficient data. "
-             "Behaviour changed = actions (tool names mapped back) or final database differ, "
-             f"per task, against the same rate between identical reruns of `{baseline}`."
+             "bootstrap CI over tasks; sign-flip permutation test (exact up to 14 tasks); established = "
+             f"both exclude 0; TOST against margin {margin:.2f}; fewer than {min_tasks} tasks: insufficient "
+             "data. Behaviour changed = actions (tool names mapped back) or final database differ, per "
+             "task, against the mean rate between identical reruns of both arms (tasks without reruns in "
+             "both arms left out); where behaviour is identical in every pair and rerun, every score "
+             "change is the grader's (measurement artifact, with the share of tasks it flips)."
              + (f" Regrade grader: `{regrade_grader}`; grader part = delta - regrade delta, "
                 "behaviour part = regrade delta." if regrade_grader else ""), "", *notes, ""]
     if not rows:
         return ReportSection("TRACE", "\n".join(lines + ["No pairs."]), "no pairs")
     lines += ["| agent | treatment | n tasks (pairs) | baseline | treatment mean | delta | 95% CI "
-              "| sign-flip p | TOST p | behaviour changed (reruns) | grader part | behaviour part "
-              "| missing | verdict |",
-              "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|---|---|"]
+              "| sign-flip p | TOST p | behaviour changed (reruns) | grader flips, identical behaviour "
+              "| grader part | behaviour part | missing | verdict |",
+              "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|---|---|---|"]
     for row in rows:
         e, a = row.effect, row.attribution
         grader_part = a.grader_part.text() if a.grader_part and a.regrade and a.regrade.regraded.n else "-"
         behaviour_part = a.behaviour_part.text() if a.behaviour_part and a.behaviour_part.n else "-"
         name = row.treatment + (" (positive control)" if row.positive_control else "")
         noise_rate = f"{a.behaviour.noise:.0%}" if a.behaviour.reference else "-"
+        f = a.flips
+        flips = f"{f.flipped}/{f.tasks} tasks ({f.down} down, {f.up} up)" if f and f.tasks else "-"
         m = a.missing
         missing = f"{m.ungraded_pairs}/{m.infra_records}/{m.unpaired_records}"
         lines.append(f"| {row.agent} | {name} | {e.n} ({e.n_pairs}) | {e.mean_baseline:.3f} "
                      f"| {e.mean_treatment:.3f} | {e.delta:+.3f} | [{e.ci_low:+.3f}, {e.ci_high:+.3f}] "
                      f"| {e.p_value:.3g} | {e.tost.p_value:.3g} | {a.behaviour.rate:.0%} ({noise_rate}) "
-                     f"| {grader_part} | {behaviour_part} | {missing} | **{row.verdict.label}** |")
+                     f"| {flips} | {grader_part} | {behaviour_part} | {missing} | **{row.verdict.label}** |")
     lines += ["", "missing = ungraded pairs / infra-error records / unpaired records; a verdict is "
-              "withheld when imputing them as the worst or best case could change it."]
+              "withheld when filling them at an extreme (either grader's worst or best case, unknown behaviour "
+              "changed or not) could change it. Grader flips: tasks where a pair with identical behaviour "
+              "is scored differently (down: lower under the treatment)."]
     lines += [""] + [f"- **{r.agent} / {r.treatment}: {r.verdict.label}.** {r.verdict.sentence}."
                      for r in rows]
     lines += _flip_tables(rows) + _per_task_table(rows)

@@ -39,3 +39,40 @@ def test_runnable_snippet_runs_as_a_script(tmp_path, line):
     if "run_scenario" in code:  # the runner snippet: every episode ran, none as an infra error
         ran, infra_errors, regraded = map(int, proc.stdout.split()[-3:])
         assert ran == regraded > 0 and infra_errors == 0, proc.stdout
+
+
+def _look_at_a_run_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("### Look at a run"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip().startswith("rsigym ")]
+
+
+def test_the_look_at_a_run_commands_all_run(tmp_path):
+    """Each command of "Look at a run", as written, in a folder holding runs/trace_quickstart (one task
+    of it). The trace_llm command runs against the fake provider (--api-base; one task): its
+    --cost-limit and --episode-timeout with the default 16 episodes in flight are what is checked."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from fake_provider import FakeProvider
+
+    commands = _look_at_a_run_commands()
+    assert [c.split()[1] for c in commands] == ["view", "export", "run"]
+    cli = [sys.executable, "-m", "rsigym.cli"]
+    env = {**__import__("os").environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+    def run(args: list[str]) -> subprocess.CompletedProcess:
+        proc = subprocess.run(cli + args, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+        assert proc.returncode == 0, f"rsigym {' '.join(args)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        assert "Traceback" not in proc.stderr
+        return proc
+
+    run(["run", "trace_quickstart", "--limit", "1", "--workers", "0", "--no-progress"])
+    with FakeProvider(latency_s=0.02) as provider:
+        for command in commands:
+            args = command.split()[1:]
+            if args[0] == "run":
+                args += ["--api-base", provider.api_base, "--limit", "1", "--workers", "1", "--no-progress"]
+            proc = run(args)
+    assert (tmp_path / "runs" / "trace_quickstart" / "view.html").exists()
+    assert list((tmp_path / "runs" / "trace_quickstart").glob("*.parquet"))
+    assert "endpoint check: 1 endpoint answered" in proc.stderr and "0 infra errors" in proc.stdout

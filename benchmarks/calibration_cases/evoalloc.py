@@ -16,6 +16,9 @@ half turned away and explored at ``explore_p``) gives the rule its prior rate, a
   be rejected. (With exploration at 0.1 a trial sees about one of the looser challenger's extra
   candidates, so the run's own rate is what the rule can go on: in a run at 1% a looser challenger
   that finds nothing is accepted about a quarter of the time, the price of catching real misses.)
+* an equivalent challenger (the incumbent's policy with its own sampling noise, so it disagrees
+  at random) must be accepted in at most 10% of trials: the point-estimate preference alone
+  takes it about half the time;
 * "missed new bests" over 40 turned-away candidates holding 4 new bests must not read 0 when
   exploration saw none of them, and its interval must cover the truth.
 
@@ -82,26 +85,74 @@ def _trial(rng: np.random.Generator, kind: str, rate: float) -> list[Decided]:
     return cases
 
 
-def _acceptance(kind: str, rate: float, run_rate: float, seed: int) -> tuple[float, float]:
+def _acceptance(kind: str, rate: float, run_rate: float, seed: int) -> tuple[float, float, float]:
     rng = np.random.default_rng(seed)
-    new = old = 0
+    new = old = mid = 0
     for _ in range(TRIALS):
         prior = prior_new_best_rate(_history(rng, run_rate), EXPLORE_P)
         trial = _trial(rng, kind, rate)
-        new += accept_challenger(trial, PARTIAL_COST, explore_p=EXPLORE_P, prior_rate=prior).accepted
+        verdict = accept_challenger(trial, PARTIAL_COST, explore_p=EXPLORE_P, prior_rate=prior)
+        new += verdict.accepted
         old += legacy_accept(trial, PARTIAL_COST)
-    return new / TRIALS, old / TRIALS
+        mid += verdict.prefers_challenger
+    return new / TRIALS, old / TRIALS, mid / TRIALS
 
 
 def _acceptance_case(name: str, kind: str, rate: float, run_rate: float, want_accept: bool,
                      seed: int) -> Callable[[], Case]:
     def run() -> Case:
-        accepted, before = _acceptance(kind, rate, run_rate, seed)
-        ok = accepted >= 0.8 if want_accept else accepted <= 0.2
-        return Case("evoalloc acceptance", name, f"{'accepted' if want_accept else 'rejected'} >= 80%",
-                    f"accepted {accepted:.0%} (pre-issue rule {before:.0%})", ok)
+        accepted, before, points = _acceptance(kind, rate, run_rate, seed)
+        ok = (accepted >= 0.8 if want_accept else accepted <= 0.2) and abs(accepted - points) <= 0.10
+        return Case("evoalloc acceptance", name, f"{'accepted' if want_accept else 'rejected'} >= 80%, "
+                    "within 10 points of the point-estimate rule",
+                    f"accepted {accepted:.0%} (point estimates alone {points:.0%}; pre-issue-17 rule {before:.0%})", ok)
     run.__name__ = f"acceptance_{name.replace(' ', '_')}"
     return run
+
+
+def _equivalent_trial(rng: np.random.Generator, three_way: bool) -> list[Decided]:
+    """One trial of a challenger with the incumbent's policy and its own sampling noise: per
+    candidate a latent quality u ~ U(0, 1), a new best when u > 0.9 (the 10% rate), and each
+    policy independently evaluates fully with probability u (``three_way``: partial first with
+    probability 0.3, then full with probability u)."""
+    cases = []
+    for _ in range(DISAGREEMENTS):
+        u = float(rng.random())
+        new_best = u > 0.9
+
+        def path() -> str:
+            if three_way and rng.random() < 0.3:
+                return "partial+full" if rng.random() < u else "partial"
+            return "full" if rng.random() < u else "discard"
+
+        incumbent, challenger = path(), path()
+        recorded: bool | None = new_best
+        explored = False
+        if not evaluates_fully(incumbent):
+            recorded, explored = _outcome(rng, new_best)
+        cases.append(Decided(incumbent, challenger, recorded, counterfactual=explored))
+    return cases
+
+
+def _equivalent_case(name: str, three_way: bool, seed: int) -> Callable[[], Case]:
+    def run() -> Case:
+        rng = np.random.default_rng(seed)
+        new = old = 0
+        for _ in range(TRIALS):
+            prior = prior_new_best_rate(_history(rng, 0.1), EXPLORE_P)
+            trial = _equivalent_trial(rng, three_way)
+            new += accept_challenger(trial, PARTIAL_COST, explore_p=EXPLORE_P, prior_rate=prior).accepted
+            old += point_estimate_accept(trial, prior)
+        accepted, before = new / TRIALS, old / TRIALS
+        return Case("evoalloc acceptance", name, "accepted <= 10%",
+                    f"accepted {accepted:.0%} (point estimates alone {before:.0%})", accepted <= 0.10)
+    run.__name__ = f"acceptance_{name.replace(' ', '_')}"
+    return run
+
+
+def point_estimate_accept(cases: list[Decided], prior: float) -> bool:
+    """The rule before issue 35: the point-estimate preference, no role-swap test."""
+    return accept_challenger(cases, PARTIAL_COST, explore_p=EXPLORE_P, prior_rate=prior).prefers_challenger
 
 
 def missed_new_bests_case() -> Case:
@@ -129,5 +180,7 @@ CASES: list[Callable[[], Case]] = [
     _acceptance_case("stingier, misses 1 new best", "stingier", 0.1, 0.1, False, 2),
     _acceptance_case("thriftier, misses none (run rate 1%)", "stingier", 0.0, 0.01, True, 3),
     _acceptance_case("looser, finds none (run on a plateau)", "looser", 0.0, 0.0, False, 4),
+    _equivalent_case("equivalent (same policy, other noise)", False, 5),
+    _equivalent_case("equivalent, with partial evaluations", True, 6),
     missed_new_bests_case,
 ]

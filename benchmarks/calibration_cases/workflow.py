@@ -2,8 +2,8 @@
 
 * ``workflow_scores``: a blind control scoring 0 must read "the ruler separates"; a "control"
   that scores as well as the others (a grader that cannot tell) must read "CONTROL FAILED".
-* ``workflow_pairwise``: on 12 model-comparison tasks where one workflow chose by cross-validation
-  (right) and the other by training error (wrong), the scripted judge must agree with the grader
+* ``workflow_pairwise``: on 12 model-comparison tasks where one workflow's code chose by
+  cross-validation (right) and the other's by training error (wrong), the scripted judge must agree with the grader
   and call the wins; a coin-flip judge put in its place must be flagged (no better than the coin
   control, or insufficient data), never reported as agreeing.
 """
@@ -17,16 +17,19 @@ from typing import Any, Callable
 
 from calibration_cases.common import Case
 from rsigym.envs.workflow.analyses import workflow_pairwise, workflow_scores
+from rsigym.envs.workflow.families import FAMILIES
 from rsigym.envs.workflow.tasks import grade_workspace, make_task
 from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Trajectory, Usage
 
 REPORT = "# Report\n\n## Method\nx\n\n## Result\ny\n\n## Validation\nz\n"
 EVOLVED = {"name": "spec", "params": {"name": "evolved_offline"}}
+SALT = "ca1b" * 8
+CODE = FAMILIES["model_comparison"].code
 
 
 def _record(agent: str, condition: Any, task_id: str, files: dict[str, str], score: float, tokens: int) -> Trajectory:
-    task = make_task(task_id)
-    state = {"task_id": task_id, "files": files, "key_sha256": task.key_sha256, "dialogues": []}
+    task = make_task(task_id, SALT)
+    state = {"task_id": task_id, "files": files, "key_sha256": task.key_sha256, "dialogues": [], "task_salt": SALT}
     return Trajectory(episode_key=f"{agent}-{condition}-{task_id}", env=EnvRef("rsigym/Workflow-v0", {}, task_id, condition),
                       agent=AgentSpec(agent, "workflow_roles"), seed=0, rep=0, final=FinalSnapshot.of(state),
                       usage=Usage(completion_tokens=tokens), grades=[Grade("workflow_score", "1", score)])
@@ -35,10 +38,12 @@ def _record(agent: str, condition: Any, task_id: str, files: dict[str, str], sco
 def _records(n: int = 12) -> list[Trajectory]:
     out = []
     for index in range(100, 100 + n):
-        task = make_task(f"model_comparison-{index:03d}")
-        good = {"results.json": json.dumps({"best_model": task.key["best_model"], "method": "5-fold cross-validation"}),
-                "report.md": REPORT}
-        bad = {"results.json": json.dumps({"best_model": "knn1", "method": "training error"}), "report.md": REPORT}
+        task = make_task(f"model_comparison-{index:03d}", SALT)
+        wrong = "linear" if task.key["best_model"] != "linear" else "knn1"
+        good = {"analysis.py": CODE["robust"], "report.md": REPORT,
+                "results.json": json.dumps({"best_model": task.key["best_model"], "method": "5-fold cross-validation"})}
+        bad = {"analysis.py": CODE["naive"], "report.md": REPORT,
+               "results.json": json.dumps({"best_model": wrong, "method": "training error"})}
         out.append(_record("scripted", None, task.task_id, bad, grade_workspace(task, bad)[0], 200))
         out.append(_record("scripted", EVOLVED, task.task_id, good, grade_workspace(task, good)[0], 500))
     return out

@@ -25,11 +25,13 @@ from ..records import Trajectory
 from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
 from .. import limits
+from ..endpoint_check import EndpointCheck, check_endpoints
 from .backends import infra_error_record, run_local, run_ray
 from .episode import import_user_modules, run_episode
 from .lock import RunFolderLock
 from .progress import Progress, ProgressMode
 from .capacity import plan_capacity
+from .guard import RunGuard
 from .inflight import WorkerStats, run_in_process, run_in_workers
 
 __all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "select_episodes",
@@ -59,7 +61,10 @@ class RunSummary:
     infra_retried: int = 0    # earlier infra_error records set aside and run again
     new_run: bool = True      # the folder held no run before
     cost_usd: float = 0.0     # spent by the episodes run now
-    stopped: str | None = None  # why the run ended before every episode ran (a cost limit)
+    stopped: str | None = None  # why the run ended before every episode ran (a cost limit, repeated errors)
+    stopped_by_errors: bool = False  # the stop was the consecutive-error stop (exit 1, not 3)
+    endpoint_check: "EndpointCheck | None" = None  # the calls made before the first episode
+    replied: list[Trajectory] = field(default_factory=list)  # episodes run now, without their steps
     not_run: int = 0          # episodes left for a later run after a stop
     workers: int = 1          # worker processes used (0: this process)
     concurrency: int = 1      # episodes in flight per worker
@@ -103,7 +108,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                  tasks: Sequence[str] | None = None, limit: int | None = None,
                  imports: Sequence[str] = (), preflight: bool = True, cost_limit_usd: float | None = None,
                  episode_timeout_s: float | None = None, concurrency: int | None = None,
-                 max_connections: int | None = None) -> RunSummary:
+                 max_connections: int | None = None, endpoint_check: bool = False,
+                 max_consecutive_errors: int = 5) -> RunSummary:
     """Run every episode of ``scenario`` not yet recorded in ``out_dir/records.jsonl``.
 
     The folder is locked for the whole run (one writer per run folder), and its manifest must
@@ -125,13 +131,18 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         limit: Only the first ``limit`` tasks (after ``tasks``).
         imports: Modules every worker imports before its first episode (``--import``).
         preflight: Check the scenario (``rsigym.preflight``) before anything is written.
-        cost_limit_usd: Once the episodes run now have spent this, no further episode starts
-            (those running finish and are recorded; ``stopped`` says so and a later run resumes).
+        cost_limit_usd: No episode starts that could take the spending (endpoint check included)
+            past this: each reserves its estimated cost first (``guard``); those running finish
+            and are recorded; ``stopped`` says so and a later run resumes.
         episode_timeout_s: An episode past this wall clock is stopped and recorded as
-            ``infra_error`` with an error starting "timeout:" (one episode in flight per worker).
+            ``infra_error`` with an error starting "timeout:" (any concurrency, any backend).
         concurrency: Episodes in flight per local worker (None: the scenario's
             ``runner.concurrency``, else 16 against a hosted model and 1 otherwise).
         max_connections: Calls in flight per provider and worker (over the scenario's ``limits:``).
+        endpoint_check: Call each model endpoint once before anything is written
+            (``rsigym.endpoint_check``); a failure that cannot pass raises ``PreflightError``.
+        max_consecutive_errors: Stop after this many episodes in a row end in the same LLM error
+            that retrying cannot fix (0: never); ``stopped`` keeps the error in full.
     """
     plan = plan_capacity(scenario.env_id, scenario.raw, workers=workers, concurrency=concurrency)
     for note in plan.notes:
@@ -140,10 +151,9 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         limits_config = limits.LimitsConfig.parse(scenario.raw.get("limits"), max_connections=max_connections)
     except (TypeError, ValueError) as exc:
         raise UserError(f"{scenario.source}: limits: {exc}") from exc
-    in_flight = backend == "local" and (plan.concurrency > 1 or limits_config.is_set())
-    if in_flight and episode_timeout_s is not None:
-        raise UserError("--episode-timeout needs one episode in flight per worker (its timer is a SIGALRM "
-                        "of the worker's main thread): add --concurrency 1, and no limits:")
+    # a cost limit needs episodes started one by one (each reserves its cost): the in-flight runner
+    in_flight = backend == "local" and (plan.concurrency > 1 or limits_config.is_set()
+                                        or cost_limit_usd is not None)
     stats = WorkerStats()
     out_dir = Path(out_dir)
     import_user_modules(tuple(imports))
@@ -151,6 +161,15 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         from ..preflight import check_scenario
 
         check_scenario(scenario)
+    checked = None
+    if endpoint_check:
+        from ..preflight import PreflightError
+
+        checked = check_endpoints(scenario.raw, source=str(scenario.source))
+        if checked.problems:
+            raise PreflightError(checked.problems)
+    guard = RunGuard(cost_limit_usd, max_consecutive_errors, unknown_cost_slots=max(1, plan.workers),
+                     spent_usd=checked.usage.cost_usd if checked else 0.0)
     episodes = select_episodes(expand(scenario), tasks=tasks, limit=limit)
     if imports:
         episodes = [dataclasses.replace(e, imports=tuple(imports)) for e in episodes]
@@ -173,13 +192,15 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), 0, 0, None,
                              bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,
                              infra_retried=retried, new_run=new_run, workers=plan.workers,
-                             concurrency=plan.concurrency if backend == "local" else 1, notes=plan.notes)
+                             concurrency=plan.concurrency if backend == "local" else 1, notes=plan.notes,
+                             endpoint_check=checked)
         fallback_warned = False
         in_process = backend == "local" and plan.workers == 0
         with RecordWriter(path) as writer, Progress(len(todo), scenario.name, mode=progress) as bar:
             def on_record(record: Trajectory) -> None:
                 nonlocal fallback_warned
                 writer.write(record)  # on disk before the bar moves
+                guard.finished(record)
                 _count(summary, record)
                 summary.ran += 1
                 summary.cost_usd += record.usage.cost_usd
@@ -190,26 +211,28 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                     print(f"rsigym: warning: sandbox falls back to local (no isolation): {reason}",
                           file=sys.stderr)
 
-            def over_budget() -> bool:
-                return cost_limit_usd is not None and summary.cost_usd >= cost_limit_usd
-
             if in_flight and plan.workers == 0:
                 stats = run_in_process(todo, on_record, concurrency=plan.concurrency,
-                                       limits_config=limits_config, stop=over_budget)
+                                       limits_config=limits_config, stop=guard.stop, admit=guard.admit)
             elif in_flight:
                 stats = run_in_workers(todo, on_record, workers=plan.workers, concurrency=plan.concurrency,
-                                       limits_config=limits_config, stop=over_budget)
+                                       limits_config=limits_config, stop=guard.stop, admit=guard.admit)
             elif backend == "local":
-                run_local(todo, on_record, workers=plan.workers, stop=over_budget)
+                run_local(todo, on_record, workers=plan.workers, stop=guard.stop)
             elif backend == "ray":
-                run_ray(todo, on_record, address=address, workers=plan.workers or None, stop=over_budget)
+                run_ray(todo, on_record, address=address, workers=plan.workers or None, stop=guard.stop)
             else:
                 raise ValueError(f"unknown backend {backend!r}; use local or ray")
         summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None
         summary.not_run = len(todo) - summary.ran
-        if cost_limit_usd is not None and summary.not_run and over_budget():
-            summary.stopped = (f"cost limit reached: {summary.cost_usd:.4f} USD spent, "
-                               f"limit {cost_limit_usd:.4f} USD")
+        if guard.error_stopped is not None and summary.not_run:
+            summary.stopped_by_errors = True
+            summary.stopped = (f"{max_consecutive_errors} episodes in a row failed with the same error, "
+                               f"which retrying cannot fix: {guard.error_stopped}")
+        elif cost_limit_usd is not None and summary.not_run and guard.stop():
+            summary.stopped = (f"cost limit reached: {guard.spent_usd:.4f} USD spent"
+                               f"{' (endpoint check included)' if checked and checked.usage.cost_usd else ''}, "
+                               f"limit {cost_limit_usd:.4f} USD, no further episode fits under it")
 
         if report:
             records = read_records(path).records
@@ -220,6 +243,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
 
 
 def _count(summary: RunSummary, record: Trajectory) -> None:
+    summary.replied.append(Trajectory(record.episode_key, record.env, record.agent, record.seed, record.rep,
+                                      usage_by_role=record.usage_by_role, tool_mode=record.tool_mode))
     if record.termination == "infra_error":
         summary.infra_errors += 1
         summary.infra_causes[infra_error_cause(record.error)] += 1

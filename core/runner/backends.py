@@ -7,6 +7,7 @@ interleave and a record is on disk (fsynced) before the progress bar advances.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import time
 from collections import Counter
@@ -19,6 +20,7 @@ from rsigym.records import Trajectory, utc_now
 
 from ..scenario import EpisodeSpec
 from .episode import run_episode
+from .orphans import RunWatchdog, exit_with_parent, watch_pid
 
 __all__ = ["run_local", "run_ray", "infra_error_record"]
 
@@ -37,8 +39,17 @@ def infra_error_record(spec: EpisodeSpec, error: str) -> Trajectory:
 
 
 def _worker_init() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them: one quiet exit, no trace per worker."""
+    """Workers leave Ctrl-C to the parent, which stops them: one quiet exit, no trace per worker;
+    a parent killed outright ends them too (``orphans``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with_parent()
+
+
+def _ray_episode(spec: EpisodeSpec, driver_pid: int | None) -> Trajectory:
+    """``run_episode`` in a Ray worker; with a Ray this run started, the worker ends with the run."""
+    if driver_pid is not None:
+        watch_pid(driver_pid)
+    return run_episode(spec)
 
 
 def _stop_workers(pool: ProcessPoolExecutor, grace_s: float = 3.0) -> None:
@@ -78,12 +89,19 @@ def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: 
         return
     # spawn, not fork: the parent may hold threads (progress bar, docker client sockets).
     context = multiprocessing.get_context("spawn")
+    with RunWatchdog() as watchdog:
+        _run_pools(context, episodes, on_record, workers, stop, watchdog)
+
+
+def _run_pools(context: multiprocessing.context.BaseContext, episodes: Sequence[EpisodeSpec], on_record: OnRecord,
+               workers: int, stop: Stop, watchdog: RunWatchdog) -> None:
     pending, attempts = list(episodes), Counter[str]()
     while pending and not stop():
         retry: list[EpisodeSpec] = []
         # Not a `with` block: its exit waits for the workers, which must not hold up a Ctrl-C.
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init)
         futures = {pool.submit(run_episode, spec): spec for spec in pending}
+        watchdog.add(p.pid for p in (getattr(pool, "_processes", None) or {}).values())  # private: see _stop_workers
         try:
             not_done = set(futures)
             while not_done:
@@ -122,14 +140,16 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
         import ray
     except ImportError as exc:
         raise UserError("the ray backend needs the ray extra: pip install 'rsigym[ray]'") from exc
+    # A Ray this run starts lives on this host: its workers watch this process (see ``orphans``).
+    driver_pid = os.getpid() if address is None and not ray.is_initialized() else None
     if not ray.is_initialized():
         try:
             ray.init(address=address, num_cpus=workers if address is None else None,
                      include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
         except (ConnectionError, ValueError) as exc:
             raise UserError(f"cannot connect to Ray at {address!r}: {exc}") from exc
-    remote_episode = ray.remote(max_retries=MAX_ATTEMPTS - 1)(run_episode)
-    refs = {remote_episode.remote(spec): spec for spec in episodes}
+    remote_episode = ray.remote(max_retries=MAX_ATTEMPTS - 1)(_ray_episode)
+    refs = {remote_episode.remote(spec, driver_pid): spec for spec in episodes}
     try:
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1)

@@ -7,15 +7,13 @@ env that fails gives ``infra_error`` (infrastructure failures are not agent fail
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import multiprocessing
-import signal
 import threading
 import time
 import warnings
 import traceback
-from typing import Any, Iterator
+from typing import Any
 
 from rsigym.action_limits import short_repr
 from rsigym.errors import InfraError
@@ -23,40 +21,10 @@ from rsigym.record_limits import cap_for_record
 from rsigym.records import FinalSnapshot, Grade, Step, Trajectory, Usage, to_jsonable, utc_now
 
 from ..scenario import EpisodeSpec, NamedSpec
+from .deadline import TIMEOUT_CAUSE, EpisodeTimeout, deadline, timeout_message
 
 __all__ = ["run_episode", "EpisodeTimeout", "TIMEOUT_CAUSE"]
 
-TIMEOUT_CAUSE = "timeout"  # the first word of the error of an episode stopped by its wall clock
-
-
-class EpisodeTimeout(BaseException):
-    """The episode ran past its wall clock. A BaseException, so that no ``except Exception`` of an
-    agent, env or provider client can swallow it and keep the run waiting."""
-
-
-@contextlib.contextmanager
-def _deadline(timeout_s: float | None) -> Iterator[None]:
-    """Raise ``EpisodeTimeout`` in this thread once ``timeout_s`` of wall clock have passed.
-
-    A SIGALRM timer: it interrupts Python code, sleeps and blocking I/O (a hung provider call, a
-    sandbox exec); a native call that never returns to the interpreter is out of its reach. Only
-    the main thread of a process can take signals: elsewhere (some Ray setups) there is no timer.
-    """
-    if not timeout_s or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_alarm(signum: int, frame: Any) -> None:
-        signal.setitimer(signal.ITIMER_REAL, 1.0)  # once more in 1 s, should something swallow this one
-        raise EpisodeTimeout(f"{TIMEOUT_CAUSE}: the episode ran past its wall clock of {timeout_s:g} s")
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 def _import_before_the_timer(env_id: str) -> None:
     """Import the env's module (and the kernel's conditions) before an episode timer is armed: an
@@ -114,27 +82,26 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
 
     record = Trajectory(episode_key=spec.key, env=spec.env, agent=spec.agent, seed=spec.seed,
                         rep=spec.rep, rsigym_version=rsigym.__version__)
-    env = None
+    env = agent = None
     if spec.timeout_s:
         _import_before_the_timer(spec.env.id)
     started = time.monotonic()
     try:
-        with _deadline(spec.timeout_s):
+        with deadline(spec.timeout_s):
             kwargs = dict(spec.env.kwargs)
             if spec.env.condition is not None:
                 kwargs["condition"] = spec.env.condition
             env = gym.make(spec.env.id, max_episode_steps=spec.max_steps, **kwargs)
             agent = make_agent(spec.agent)
             _play(env, agent, spec, record)
-    except EpisodeTimeout as exc:  # an infrastructure limit, not the agent's failure
-        record.termination, record.error = "infra_error", str(exc)
+    except EpisodeTimeout:  # an infrastructure limit, not the agent's failure
+        record.termination, record.error = "infra_error", timeout_message(spec.timeout_s or 0.0)
     except Exception as exc:  # an env bug is not the agent's fault: infra_error, recorded
         record.termination, record.error = "infra_error", _short_error(exc)
         if spec.timeout_s and time.monotonic() - started >= spec.timeout_s:
             # The alarm came first, and code it interrupted (an import, a library's handler) turned
             # it into another exception: still the timeout, with what it surfaced as.
-            record.error = (f"{TIMEOUT_CAUSE}: the episode ran past its wall clock of {spec.timeout_s:g} s "
-                            f"(surfaced as {record.error})")
+            record.error = f"{timeout_message(spec.timeout_s)} (surfaced as {record.error})"
     finally:
         agent_usage = sum((s.usage for s in record.steps), record.usage_by_role.pop("agent", Usage()))
         by_role = {"agent": agent_usage} if agent_usage.model_calls else {}
@@ -146,6 +113,7 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
             except Exception as exc:
                 record.error = (record.error + "; " if record.error else "") + f"close: {_short_error(exc)}"
     record.usage_by_role = by_role
+    record.tool_mode = getattr(agent, "tool_mode_used", None)
     record.usage = sum((u for role, u in by_role.items() if role != "agent"), agent_usage)
     record.finished_at = utc_now()
     if record.termination != "infra_error":

@@ -38,6 +38,7 @@ from rsigym.records import Trajectory
 from ..scenario import EpisodeSpec
 from .backends import MAX_ATTEMPTS, infra_error_record
 from .episode import run_episode
+from .orphans import RunWatchdog, exit_with_parent
 
 __all__ = ["WorkerStats", "run_in_process", "run_in_workers"]
 
@@ -73,12 +74,19 @@ def _never() -> bool:
     return False
 
 
+def _always(spec: EpisodeSpec) -> bool:
+    return True
+
+
 def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, concurrency: int,
                    limits_config: limits.LimitsConfig | None = None,
-                   stop: Callable[[], bool] = _never) -> WorkerStats:
+                   stop: Callable[[], bool] = _never,
+                   admit: Callable[[EpisodeSpec], bool] = _always) -> WorkerStats:
     """Run episodes on ``concurrency`` threads of this process; ``on_record`` in this thread.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.
+    An episode starts only once ``admit(spec)`` says yes (a cost reservation); asked again after
+    each record.
     """
     from rsigym.registry import register_gym_envs
 
@@ -88,21 +96,24 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
     # Not a `with` block: its exit waits for the episodes in flight, which must not hold up a Ctrl-C.
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rsigym-episode")
     running: dict[Future[Trajectory], EpisodeSpec] = {}
+
+    def fill() -> None:  # bounded: a Ctrl-C drops no queue
+        if stop():
+            pending.clear()
+        while pending and len(running) < _room(pending[0], concurrency) and admit(pending[0]):
+            spec = pending.popleft()
+            running[pool.submit(_safe_episode, spec)] = spec
+
     try:
-        while pending or running:
-            while pending and len(running) < _room(pending[0], concurrency):  # bounded: a Ctrl-C drops no queue
-                spec = pending.popleft()
-                running[pool.submit(_safe_episode, spec)] = spec
+        fill()
+        while running:
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 running.pop(future)
-            if stop():
-                pending.clear()
-            while pending and len(running) < _room(pending[0], concurrency):  # refill first: no slot
-                spec = pending.popleft()                                      # idles during the fsyncs
-                running[pool.submit(_safe_episode, spec)] = spec
+            fill()  # refill first: no slot idles during the fsyncs
             for future in done:
                 on_record(future.result())
+            fill()  # what the records just freed (a cost reservation, the first episode of an env)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -115,23 +126,10 @@ def _room(spec: EpisodeSpec, concurrency: int) -> int:
     return concurrency if spec.env.id in _warm_envs else 1
 
 
-def _exit_with_parent() -> None:
-    """A daemon thread that ends this worker when its parent dies (SIGKILL leaves no one to ask)."""
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-
-    def watch() -> None:
-        parent.join()
-        os._exit(1)
-
-    threading.Thread(target=watch, name="rsigym-parent-watch", daemon=True).start()
-
-
 def _worker_main(worker_id: int, inbox: Any, results: Any, concurrency: int,
                  limits_config: limits.LimitsConfig) -> None:
     """A worker process: run what arrives in ``inbox`` (None ends) on ``concurrency`` threads."""
-    _exit_with_parent()
+    exit_with_parent()
     from rsigym.registry import register_gym_envs
 
     register_gym_envs()
@@ -154,7 +152,7 @@ class _Worker:
                  limits_config: limits.LimitsConfig) -> None:
         self.id, self.inbox = worker_id, context.Queue()
         # not a daemon: an episode may start processes of its own (multiprocessing forbids that to
-        # daemons); a worker ends with its inbox's None, a kill, or its parent (``_exit_with_parent``)
+        # daemons); a worker ends with its inbox's None, a kill, or its parent (``orphans.exit_with_parent``)
         self.process = context.Process(target=_worker_main, name=f"rsigym-worker-{worker_id}",
                                        args=(worker_id, self.inbox, results, concurrency, limits_config))
         self.process.start()
@@ -164,10 +162,12 @@ class _Worker:
 
 def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int, concurrency: int,
                    limits_config: limits.LimitsConfig | None = None,
-                   stop: Callable[[], bool] = _never) -> WorkerStats:
+                   stop: Callable[[], bool] = _never,
+                   admit: Callable[[EpisodeSpec], bool] = _always) -> WorkerStats:
     """Run episodes in ``workers`` spawned processes with up to ``concurrency`` in flight in each.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.
+    An episode is sent to a worker only once ``admit(spec)`` says yes.
     """
     config = limits_config or limits.LimitsConfig()
     # spawn, not fork: the parent may hold threads (progress bar, docker client sockets).
@@ -176,10 +176,14 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
     pending, attempts = deque(episodes), Counter[str]()
     next_id = 0
 
+    watchdog = RunWatchdog()  # ends the workers if this process is killed (``orphans``)
+
     def start() -> _Worker:
         nonlocal next_id
         next_id += 1
-        return _Worker(context, next_id - 1, results, concurrency, config)
+        worker = _Worker(context, next_id - 1, results, concurrency, config)
+        watchdog.add([worker.process.pid])
+        return worker
 
     pool = [start() for _ in range(max(1, min(workers, len(pending))))]
     by_id = {w.id: w for w in pool}
@@ -189,7 +193,8 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
         if stop():
             pending.clear()
         for worker in pool:
-            while pending and not worker.closed and len(worker.in_flight) < concurrency:
+            while (pending and not worker.closed and len(worker.in_flight) < concurrency
+                   and admit(pending[0])):
                 spec = pending.popleft()
                 worker.in_flight[spec.key] = spec
                 worker.inbox.put(spec)
@@ -259,5 +264,6 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
     finally:
         for worker in by_id.values():
             worker.process.join(timeout=5)
+        watchdog.close()
     return WorkerStats(limits.merge_stats([gate for s in stats for gate in s.limits]),
                        max((s.peak_rss_mb for s in stats), default=0.0))

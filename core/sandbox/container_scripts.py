@@ -31,6 +31,7 @@ __all__ = [
     "KILL_ALL",
     "EXTRACT",
     "READ",
+    "REMOVE_TREE",
     "WIPE",
     "VERIFY",
     "EXEC_SERVER",
@@ -114,6 +115,47 @@ exec cat -- "$r"
 # directories it locked enterable first), and give its own dir back its mode (argv[2], octal).
 # One python process and no forks: right after a fork bomb the pids limit may leave room for a
 # single process. Prints the oom_kill counters; exits 1 if anything it owns is left.
+# ``remove_tree(path)`` for the programs below and the evolution runner: bottom-up without recursion,
+# one level at a time through relative chdir, so a directory nested thousands deep (past Python's
+# recursion limit and past PATH_MAX) goes like any other. Symlinks are unlinked, never followed;
+# a directory is made 0o700 first (its owner locked it). The cwd is restored.
+REMOVE_TREE = r"""
+def remove_tree(path):
+    import os
+    if os.lstat(path).st_mode & 0o170000 != 0o040000:
+        os.unlink(path)
+        return
+    back = os.open(".", os.O_PATH | os.O_DIRECTORY)
+    parent, top = os.path.split(os.path.abspath(path))
+    stack = []  # (name, its subdirectories still to remove), from the top down to the cwd
+
+    def enter(name):
+        os.chmod(name, 0o700)
+        os.chdir(name)
+        subs = []
+        for entry in os.listdir("."):
+            if os.lstat(entry).st_mode & 0o170000 == 0o040000:
+                subs.append(entry)
+            else:
+                os.unlink(entry)
+        stack.append((name, subs))
+
+    try:
+        os.chdir(parent)
+        enter(top)
+        while stack:
+            name, subs = stack[-1]
+            if subs:
+                enter(subs.pop())
+            else:
+                stack.pop()
+                os.chdir("..")
+                os.rmdir(name)
+    finally:
+        os.fchdir(back)
+        os.close(back)
+"""
+
 WIPE = r"""
 import ctypes, os, sys
 for _ in range(2):
@@ -122,15 +164,7 @@ for _ in range(2):
     except ProcessLookupError:
         pass
 uid, home = os.getuid(), sys.argv[1]
-def wipe(path):
-    if os.path.isdir(path) and not os.path.islink(path):
-        if os.lstat(path).st_uid == uid:
-            os.chmod(path, 0o700)
-        for name in os.listdir(path):
-            wipe(os.path.join(path, name))
-        os.rmdir(path)
-    else:
-        os.unlink(path)
+""" + REMOVE_TREE + r"""
 left = 0
 os.chmod(home, int(sys.argv[2], 8))
 for top in (home, *sys.argv[3:]):
@@ -138,8 +172,8 @@ for top in (home, *sys.argv[3:]):
         path = os.path.join(top, name)
         try:
             if top == home or os.lstat(path).st_uid == uid:
-                wipe(path)
-        except (OSError, RecursionError):
+                remove_tree(path)
+        except OSError:
             left += 1
 libc = ctypes.CDLL(None, use_errno=True)
 removers = {"shm": lambda i: libc.shmctl(i, 0, None), "sem": lambda i: libc.semctl(i, 0, 0),
@@ -211,13 +245,18 @@ sys.exit(1 if found else 0)
 # replying. Exit codes follow the wrapper: the status, or 128+N for death by signal N.
 #
 # A same-uid process can also change, without ptrace, what the server's children inherit: its
-# resource limits (prlimit), nice value, scheduling policy and CPU affinity. The server records
+# resource limits (prlimit), nice value (setpriority, also PRIO_USER), scheduling policy and
+# attributes (sched_setscheduler/sched_setattr: SCHED_IDLE, reset-on-fork, utilization clamps where
+# the kernel has them), CPU affinity, and I/O priority (ioprio_set to the idle class, also
+# IOPRIO_WHO_USER). Tried and refused to a same-uid process on a non-dumpable server (so not
+# checked): oom_score_adj and timerslack_ns (/proc/<pid> files of a non-dumpable process belong
+# to root), NUMA page migration (a ptrace-mode check). The server records
 # them at start and, before it takes a request, exits if any changed: the host sees the stream end
 # before the acknowledgement, kills the user's processes and starts a new server (fresh values
 # from the container's configuration) for that request, so one command cannot starve, slow or
 # cripple the next.
 EXEC_SERVER = r"""
-import ctypes, json, os, resource, select, signal, sys, time
+import ctypes, json, os, resource, select, signal, struct, sys, time
 if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
     sys.exit("rsigym exec server: prctl(PR_SET_DUMPABLE, 0) failed")
 rd, wr = os.dup(0), os.dup(1)
@@ -323,11 +362,26 @@ def run(req, data):
               "oom": False}
     return header, bytes(kept[out_r]), bytes(kept[err_r])
 
+LIBC = ctypes.CDLL(None, use_errno=True)
+# ioprio_get and sched_getattr (x86_64, aarch64; None elsewhere: no libc wrapper for either)
+NR_IOPRIO_GET, NR_SCHED_GETATTR = {"x86_64": (252, 315), "aarch64": (31, 275)}.get(os.uname().machine, (None, None))
+
+def io_priority():
+    return None if NR_IOPRIO_GET is None else LIBC.syscall(NR_IOPRIO_GET, 1, 0)  # IOPRIO_WHO_PROCESS, self
+
+def sched_attr():
+    # policy, flags (reset-on-fork), nice, priority and the utilization clamps
+    buf = ctypes.create_string_buffer(56)
+    if NR_SCHED_GETATTR is None or LIBC.syscall(NR_SCHED_GETATTR, 0, buf, 56, 0) != 0:
+        return None
+    return list(struct.unpack("IIQiIQQQII", buf.raw))
+
 def inherited():
     # What a spawned command inherits from this process and another process of the same uid can
-    # change without ptrace: resource limits (prlimit), nice, scheduling policy, CPU affinity.
+    # change without ptrace (the list in the comment above EXEC_SERVER).
     limits = [(name, resource.getrlimit(getattr(resource, name))) for name in dir(resource) if name.startswith("RLIMIT_")]
-    return limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0))
+    return (limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)),
+            io_priority(), sched_attr())
 
 INHERITED = inherited()
 send({"ready": True, "pid": os.getpid()})

@@ -14,7 +14,8 @@ non-dumpable before it serves, and the kernel refuses ptrace, ``/proc/<pid>/fd``
 ``environ`` of a non-dumpable process to every process without CAP_SYS_PTRACE, its own uid
 included; its stdin and stdout (the host's stream) are moved off fds 0 and 1 and never inherited.
 A command can change, without ptrace, what the server's next children would inherit (resource
-limits, nice, scheduling policy, CPU affinity): the server checks them before each request and,
+limits, nice, scheduling policy and attributes, CPU affinity, I/O priority; the full list, and what
+was tried and found refused, is in ``container_scripts``): the server checks them before each request and,
 if any changed, exits before acknowledging it, so that request goes to a new server. What a
 command can also do is signal the server (same uid). A killed server ends the stream: the
 command's result says so (exit 137 and a note, never a result of the command's own), the host

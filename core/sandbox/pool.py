@@ -32,7 +32,7 @@ from rsigym.sandbox.engine import LABEL, connect
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["DockerPool", "shared_pool", "clean_containers"]
+__all__ = ["DockerPool", "shared_pool", "clean_containers", "close_live_pools"]
 
 _LIVE_POOLS: "weakref.WeakSet[DockerPool]" = weakref.WeakSet()
 _SHARED: dict[tuple[int, str, SandboxLimits], "DockerPool"] = {}
@@ -42,7 +42,9 @@ _HOOKS_PID: int | None = None
 _EXIT_PRIORITY = 50
 
 
-def _close_live_pools() -> None:
+def close_live_pools() -> None:
+    """Remove every container the pools of this process created (at exit, or when a worker's
+    parent died: ``rsigym.runner.orphans``)."""
     # A forked child inherits its parent's pool objects; only the owner may remove containers.
     for pool in list(_LIVE_POOLS):
         if pool.owner_pid == os.getpid():
@@ -54,8 +56,8 @@ def _install_exit_hooks() -> None:
     if _HOOKS_PID == os.getpid():
         return
     _HOOKS_PID = os.getpid()  # per process: a forked worker starts with an emptied finalizer registry
-    atexit.register(_close_live_pools)
-    multiprocessing.util.Finalize(None, _close_live_pools, exitpriority=_EXIT_PRIORITY)
+    atexit.register(close_live_pools)
+    multiprocessing.util.Finalize(None, close_live_pools, exitpriority=_EXIT_PRIORITY)
 
 
 def _pid_alive(pid: int) -> bool:

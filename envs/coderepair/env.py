@@ -44,7 +44,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
     the seed). Per problem, up to ``rounds`` rounds: a coder proposes ``candidates`` programs;
     the agent picks one; the env executes it against the **public** tests in the sandbox (one
     online test call) and shows the outcome. The problem ends when the public tests pass or the
-    rounds are spent; the last executed program is final and is judged on the **hidden** tests.
+    rounds are spent; the last executed program is final and is judged on the **hidden** tests
+    after the stream is over.
 
     ## Observation
     ``Dict(text, problem, candidates=Tuple(Text x C), feedback, round, problem_index)``;
@@ -60,7 +61,10 @@ class CodeRepairEnv(gym.Env[dict, dict]):
     ``max_invalid_actions``).
 
     ## Reward
-    When a problem ends: 1.0 if its final program passes every hidden test, else 0.
+    When a problem ends: 1.0 if its final program passes every public test, else 0. The hidden
+    outcome (``hidden_pass`` per problem in the final state, for graders) is computed only once
+    the stream is over, each final program run alone: nothing hidden reaches the sandbox while a
+    round is live. A truncated episode leaves ``hidden_pass`` None (the graders re-execute).
 
     ## Episode End
     Terminated after the last problem (``budget_exhausted``); truncation by ``TimeLimit`` only.
@@ -174,11 +178,9 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         problem, choice = self._stream[self._index], int(value["candidate"])
         code = self._candidates[choice].code
         assert self._sandbox is not None
-        outcome = run_jobs(self._sandbox, [
-            Job("public", code, problem.entry, problem.public, prelude=problem.prelude),
-            Job("hidden", code, problem.entry, problem.hidden, prelude=problem.prelude)])
+        # Only the public tests run while rounds are live; see _grade_hidden for the hidden ones.
+        public = run_jobs(self._sandbox, [Job("public", code, problem.entry, problem.public, prelude=problem.prelude)])["public"]
         self._online_calls += 1
-        public = outcome["public"]
         failing = [f"{t} -> {r.get('status')}{': ' + r['detail'] if r.get('detail') else ''}"
                    for t, r in zip(problem.public, public.tests) if r.get("status") != "pass"]
         self._feedback = "\n".join(failing[:3])[:4000]
@@ -192,11 +194,10 @@ class CodeRepairEnv(gym.Env[dict, dict]):
                     "public_pass": public.all_pass, "failure": public.failure_type()}
         reward = 0.0
         if public.all_pass or self._round >= self.rounds:
-            hidden = outcome["hidden"]
-            self._current.update(final_program=code, public_passed=public.all_pass, hidden_pass=hidden.all_pass,
-                                 hidden_failure=hidden.failure_type(), online_test_calls=len(self._current["rounds"]))
+            self._current.update(final_program=code, public_passed=public.all_pass, hidden_pass=None,
+                                 hidden_failure=None, online_test_calls=len(self._current["rounds"]))
             self._results.append(self._current)
-            reward = float(hidden.all_pass)
+            reward = float(public.all_pass)
             self._index += 1
             if self._index < len(self._stream):
                 self._start_problem()
@@ -204,6 +205,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
             self._round += 1
             self._propose()
         done = self._index >= len(self._stream)
+        if done:
+            self._grade_hidden()
         return self._observation(), reward, done, False, self._info(None, "budget_exhausted" if done else None, executed)
 
     def snapshot(self) -> dict[str, Any]:
@@ -222,6 +225,23 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         super().close()
 
     # -- internals ---------------------------------------------------------------------------
+    def _grade_hidden(self) -> None:
+        """Run the final programs against their problems' hidden tests, once no round is live.
+
+        The hidden tests never reach the sandbox while the agent or the coder can still act on
+        what a program saw (a program could keep a hidden call's arguments in a file and show them
+        in a later round's public feedback); the outcome goes to the record's final state only.
+        """
+        assert self._sandbox is not None
+        by_id = {p.problem_id: p for p in self._stream}
+        pending = [row for row in self._results if row.get("hidden_pass") is None]
+        # one batch; each test of each program still runs in its own interpreter
+        outcome = run_jobs(self._sandbox, [
+            Job(f"{i}", row["final_program"], by_id[row["problem_id"]].entry, by_id[row["problem_id"]].hidden,
+                prelude=by_id[row["problem_id"]].prelude) for i, row in enumerate(pending)])
+        for i, row in enumerate(pending):
+            row.update(hidden_pass=outcome[f"{i}"].all_pass, hidden_failure=outcome[f"{i}"].failure_type())
+
     def _start_problem(self) -> None:
         problem = self._stream[self._index]
         self._current: dict[str, Any] = {"problem_id": problem.problem_id, "index": self._index, "rounds": []}

@@ -1,25 +1,34 @@
-"""Host side of a test run: batches of jobs sent to the sandbox in one exec (see ``sandbox_program``)."""
+"""Host side of a test run: a harness-side collector per batch, a fresh runner per test (``sandbox_program``)."""
 
 from __future__ import annotations
 
 import json
+import marshal
+import secrets
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from rsigym.errors import InfraError
-from rsigym.sandbox import Sandbox, SandboxLimits
+from rsigym.sandbox import ExecResult, Sandbox, SandboxLimits
 
-from .sandbox_program import RUNNER, parse_batch
+from .sandbox_program import COLLECTOR, END_PROGRAM, RUNNER, TRUSTED_BATCH, parse_batch
 
 __all__ = ["CODEREPAIR_LIMITS", "Job", "JobResult", "run_jobs"]
 
-# Candidates are small pure functions; the runner forks one child per job.
+# A runner's allowance for starting, on top of loading and its test; and how long it waits for
+# the collector to listen (the collector itself may still be starting: one engine exec).
+_STARTUP_S = 1.0
+_CONNECT_WAIT_S = 10.0
+_COLLECTOR_GRACE_S = 2.0
+
+# Candidates are small pure functions; each test runs in its own interpreter.
 CODEREPAIR_LIMITS = SandboxLimits(memory_mb=512, pids=64, file_size_mb=8, output_bytes=8_000_000)
 
 
 @dataclass(frozen=True)
 class Job:
-    """One program and its tests, run in its own forked child. See ``sandbox_program``."""
+    """One program and its tests; each test runs in a fresh interpreter. See ``sandbox_program``."""
 
     key: str
     source: str
@@ -63,19 +72,93 @@ class JobResult:
         return None if self.all_pass else "wrong"
 
 
-def run_jobs(sandbox: Sandbox, jobs: Sequence[Job]) -> dict[str, JobResult]:
-    """Run ``jobs`` in one sandbox exec; a sandbox that returns no result raises ``InfraError``."""
+def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) -> dict[str, JobResult]:
+    """Run every test of ``jobs``, each in a fresh interpreter, judged by a harness-side collector.
+
+    ``trusted=True`` is for programs the simulator generated itself (reference solutions and the
+    mixture coder's catalogue, labelled once and cached): the whole batch runs in one harness
+    process, each job in a forked child (``TRUSTED_BATCH``), which is 20 times faster. Never for
+    a program an agent chose or a model wrote.
+
+    See ``sandbox_program`` for the two sides. The host starts the collector (as the harness
+    identity, in a thread), then one runner per test as the user, one after another, each after
+    the previous one and everything it left were killed; the runner's own output and exit status
+    are ignored. In check mode a test whose runner ran past the test's timeout ends its job: the
+    rest read ``timeout`` unrun (one endless loop costs one timeout, as a forked child did).
+
+    Raises:
+        InfraError: the collector returned no result (the sandbox failed, not a program).
+    """
     if not jobs:
         return {}
     if len({job.key for job in jobs}) != len(jobs):
         raise ValueError("job keys must be unique within a batch")
-    budget_s = sum(job.timeout_s * (len(job.tests) + 1) + 1.5 for job in jobs) + 10.0
-    payload = json.dumps({"jobs": [job.to_json() for job in jobs]}).encode("utf-8", "surrogatepass")
-    run = sandbox.exec(["python3", "-I", "-c", RUNNER], stdin=payload, timeout=budget_s)
+    if trusted:
+        return _run_trusted(sandbox, jobs)
+    units: dict[str, dict[str, Any]] = {}
+    plan: list[list[str]] = []  # per job, the tokens of its tests in order
+    for job in jobs:
+        tokens = []
+        for test in job.tests:
+            token = secrets.token_hex(16)
+            units[token] = {"source": job.source, "entry": job.entry, "prelude": job.prelude, "mode": job.mode,
+                            "timeout_s": float(job.timeout_s), "test": test}
+            tokens.append(token)
+        plan.append(tokens)
+    socket_name = "rsigym-coderepair-" + secrets.token_hex(16)
+    end_token = secrets.token_hex(16)
+    budget_s = sum(_runner_timeout_s(job) + 0.5 for job in jobs for _ in job.tests) + 30.0
+    # marshal version 4: read alike by every Python 3 from 3.4 on (the sandbox's may differ from ours)
+    config = marshal.dumps({"socket": socket_name, "end_token": end_token, "budget_s": budget_s, "units": units}, 4)
+    outcome: dict[str, Any] = {}
+
+    def collect() -> None:
+        try:
+            outcome["run"] = sandbox.exec(["python3", "-I", "-S", "-c", COLLECTOR],
+                                          stdin=config,
+                                          timeout=budget_s + 10.0, as_user="harness")
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=collect, name="rsigym-coderepair-collector", daemon=True)
+    thread.start()
+    run_user = _user_exec(sandbox)
+    skipped: set[str] = set()
+    try:
+        for job, tokens in zip(jobs, plan):
+            for index, token in enumerate(tokens):
+                header = f"{socket_name} {token} {_CONNECT_WAIT_S}"
+                run = run_user(["python3", "-I", "-S", "-c", RUNNER], stdin=header, timeout=_runner_timeout_s(job))
+                if job.mode == "check" and (run.timed_out or run.duration_s >= job.timeout_s):
+                    skipped.update(tokens[index + 1:])
+                    break
+    finally:
+        # The collector ends by itself once every test reported; when one did not (skipped, or its
+        # runner never connected), the end token tells it to print what it has.
+        thread.join(timeout=0.0 if skipped else _COLLECTOR_GRACE_S)
+        if thread.is_alive():
+            end = f"{socket_name} {end_token} {_COLLECTOR_GRACE_S}"
+            run_user(["python3", "-I", "-S", "-c", END_PROGRAM], stdin=end, timeout=30.0)
+            thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    run = outcome["run"]
     results = parse_batch(run.stdout)
     if results is None:
         tail = " ".join(run.stderr.strip().splitlines()[-2:])[-300:]
-        raise InfraError(f"coderepair test runner returned no result (exit {run.exit_code}, timed out "
+        raise InfraError(f"coderepair test collector returned no result (exit {run.exit_code}, timed out "
+                         f"{run.timed_out}, {len(jobs)} jobs): {tail}")
+    return {job.key: _job_result(job, tokens, results, skipped) for job, tokens in zip(jobs, plan)}
+
+
+def _run_trusted(sandbox: Sandbox, jobs: Sequence[Job]) -> dict[str, JobResult]:
+    budget_s = sum(job.timeout_s * (len(job.tests) + 1) + 1.5 for job in jobs) + 10.0
+    payload = json.dumps({"jobs": [job.to_json() for job in jobs]}).encode("utf-8", "surrogatepass")
+    run = sandbox.exec(["python3", "-I", "-c", TRUSTED_BATCH], stdin=payload, timeout=budget_s, as_user="harness")
+    results = parse_batch(run.stdout)
+    if results is None:
+        tail = " ".join(run.stderr.strip().splitlines()[-2:])[-300:]
+        raise InfraError(f"coderepair trusted batch returned no result (exit {run.exit_code}, timed out "
                          f"{run.timed_out}, {len(jobs)} jobs): {tail}")
     out = {}
     for job in jobs:
@@ -84,3 +167,48 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job]) -> dict[str, JobResult]:
         load_error = None if load.get("load") == "ok" else f"{load.get('load')}: {load.get('detail', '')}".strip()
         out[job.key] = JobResult(job.key, list(raw.get("tests") or []), load_error)
     return out
+
+
+def _runner_timeout_s(job: Job) -> float:
+    """One runner's wall-clock limit: loading, the test, start-up and connecting."""
+    return 2.0 * job.timeout_s + _STARTUP_S + _CONNECT_WAIT_S
+
+
+def _user_exec(sandbox: Sandbox) -> Callable[..., ExecResult]:
+    """The sandbox's exec server when it has one (a spawn per runner, not an engine exec)."""
+    server = getattr(sandbox, "exec_server", None)
+    return server().exec if callable(server) else sandbox.exec
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _job_result(job: Job, tokens: list[str], results: dict[str, Any], skipped: set[str]) -> JobResult:
+    """The job's outcome in the shape a forked child gave it: a load failure of its first test
+    fails every test; in check mode a timeout ends the job."""
+    if not tokens:
+        return JobResult(job.key, [], None)
+    load = _as_dict(_as_dict(results.get(tokens[0])).get("load")) or {"load": "crashed"}
+    if load.get("load") != "ok":
+        detail = str(load.get("detail", ""))
+        failed = [{"status": "error", "type": "load_" + str(load.get("load")), "detail": detail} for _ in tokens]
+        return JobResult(job.key, failed, f"{load.get('load')}: {detail}".strip())
+    tests: list[dict[str, Any]] = []
+    for token in tokens:
+        if job.mode == "check" and any(t.get("status") == "timeout" for t in tests):
+            tests.append({"status": "timeout", "detail": "not run after an earlier test timed out"})
+            continue
+        if token in skipped:
+            tests.append({"status": "timeout", "detail": "not run: the previous test's process ran past its timeout"})
+            continue
+        raw = _as_dict(results.get(token))
+        unit_load = _as_dict(raw.get("load")) or {"load": "crashed"}
+        if unit_load.get("load") != "ok":
+            tests.append({"status": "error", "type": "load_" + str(unit_load.get("load")),
+                          "detail": str(unit_load.get("detail", ""))})
+        elif isinstance(raw.get("test"), dict):
+            tests.append(dict(raw["test"]))
+        else:
+            tests.append({"status": "error", "type": "crashed"})
+    return JobResult(job.key, tests, None)

@@ -1,32 +1,576 @@
-"""The sandboxed side of a test run: one ``python3 -I -c RUNNER`` executes a whole batch of jobs.
+"""The sandboxed side of a test run: one fresh interpreter per (program, test), judged by the harness.
 
-Docker start-up dominates a short test run, so one exec carries many jobs (every test of one
-candidate, all four candidates of a round, or all 164 reference solutions). Each job runs in its
-own forked child (nothing one candidate does to its interpreter reaches the next job), its output
-sent to ``/dev/null``, each test under a per-test alarm, the child killed by the parent when the
-job's total deadline passes. The child streams one JSON line per finished test into a pipe, so a
-child killed at test k still reports tests 0..k-1; the rest read ``timeout``. In check mode a test
-that times out ends the job (the rest read ``timeout`` unrun): one endless loop costs one alarm.
+Two programs, both passed inline to ``python3 -I -c`` (no file a program could overwrite):
 
-A job is ``{key, source, entry, prelude, tests, mode, timeout_s}``. ``mode="check"``: each test is
-a block of statements run with ``candidate`` (and the entry point's own name) bound to the job's
-function; it passes when it raises nothing. ``mode="eval"``: each test is an expression; the result
-is its ``repr`` and whether that repr reads back (``ast.literal_eval``) equal to the value, which is
-how expected outputs are computed from the reference solution.
+* ``COLLECTOR`` runs **once per batch as the harness identity** (on docker another uid, which the
+  programs cannot ptrace, signal or read). It gets every job on its stdin from the host, listens
+  on an abstract Unix socket whose random name the host gives both sides, and **runs each test
+  itself**: the test's statements execute in the collector with every name the test reads from
+  the program (``candidate``, the entry point, helpers such as ``encode_cyclic``) bound to a
+  proxy whose calls go over the socket. So a test's expected values, its assertions and the other
+  tests never leave the collector, and pass/fail is decided where the program cannot write.
+  It prints one marked line (``repr`` of plain data) with every test's outcome once every test
+  reported, or when the host sends the end token.
+* ``RUNNER`` runs **once per test as the user**, a fresh interpreter with nothing in it but its
+  own job (started by the host after the previous one and every process it left are gone). It
+  connects, sends its one-time token, receives the program's source, entry name and prelude and
+  the names the test reads, loads the program (under an alarm), then answers calls: decode the
+  arguments, call under an alarm set to what is left of the test's time, encode the value. Its
+  stdin, stdout and stderr are ``/dev/null`` while the program runs: the socket is its only channel.
 
-The parent prints one marked JSON line ``{"results": {key: [..per test..], ...}}``.
+Values cross as tagged tuples (``enc``/``dec`` on both sides): exact builtin types (int, float with
+nan/inf, str, bytes, bool, None, list, tuple, dict, set, frozenset, complex) are rebuilt in the
+collector; anything else stays in the runner and the collector gets an opaque handle (its repr,
+equal only to itself, passable back as an argument). An exception the program raises is rebuilt
+as a subclass of its nearest builtin base with the same name and message, so a test that expects
+it catches it and the outcome reads ``error:<Type>`` as before. A program can thus only influence
+its outcome through the values it returns: returning the right values is solving the problem.
+
+A token used twice (a program reconnecting to forge), an unreadable frame, a frame out of turn, or
+a runner that ends (a signal, ``os._exit``) before answering is a failure of that test, never a
+result. Statuses: ``pass | fail | error | timeout`` (check mode), ``ok`` with ``repr`` and
+``literal`` (eval mode), as ``execution.JobResult`` reads them.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
-__all__ = ["RESULT_MARK", "RUNNER", "parse_batch"]
+__all__ = ["RESULT_MARK", "RUNNER", "COLLECTOR", "END_PROGRAM", "TRUSTED_BATCH", "parse_batch"]
 
 RESULT_MARK = "@@rsigym-coderepair@@"
 
-RUNNER = r'''
+# Framing for both sides. A runner starts once per test, so it imports only built-in modules (no
+# json, socket or signal: their imports cost more than the interpreter on a loaded machine). The
+# collector sends ``marshal`` (its own data); a runner sends ``repr`` text of tuples, strings,
+# numbers, True/False/None and dicts, which the collector reads with ``read_literal`` (no code runs).
+_WIRE = r"""
+import _socket, marshal, time
+MAX_FRAME = 8 * 1024 * 1024
+
+
+def send_frame(sock, data):
+    sock.sendall(len(data).to_bytes(4, "little") + data)
+
+
+def recv_frame(sock):
+    n = int.from_bytes(_read(sock, 4), "little")
+    if n > MAX_FRAME:
+        raise ValueError("a frame of %d bytes" % n)
+    return _read(sock, n)
+
+
+def _read(sock, n):
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise EOFError("the other side ended")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def connect(name, wait_s):
+    # the collector may still be starting (one engine exec)
+    deadline = time.monotonic() + wait_s
+    while True:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.connect("\0" + name)
+            return sock
+        except OSError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise SystemExit(3)
+            time.sleep(0.002)
+"""
+
+RUNNER = _WIRE + r"""
+import os, sys, _signal
+_name, _token, _wait = sys.stdin.buffer.read().decode().split()
+_null = os.open(os.devnull, os.O_RDWR)
+for _fd in (0, 1, 2):
+    os.dup2(_null, _fd)
+sys.setrecursionlimit(3000)
+_sock = connect(_name, float(_wait))
+send_frame(_sock, repr({"token": _token}).encode())
+_job = marshal.loads(recv_frame(_sock))
+del _name, _token
+
+
+def _send(obj):
+    send_frame(_sock, repr(obj).encode("utf-8", "surrogatepass"))
+
+
+class _TestTimeout(BaseException):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _TestTimeout()
+
+
+_signal.signal(_signal.SIGALRM, _alarm)
+_handles = []
+_SEQ = {list: "l", tuple: "t", set: "s", frozenset: "fs"}
+
+
+def _enc(v, depth=0):
+    t = type(v)
+    if depth > 200:
+        return _opaque(v)
+    if v is None or t is bool or t is str:
+        return ("v", v)
+    if t is int:
+        return ("i", hex(v))
+    if t is float:
+        return ("f", repr(v))
+    if t is complex:
+        return ("c", repr(v.real), repr(v.imag))
+    if t is bytes:
+        return ("b", v.hex())
+    if t in _SEQ:
+        return (_SEQ[t], tuple(_enc(x, depth + 1) for x in v))
+    if t is dict:
+        return ("d", tuple((_enc(k, depth + 1), _enc(x, depth + 1)) for k, x in v.items()))
+    return _opaque(v)
+
+
+def _opaque(v):
+    _handles.append(v)
+    try:
+        text = repr(v)[:20000]
+    except BaseException:
+        text = "<unprintable>"
+    return ("o", len(_handles) - 1, text)
+
+
+def _dec(e):
+    tag = e[0]
+    if tag == "v":
+        return e[1]
+    if tag == "i":
+        return int(e[1], 16)
+    if tag == "f":
+        return float(e[1])
+    if tag == "c":
+        return complex(float(e[1]), float(e[2]))
+    if tag == "b":
+        return bytes.fromhex(e[1])
+    if tag == "d":
+        return {_dec(k): _dec(x) for k, x in e[1]}
+    if tag == "o":
+        return _handles[e[1]]
+    if tag == "r":
+        return _resolve(e[1])
+    return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](_dec(x) for x in e[1])
+
+
+def _short(exc):
+    return (type(exc).__name__ + ": " + str(exc))[:200]
+
+
+namespace = {"__name__": "candidate"}
+
+
+def _resolve(name):
+    return _function if name == "candidate" else namespace[name]
+
+
+try:
+    _signal.setitimer(_signal.ITIMER_REAL, _job["timeout_s"])
+    exec(compile(_job["source"], "candidate.py", "exec"), namespace)
+    if _job["prelude"]:
+        exec(compile(_job["prelude"], "tests.py", "exec"), namespace)
+    _signal.setitimer(_signal.ITIMER_REAL, 0)
+    _function = namespace[_job["entry"]]
+    if not callable(_function):
+        raise TypeError(_job["entry"] + " is not callable")
+except _TestTimeout:
+    _send({"load": "timeout"})
+    os._exit(0)
+except BaseException as exc:
+    _signal.setitimer(_signal.ITIMER_REAL, 0)
+    _send({"load": "error", "detail": _short(exc), "type": type(exc).__name__})
+    os._exit(0)
+_names = {}
+for _name in _job["names"]:
+    if _name == "candidate":
+        _names[_name] = ("callable",)
+    elif _name not in namespace:
+        _names[_name] = ("missing",)
+    else:
+        _value = namespace[_name]
+        _names[_name] = ("callable",) if callable(_value) else _enc(_value)
+_send({"load": "ok", "names": _names})
+while True:
+    _call = marshal.loads(recv_frame(_sock))
+    if "end" in _call:
+        os._exit(0)
+    try:
+        _target = _resolve(_call["name"])
+        _args = [_dec(a) for a in _call["args"]]
+        _kwargs = {k: _dec(a) for k, a in _call["kwargs"].items()}
+        _signal.setitimer(_signal.ITIMER_REAL, max(_call["budget_s"], 0.001))
+        _value = _target(*_args, **_kwargs)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _reply = {"value": _enc(_value)}
+    except _TestTimeout:
+        _reply = {"timeout": True}
+    except BaseException as exc:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        try:
+            _reply = {"raise": type(exc).__name__, "bases": tuple(c.__name__ for c in type(exc).__mro__),
+                      "message": str(exc)[:2000]}
+        except BaseException:
+            _reply = {"raise": type(exc).__name__, "bases": ("Exception",), "message": "<unprintable>"}
+    _send(_reply)
+"""
+
+COLLECTOR = _WIRE + r"""
+import _ast, builtins, os, sys, _signal
+MARK = "@@rsigym-coderepair@@"
+cfg = marshal.loads(sys.stdin.buffer.read())
+deadline = time.monotonic() + cfg["budget_s"]
+
+
+class TestTimeout(BaseException):
+    pass
+
+
+class Broken(BaseException):
+    # The runner ended or broke the protocol: its test fails, whatever the test catches.
+    def __init__(self, kind, detail):
+        super().__init__(detail)
+        self.kind = kind
+
+
+def _alarm(signum, frame):
+    raise TestTimeout()
+
+
+_signal.signal(_signal.SIGALRM, _alarm)
+
+
+def read_literal(data, limit=200):
+    # The runner's repr text as data: tuples, lists, dicts, strings, numbers, True/False/None.
+    def value(node, depth):
+        if depth > limit:
+            raise ValueError("nested too deep")
+        kind = type(node)
+        if kind is _ast.Constant and type(node.value) in (str, int, float, bool, type(None)):
+            return node.value
+        if kind is _ast.Tuple:
+            return tuple(value(x, depth + 1) for x in node.elts)
+        if kind is _ast.List:
+            return [value(x, depth + 1) for x in node.elts]
+        if kind is _ast.Set:
+            return {value(x, depth + 1) for x in node.elts}
+        if kind is _ast.Dict and None not in node.keys:
+            return {value(k, depth + 1): value(v, depth + 1) for k, v in zip(node.keys, node.values)}
+        if kind is _ast.UnaryOp and type(node.op) is _ast.USub and type(node.operand) is _ast.Constant \
+                and type(node.operand.value) in (int, float):
+            return -node.operand.value
+        raise ValueError("not a literal")
+    tree = compile(data.decode("utf-8", "surrogatepass"), "<reply>", "eval", _ast.PyCF_ONLY_AST)
+    return value(tree.body, 0)
+
+
+class Opaque:
+    # A value that stayed in the runner: equal only to itself.
+    def __init__(self, handle, text):
+        self.handle, self.text = int(handle), str(text)
+
+    def __repr__(self):
+        return self.text
+
+
+class Remote:
+    # A name of the program's namespace; calling it calls it in the runner.
+    def __init__(self, conn, name, test_deadline, state):
+        self._conn, self._name, self._deadline, self._state = conn, name, test_deadline, state
+
+    def __repr__(self):
+        return "<function %s>" % self._name
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self._call(args, kwargs)
+        except Broken as exc:
+            self._state["broken"] = exc  # stands even if the test catches it
+            raise
+
+    def _call(self, args, kwargs):
+        if "broken" in self._state:
+            raise self._state["broken"]
+        budget = self._deadline - time.monotonic()
+        if budget <= 0:
+            raise TestTimeout()
+        try:
+            send_frame(self._conn, marshal.dumps({"name": self._name, "args": [enc(a) for a in args],
+                                                  "kwargs": {str(k): enc(a) for k, a in kwargs.items()},
+                                                  "budget_s": budget}))
+            self._conn.settimeout(budget + 1.0)
+            data = recv_frame(self._conn)
+        except TestTimeout:
+            raise
+        except TimeoutError:
+            raise TestTimeout()
+        except (EOFError, ConnectionError):
+            raise Broken("crashed", "the test process ended before it answered")
+        except BaseException as exc:
+            raise Broken("broken", "an unreadable reply (%s)" % type(exc).__name__)
+        try:
+            reply = read_literal(data)
+            if not isinstance(reply, dict):
+                raise ValueError("not an object")
+            if reply.get("timeout") is True:
+                raise TestTimeout()
+            if "raise" in reply:
+                exc = rebuild(reply)
+            else:
+                return dec(reply["value"])
+        except TestTimeout:
+            raise
+        except BaseException as exc:
+            raise Broken("broken", "an unreadable reply (%s)" % type(exc).__name__)
+        raise exc
+
+
+def rebuild(reply):
+    # The program's exception as a subclass of its nearest builtin base, same name and message.
+    base = Exception
+    for name in reply.get("bases") or ():
+        if name in ("SystemExit", "KeyboardInterrupt", "GeneratorExit"):
+            break  # rebuilt as plain exceptions: they must not end the collector
+        found = getattr(builtins, str(name), None)
+        if isinstance(found, type) and issubclass(found, BaseException):
+            base = found
+            break
+    message = str(reply.get("message", ""))
+    cls = type(str(reply.get("raise", "Exception"))[:100], (base,), {"__str__": lambda self: message})
+    exc = cls.__new__(cls)
+    exc.args = (message,)
+    return exc
+
+
+SEQ = {list: "l", tuple: "t", set: "s", frozenset: "fs"}
+
+
+def enc(v, depth=0):
+    t = type(v)
+    if depth > 200:
+        raise ValueError("an argument nested too deep")
+    if v is None or t is bool or t is str:
+        return ("v", v)
+    if t is int:
+        return ("i", hex(v))
+    if t is float:
+        return ("f", repr(v))
+    if t is complex:
+        return ("c", repr(v.real), repr(v.imag))
+    if t is bytes:
+        return ("b", v.hex())
+    if t in SEQ:
+        return (SEQ[t], tuple(enc(x, depth + 1) for x in v))
+    if t is dict:
+        return ("d", tuple((enc(k, depth + 1), enc(x, depth + 1)) for k, x in v.items()))
+    if t is Opaque:
+        return ("o", v.handle)
+    if t is Remote:
+        return ("r", v._name)
+    raise TypeError("cannot pass a %s to the program" % t.__name__)
+
+
+def dec(e, depth=0):
+    if depth > 200 or type(e) is not tuple or not e:
+        raise ValueError("bad value")
+    tag = e[0]
+    if tag == "v":
+        if e[1] is None or type(e[1]) in (bool, str):
+            return e[1]
+        raise ValueError("bad scalar")
+    if tag == "i":
+        return int(e[1], 16)
+    if tag == "f":
+        return float(e[1])
+    if tag == "c":
+        return complex(float(e[1]), float(e[2]))
+    if tag == "b":
+        return bytes.fromhex(e[1])
+    if tag == "o":
+        return Opaque(e[1], e[2])
+    if tag == "d":
+        return {dec(k, depth + 1): dec(x, depth + 1) for k, x in e[1]}
+    kind = {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag]
+    return kind(dec(x, depth + 1) for x in e[1])
+
+
+def walk(node):
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        yield node
+        for field in node._fields:
+            child = getattr(node, field, None)
+            if isinstance(child, list):
+                todo.extend(c for c in child if isinstance(c, _ast.AST))
+            elif isinstance(child, _ast.AST):
+                todo.append(child)
+
+
+def read_names(test, prelude_scope):
+    # Names the test reads and does not bind itself: they may come from the program.
+    loads, stores = set(), set()
+    for node in walk(compile(test, "test.py", "exec", _ast.PyCF_ONLY_AST)):
+        if isinstance(node, _ast.Name):
+            (loads if isinstance(node.ctx, _ast.Load) else stores).add(node.id)
+        elif isinstance(node, (_ast.Import, _ast.ImportFrom)):
+            stores.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (_ast.FunctionDef, _ast.ClassDef)):
+            stores.add(node.name)
+    return sorted((loads - stores - set(prelude_scope)) | {"candidate"})
+
+
+def short(exc):
+    return (type(exc).__name__ + ": " + str(exc))[:200]
+
+
+def literal_repr(value):
+    # repr(value) and whether it reads back equal, of the same type (eval mode)
+    text = repr(value)
+    try:
+        back = read_literal(text.encode("utf-8", "surrogatepass"), limit=100000)
+        literal = back == value and type(back) is type(value)
+    except Exception:
+        literal = False
+    return text, literal
+
+
+def serve(conn, unit):
+    # Run one test against one runner: {"load": ..., "test": ...}
+    timeout_s = float(unit["timeout_s"])
+    prelude_scope = {"__name__": "tests"}
+    if unit["prelude"]:
+        exec(compile(unit["prelude"], "tests.py", "exec"), prelude_scope)
+    mode, test = unit["mode"], unit["test"]
+    names = read_names(test, prelude_scope)
+    send_frame(conn, marshal.dumps({"source": unit["source"], "entry": unit["entry"], "prelude": unit["prelude"],
+                                    "timeout_s": timeout_s, "names": names}))
+    conn.settimeout(timeout_s + 2.0)
+    try:
+        load = read_literal(recv_frame(conn))
+    except TimeoutError:
+        return {"load": {"load": "timeout"}}
+    except (EOFError, OSError):
+        return {"load": {"load": "crashed"}}
+    except BaseException:
+        raise Broken("broken", "an unreadable load report")
+    if not isinstance(load, dict) or load.get("load") not in ("ok", "error", "timeout"):
+        raise Broken("broken", "an unreadable load report")
+    if load["load"] != "ok":
+        return {"load": {k: str(load[k])[:300] for k in ("load", "detail", "type") if k in load}}
+    test_deadline = time.monotonic() + timeout_s
+    scope, state = dict(prelude_scope), {}
+    reported = load.get("names")
+    for name, info in (reported.items() if isinstance(reported, dict) else ()):
+        if name not in names:
+            raise Broken("broken", "a name that was not asked for")
+        if info == ("callable",):
+            scope[name] = Remote(conn, name, test_deadline, state)
+        elif info != ("missing",):
+            try:
+                scope[name] = dec(info)
+            except BaseException:
+                raise Broken("broken", "an unreadable value") from None
+    if not isinstance(scope.get("candidate"), Remote):
+        raise Broken("broken", "the entry point is not callable")
+    _signal.setitimer(_signal.ITIMER_REAL, timeout_s + 0.5)
+    try:
+        if mode == "eval":
+            value = eval(compile(test, "test.py", "eval"), scope)
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+            text, literal = literal_repr(value)
+            result = {"status": "ok", "repr": text[:20000], "literal": bool(literal)}
+        else:
+            exec(compile(test, "test.py", "exec"), scope)
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+            result = {"status": "pass"}
+    except TestTimeout:
+        result = {"status": "timeout"}
+    except Broken:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        raise
+    except AssertionError as exc:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        result = {"status": "fail", "detail": short(exc)}
+    except BaseException as exc:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        result = {"status": "error", "type": type(exc).__name__, "detail": short(exc)}
+    if "broken" in state:
+        raise state["broken"]
+    return {"load": {"load": "ok"}, "test": result}
+
+
+units = cfg["units"]
+expected = set(units)  # the collector ends by itself once every test has reported
+results = {}
+server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+server.bind("\0" + cfg["socket"])
+server.listen(16)
+while not expected <= set(results):
+    left = deadline - time.monotonic()
+    if left <= 0:
+        break
+    server.settimeout(left)
+    try:
+        fd, _ = server._accept()
+        conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, fd)
+    except OSError:
+        break
+    try:
+        conn.settimeout(2.0)
+        hello = read_literal(recv_frame(conn))
+        token = hello.get("token") if isinstance(hello, dict) else None
+    except BaseException:
+        conn.close()
+        continue
+    if token == cfg["end_token"]:
+        conn.close()
+        break
+    if not isinstance(token, str) or token not in units:
+        conn.close()
+        continue
+    if token in results:  # a second connection with one token: the test's own program forging
+        results[token] = {"load": {"load": "ok"}, "test": {"status": "error", "type": "forged",
+                                                           "detail": "a second connection for one test"}}
+        conn.close()
+        continue
+    try:
+        results[token] = serve(conn, units[token])
+    except Broken as exc:
+        results[token] = {"load": {"load": "ok"}, "test": {"status": "error", "type": exc.kind, "detail": str(exc)[:200]}}
+    except BaseException as exc:
+        results[token] = {"load": {"load": "ok"}, "test": {"status": "error", "type": "broken", "detail": short(exc)}}
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        try:
+            send_frame(conn, marshal.dumps({"end": True}))
+        except BaseException:
+            pass
+        conn.close()
+sys.stdout.write(MARK + repr({"results": results}) + "\n")
+sys.stdout.flush()
+"""
+
+# Programs the simulator itself generated (reference solutions, the catalogue's mutants): one
+# process of the harness identity runs a whole batch, each job in a forked child with its output
+# sent to /dev/null, a per-test alarm and a per-job deadline (the rest of its tests then read
+# ``timeout``). Never used for an agent's or a model's program.
+TRUSTED_BATCH = r'''
 import ast, json, os, select, signal, sys, time
 MARK = "@@rsigym-coderepair@@"
 batch = json.loads(sys.stdin.buffer.read().decode("utf-8", "replace"))
@@ -147,14 +691,29 @@ sys.stdout.write(MARK + json.dumps({"results": results}) + "\n")
 '''
 
 
+# The host's last command of a batch when some test never reported: tells the collector to print.
+END_PROGRAM = _WIRE + r"""
+import sys
+_name, _token, _wait = sys.stdin.buffer.read().decode().split()
+send_frame(connect(_name, float(_wait)), repr({"token": _token}).encode())
+"""
+
+
 def parse_batch(stdout: str) -> dict[str, Any] | None:
-    """The ``results`` object of the one result line in ``stdout``; None when there is none."""
+    """The ``results`` object of the one result line in ``stdout``; None when there is none.
+
+    The collector writes ``repr`` text (the trusted batch writes JSON): read as data, never run.
+    """
     lines = [line for line in stdout.splitlines() if line.startswith(RESULT_MARK)]
     if len(lines) != 1:
         return None
+    text = lines[0][len(RESULT_MARK):]
     try:
-        value = json.loads(lines[0][len(RESULT_MARK):])
+        value = json.loads(text)
     except json.JSONDecodeError:
-        return None
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
     results = value.get("results") if isinstance(value, dict) else None
     return results if isinstance(results, dict) else None

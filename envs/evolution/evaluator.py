@@ -10,7 +10,10 @@ What each evaluation is guaranteed (docker provider; see the README for the loca
 * a fresh start: each evaluation starts a fresh runner process, which clears everything the
   user owns in the work dir, ``/tmp``, ``/dev/shm``, ``/dev/mqueue`` and its System V IPC objects
   before the candidate loads, and every process of the user is killed when the runner ends, so
-  nothing of one candidate reaches the next. On docker the runner is spawned by the sandbox's exec
+  nothing of one candidate reaches the next. After each evaluation a clearing program
+  (``harness.CLEAR``, no recursion: a directory thousands deep goes too) removes the same again;
+  if anything is left, the sandbox is reset before the next candidate and the evaluation that
+  left it fails with the reason ("the sandbox could not be cleared of this candidate's files"). On docker the runner is spawned by the sandbox's exec
   server (one engine exec per episode, not per evaluation; the server is non-dumpable, so a
   candidate cannot read or write its stream, and a candidate that kills or stops it only fails
   its own evaluation, uncached: see ``rsigym.sandbox.exec_server``);
@@ -37,7 +40,7 @@ from typing import Any
 from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
 from rsigym.sandbox import ExecResult, Sandbox
 
-from .harness import parse_result
+from .harness import CLEAR, parse_result
 from .tasks import EvalResult, EvolutionTask
 
 __all__ = ["SandboxEvaluator", "CACHE_VERSION", "GUARDED_PROVIDERS"]
@@ -52,6 +55,10 @@ _DOCKER_SHARED_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
 # Outcomes that depend on the machine's load or the provider's mechanics, never cached.
 _UNCACHED = ("timed out", "killed for exceeding", "the candidate's output exceeded", "no result",
              "the sandbox could not be cleared", "the candidate process")
+# Clearing after an evaluation: its time limit, and the reason charged to a candidate whose files
+# could not be cleared (it starts like _UNCACHED's clearing entry: never cached).
+_CLEAR_TIMEOUT_S = 30.0
+_LEFT_FILES = "the sandbox could not be cleared of this candidate's files"
 # Slack of the harness process over the candidate's timeout: it outlives the candidate to report.
 _HARNESS_SLACK_S = 5.0
 
@@ -127,7 +134,7 @@ class SandboxEvaluator:
         run_runner = self._runner_exec()
         if self.task.harness_program is None:
             run = run_runner(runner, stdin=_stdin(session, code), timeout=timeout)
-            return self._result(kind, cost, timeout, run, run)
+            return self._cleared(kind, cost, session, self._result(kind, cost, timeout, run, run))
         session.update(socket="rsigym-eval-" + secrets.token_hex(16), connect_timeout_s=timeout)
         harness_input = (json.dumps({"socket": session["socket"], "timeout_s": timeout + 2.0}).encode() + b"\n"
                          + self.task.harness_input(kind))
@@ -149,7 +156,23 @@ class SandboxEvaluator:
             thread.join()
         if "error" in outcome:
             raise outcome["error"]
-        return self._result(kind, cost, timeout, run, outcome["run"])
+        return self._cleared(kind, cost, session, self._result(kind, cost, timeout, run, outcome["run"]))
+
+    def _cleared(self, kind: str, cost: float, session: dict[str, Any], result: EvalResult) -> EvalResult:
+        """Clear what the candidate left (its processes are gone already); when that fails, reset
+        the sandbox before the next candidate and charge the failure to this one."""
+        argv = ["python3", "-I", "-S", "-c", CLEAR, "1" if session["sysv_ipc"] else "0", *session["shared_dirs"]]
+        run = self._runner_exec()(argv, timeout=_CLEAR_TIMEOUT_S)
+        left = run.stdout.strip()
+        if run.exit_code == 0 and not left:
+            return result
+        detail = left.replace("\n", ", ") if run.exit_code == 0 else f"exit {run.exit_code}, timed out {run.timed_out}"
+        reset = getattr(self.sandbox, "reset", None)
+        if callable(reset):
+            self._server = None  # the reset closes it; the next evaluation opens a new one
+            reset()  # a reset that fails raises SandboxError: an infra error, never a score
+        return EvalResult(kind, None, f"{_LEFT_FILES}: {detail[:300]}; the sandbox was reset before the next candidate",
+                          cost)
 
     def _runner_exec(self) -> Any:
         """How the candidate's runner is started: the sandbox's exec server when it has one."""

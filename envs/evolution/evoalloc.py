@@ -9,7 +9,9 @@ ones) the LLM proposes a new policy from that experience. The challenger then sh
 incumbent for ``trial_candidates`` candidates (its decisions are asked, never executed) and
 replaces it only under the acceptance rule (``accept_challenger``): on the candidates where the
 two disagree, fewer *expected* missed new bests (an unobserved counterfactual outcome is not
-"no miss": explored outcomes are weighted by 1/``explore_p``), or as many and a lower cost.
+"no miss": explored outcomes are weighted by 1/``explore_p``), or as many and a lower cost, and
+by more than a challenger with the same policy and other sampling noise shows by chance (a
+role-swap test over the disagreements).
 
 Each policy event (proposal, acceptance, rejection and why) is written into the rationale of the
 next action as a ``[policy] ...`` line, so the record carries the policy history. A path the
@@ -20,7 +22,6 @@ Offline, ``rsigym/evoalloc_heuristic`` plays both LLM parts.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,8 @@ from rsigym.llm import LLMError, RetryPolicy, complete
 from rsigym.records import AgentSpec, Usage
 from rsigym.spaces import invalid_action
 
+from .acceptance import (Case, Verdict, accept_challenger, evaluates_fully, missed_new_bests_estimate, path_cost,
+                         prior_new_best_rate)
 from .allocation_policy import ALLOCATOR_PREAMBLE, DEFAULT_POLICY, policy_text
 
 SCORE_BOUND = 1e6  # ProgramEvolution-v0 shows -SCORE_BOUND as its best score before any full evaluation
@@ -43,128 +46,6 @@ REVISE_MARKER = "[evoalloc:revise]"
 DECIDE_MARKER = "[evoalloc:decide]"
 PATHS = ("discard", "partial", "full", "partial+full")
 NEAR = 0.01  # a turned-away candidate within 1% of the best counts as a near miss in summaries
-
-
-def path_cost(path: str, partial_cost: float) -> float:
-    return {"discard": 0.0, "partial": partial_cost, "full": 1.0, "partial+full": 1.0}[path]
-
-
-def evaluates_fully(path: str) -> bool:
-    return path in ("full", "partial+full")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One decided candidate: each policy's path and the shared real outcome.
-
-    ``new_best`` is True/False when a full result is known (the agent's, or counterfactual),
-    None when nobody evaluated the candidate fully.
-    """
-
-    incumbent: str
-    challenger: str
-    new_best: bool | None
-    score: float | None = None
-    best_before: float | None = None
-    counterfactual: bool = False
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The acceptance rule's verdict on one trial (see ``accept_challenger``)."""
-
-    accepted: bool
-    disagreements: int
-    misses_incumbent: float      # expected new bests the incumbent misses on the disagreements
-    misses_challenger: float     # expected new bests the challenger misses on the disagreements
-    cost_incumbent: float
-    cost_challenger: float
-    reason: str
-    only_incumbent_full: int = 0   # disagreements only the incumbent evaluates fully (outcomes observed)
-    only_challenger_full: int = 0  # disagreements only the challenger would evaluate fully
-    observed_only_challenger_full: int = 0  # ... of which exploration revealed the outcome
-    new_bests_seen: tuple[int, int] = (0, 0)  # new bests observed in those two classes
-
-
-def _posterior_rate(new_bests: int, observed: int, prior_rate: float, prior_strength: float) -> float:
-    """Posterior mean new-best rate (Beta prior of mean ``prior_rate`` and ``prior_strength`` pseudo-candidates)."""
-    return (new_bests + prior_strength * prior_rate) / (observed + prior_strength)
-
-
-def prior_new_best_rate(cases: list[Case], explore_p: float) -> float:
-    """The run's new-best rate per decided candidate, counterfactual outcomes weighted by 1/``explore_p``.
-
-    A turned-away candidate's outcome is seen only when exploration (probability ``explore_p``)
-    evaluated it, so each explored new best stands for 1/``explore_p`` turned-away candidates
-    (inverse-propensity weighting). Laplace-smoothed, so it is never 0 or 1.
-    """
-    weight = 1.0 / explore_p if explore_p > 0 else 0.0
-    found = sum(bool(c.new_best) * (1.0 if evaluates_fully(c.incumbent) else weight * c.counterfactual)
-                for c in cases)
-    return min((found + 1.0) / (len(cases) + 2.0), 1.0)
-
-
-def accept_challenger(cases: list[Case], partial_cost: float, *, explore_p: float = 0.1, prior_rate: float = 0.1,
-                      prior_strength: float = 10.0, miss_tolerance: float = 0.25) -> Verdict:
-    """The acceptance rule: fewer expected missed new bests on the disagreements, then lower cost.
-
-    Only disagreements where exactly one policy evaluates fully can differ in misses. Where only
-    the incumbent evaluates fully the outcome is observed; where only the challenger would, the
-    outcome is seen only when exploration evaluated the turned-away candidate (probability
-    ``explore_p``): an unobserved outcome is *not* "no miss". Each class's new-best rate is
-    estimated by its posterior mean (explored outcomes stand for the whole class: 1/``explore_p``
-    weighting; a Beta prior of mean ``prior_rate``, the run's weighted rate, and strength
-    ``prior_strength``), and a policy's expected misses are the class size times that rate, so
-    a challenger is judged for what it would miss on such candidates, not for the luck of this
-    trial. Expected misses decide when they differ by more than ``miss_tolerance``; otherwise the
-    cheaper policy (full-evaluation equivalents) wins, and a tie keeps the incumbent.
-    """
-    if not 0.0 <= explore_p <= 1.0 or not 0.0 <= prior_rate <= 1.0 or prior_strength <= 0 or miss_tolerance < 0:
-        raise ValueError(f"bad acceptance-rule parameters: explore_p={explore_p}, prior_rate={prior_rate}, "
-                         f"prior_strength={prior_strength}, miss_tolerance={miss_tolerance}")
-    split = [c for c in cases if c.incumbent != c.challenger]
-    only_inc = [c for c in split if evaluates_fully(c.incumbent) and not evaluates_fully(c.challenger)]
-    only_ch = [c for c in split if evaluates_fully(c.challenger) and not evaluates_fully(c.incumbent)]
-    seen_inc = [c for c in only_inc if c.new_best is not None]
-    seen_ch = [c for c in only_ch if c.new_best is not None]
-    k_inc, k_ch = sum(bool(c.new_best) for c in seen_inc), sum(bool(c.new_best) for c in seen_ch)
-    misses_new = len(only_inc) * _posterior_rate(k_inc, len(seen_inc), prior_rate, prior_strength) if only_inc else 0.0
-    misses_old = len(only_ch) * _posterior_rate(k_ch, len(seen_ch), prior_rate, prior_strength) if only_ch else 0.0
-    cost_old = sum(path_cost(c.incumbent, partial_cost) for c in split)
-    cost_new = sum(path_cost(c.challenger, partial_cost) for c in split)
-    if not split:
-        accepted, reason = False, "the policies never disagreed"
-    elif abs(misses_new - misses_old) > miss_tolerance:
-        accepted = misses_new < misses_old
-        reason = (f"expected misses {misses_new:.2f} vs {misses_old:.2f} (challenger vs incumbent; "
-                  f"{len(only_inc)} candidates only the incumbent evaluates, {k_inc} new bests; {len(only_ch)} only "
-                  f"the challenger would, {len(seen_ch)} explored, {k_ch} new bests)")
-    else:
-        accepted = cost_new < cost_old - 1e-12
-        reason = (f"expected misses {misses_new:.2f} vs {misses_old:.2f} within {miss_tolerance:g}; "
-                  f"cost {cost_new:.3g} vs {cost_old:.3g}")
-    return Verdict(accepted, len(split), misses_old, misses_new, cost_old, cost_new, reason, len(only_inc),
-                   len(only_ch), len(seen_ch), (k_inc, k_ch))
-
-
-def missed_new_bests_estimate(turned_away: int, explored: int, found: int,
-                              confidence: float = 0.95) -> tuple[float, float, float]:
-    """New bests among ``turned_away`` candidates, from ``found`` of ``explored`` counterfactual ones.
-
-    Exploration evaluates a uniform random subset of the turned-away candidates, so the count is
-    ``turned_away * found / explored`` (each explored candidate stands for 1/``explore_p``), with a
-    Clopper-Pearson interval on the rate. With nothing explored the interval is [0, turned_away].
-    """
-    if not 0 <= found <= explored <= turned_away:
-        raise ValueError(f"need 0 <= found <= explored <= turned_away, got {found}, {explored}, {turned_away}")
-    if explored == 0:
-        return (0.0 if turned_away == 0 else math.nan), 0.0, float(turned_away)
-    from scipy.stats import beta
-
-    alpha = 1.0 - confidence
-    low = 0.0 if found == 0 else float(beta.ppf(alpha / 2, found, explored - found + 1))
-    high = 1.0 if found == explored else float(beta.ppf(1 - alpha / 2, found + 1, explored - found))
-    return turned_away * found / explored, turned_away * low, turned_away * high
 
 
 def summarise_experience(cases: list[Case]) -> str:
@@ -215,7 +96,8 @@ class EvoAllocAgent:
     Params:
         revise_after_full: New full results (own and counterfactual) between policy proposals.
         trial_candidates: Candidates a challenger shadows the incumbent before the verdict.
-        miss_tolerance, prior_strength: the acceptance rule's (``accept_challenger``).
+        miss_tolerance, prior_strength, acceptance_alpha: the acceptance rule's (``accept_challenger``;
+            ``acceptance_alpha`` is its ``alpha``, the level of the role-swap test).
         experience_in_prompt: Show the experience summary in every decision prompt (default True).
         temperature, max_tokens, api_base, litellm_kwargs: LLM call parameters.
         max_retries, backoff_base_s, backoff_max_s, timeout_s: Provider-error retries and the
@@ -228,6 +110,7 @@ class EvoAllocAgent:
         self.trial_candidates = int(params.pop("trial_candidates", 10))
         self.miss_tolerance = float(params.pop("miss_tolerance", 0.25))
         self.prior_strength = float(params.pop("prior_strength", 10.0))
+        self.acceptance_alpha = float(params.pop("acceptance_alpha", 0.05))
         self.experience_in_prompt = bool(params.pop("experience_in_prompt", True))
         self.temperature = params.pop("temperature", 0.0)
         self.max_tokens = params.pop("max_tokens", None)
@@ -240,8 +123,8 @@ class EvoAllocAgent:
             raise TypeError(f"evoalloc got unknown params {sorted(params)}")
         if self.revise_after_full < 1 or self.trial_candidates < 1:
             raise TypeError("revise_after_full and trial_candidates must be >= 1")
-        if self.miss_tolerance < 0 or self.prior_strength <= 0:
-            raise TypeError("miss_tolerance must be >= 0 and prior_strength > 0")
+        if self.miss_tolerance < 0 or self.prior_strength <= 0 or not 0 < self.acceptance_alpha <= 1:
+            raise TypeError("miss_tolerance must be >= 0, prior_strength > 0 and acceptance_alpha in (0, 1]")
         self.model = spec.model or "rsigym/evoalloc_heuristic"
         self.spec, self.last_usage = spec, Usage()
 
@@ -365,7 +248,8 @@ class EvoAllocAgent:
             if len(self.trial) >= self.trial_candidates:
                 verdict = accept_challenger(self.trial, self._partial_cost, explore_p=self._explore_p,
                                             prior_rate=prior_new_best_rate(self.experience, self._explore_p),
-                                            prior_strength=self.prior_strength, miss_tolerance=self.miss_tolerance)
+                                            prior_strength=self.prior_strength, miss_tolerance=self.miss_tolerance,
+                                            alpha=self.acceptance_alpha)
                 challenger_version = self.version + 1
                 if verdict.accepted:
                     self.incumbent, self.version = self.challenger, self.version + 1

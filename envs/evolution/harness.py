@@ -22,38 +22,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["RESULT_MARK", "RUNNER_PRELUDE", "parse_result"]
+from rsigym.sandbox.container_scripts import REMOVE_TREE
+
+__all__ = ["RESULT_MARK", "RUNNER_PRELUDE", "CLEAR", "parse_result"]
 
 RESULT_MARK = "@@rsigym-evolution-result@@"
 
-RUNNER_PRELUDE = r'''
-import json, os, stat, sys, traceback
-_header = json.loads(sys.stdin.buffer.readline())
-_source = sys.stdin.buffer.read().decode("utf-8", "replace")
-_result = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)  # the candidate's prints go to stderr
-MARK = "@@rsigym-evolution-result@@"
+# What the runner (before the candidate) and ``CLEAR`` (after it) remove: see the module docstring.
+CLEARING = "import os\n" + REMOVE_TREE + r'''
 
-
-def emit(obj):
-    _result.write(MARK + json.dumps(obj) + "\n")
-    _result.flush()
-
-
-def describe(prefix, exc):
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "candidate.py"]
-    where = f" (candidate.py line {frames[-1].lineno})" if frames else ""
-    return f"{prefix}: {type(exc).__name__}: {str(exc)[:300]}{where}"
-
-
-def _remove(path):
-    if stat.S_ISDIR(os.lstat(path).st_mode):
-        os.chmod(path, 0o700)  # a directory the candidate locked
-        for name in os.listdir(path):
-            _remove(os.path.join(path, name))
-        os.rmdir(path)
-    else:
-        os.unlink(path)
 
 
 def _clear_dir(top, me, left):
@@ -70,11 +47,11 @@ def _clear_dir(top, me, left):
         path = os.path.join(top, name)
         try:
             if os.lstat(path).st_uid == me:  # another identity's files are not ours to judge
-                _remove(path)
+                remove_tree(path)
         except FileNotFoundError:
             pass
-        except (OSError, RecursionError) as exc:
-            left.append(f"{path} ({getattr(exc, 'strerror', None) or type(exc).__name__})")
+        except OSError as exc:
+            left.append(f"{path} ({exc.strerror or type(exc).__name__})")
 
 
 def _clear_ipc(me, left):
@@ -100,14 +77,44 @@ def _clear_ipc(me, left):
                 left.append(f"System V {kind} {ident}")
 
 
-def clear_leftovers():
+def clear_leftovers(header):
     """Remove what the user owns in the work dir (the cwd) and the header's shared dirs."""
     me, left = os.getuid(), []
-    for top in [os.getcwd(), *_header.get("shared_dirs", [])]:
+    for top in [os.getcwd(), *header.get("shared_dirs", [])]:
         _clear_dir(top, me, left)
-    if _header.get("sysv_ipc"):
+    if header.get("sysv_ipc"):
         _clear_ipc(me, left)
     return left
+'''
+
+# Run after each evaluation, once the candidate's processes are gone (``python3 -I -S -c CLEAR
+# <sysv 0|1> <shared dir>...`` in the work dir): prints what it could not remove, one per line.
+CLEAR = CLEARING + r'''
+import sys
+print("\n".join(clear_leftovers({"sysv_ipc": sys.argv[1] == "1", "shared_dirs": sys.argv[2:]})))
+'''
+
+RUNNER_PRELUDE = r'''
+import json, os, sys, traceback
+_header = json.loads(sys.stdin.buffer.readline())
+_source = sys.stdin.buffer.read().decode("utf-8", "replace")
+_result = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)  # the candidate's prints go to stderr
+MARK = "@@rsigym-evolution-result@@"
+
+
+def emit(obj):
+    _result.write(MARK + json.dumps(obj) + "\n")
+    _result.flush()
+
+
+def describe(prefix, exc):
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "candidate.py"]
+    where = f" (candidate.py line {frames[-1].lineno})" if frames else ""
+    return f"{prefix}: {type(exc).__name__}: {str(exc)[:300]}{where}"
+
+
+''' + CLEARING + r'''
 
 
 class CandidateError(Exception):
@@ -128,7 +135,7 @@ def load_candidate():
     return namespace
 
 
-_left = clear_leftovers()
+_left = clear_leftovers(_header)
 # The tail reports this (as its task reports any failure) and does not run the candidate.
 LEFTOVERS = None
 if _left:

@@ -3,9 +3,15 @@
 * **Table**: per (agent, condition) the episode means of MAE, Spearman (rounds with constant
   predictions left out and counted), NDCG@3, its chance-corrected lift, Regret@3 (best of 3,
   primary; mean of 3) and the best gain found after 24 selections.
-* **Verdicts** (unit of inference: the episode, paired with ``zero``'s episode of the same task,
-  condition and seed): the mean Regret@3 difference agent - zero with a paired bootstrap 95% CI;
-  "beats zero" when the whole CI is below 0, "insufficient data" under ``min_pairs`` pairs.
+* **Verdicts** (unit of inference: the target; each episode is paired with ``zero``'s episode of
+  the same task, condition and seed, and each target's mean difference, divided by the reference's
+  mean regret there, is one value): the mean Regret@3 difference agent - zero over targets with a 95% t interval over targets; "beats zero"
+  when the whole CI is below 0, "insufficient data" under ``min_pairs`` pairs or 3 targets.
+* **Experience** (``experience_effect``): the same agent with and without experience, round 1
+  and the curve, normalised per target, per-target rows; ``zero`` is the floor.
+* **Ground truth**: rounds whose best candidate is noise (a placebo or not significant) are
+  counted, and Regret@3 is shown without them; the share of episodes in which ``zero`` found the
+  pool's best says whether the selections saturate the pool.
 * **Controls that can fail**: ``random`` against ``zero`` must not beat it (both are blind); and
   the feedback-use control: an agent's advantage under ``shuffled_gains`` against its advantage
   under ``in_env`` (same observed mode), "removed" when the shuffled advantage is below half the
@@ -23,14 +29,16 @@ from typing import Any, Sequence
 
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, condition_label, register_analysis
-from rsigym.stats import paired_bootstrap_ci
+from rsigym.stats import cluster_t_ci
 
+from .experience_effect import experience_markdown, target_scales
 from .graders import round_means
 
 __all__ = ["forecast_analysis", "episode_rows", "advantage_over"]
 
 METRICS = ("mae", "spearman", "ndcg", "ndcg_lift", "regret_best", "regret_mean")
 BLIND_AGENTS = ("zero", "random")
+MIN_TARGETS = 3
 
 
 def episode_rows(records: Sequence[Trajectory]) -> tuple[list[dict[str, Any]], int]:
@@ -46,21 +54,30 @@ def episode_rows(records: Sequence[Trajectory]) -> tuple[list[dict[str, Any]], i
                      "observed": ((record.env.condition or {}).get("params") or {}).get("observed", "mean"),
                      "task": record.env.task_id, "seed": record.seed, "rep": record.rep,
                      "best_gain": state["best_gain"], "curve": state["best_gain_by_selection"],
+                     "round_regret": [r["metrics"]["regret_best"] for r in state["rounds"]],
+                     "round_noise": [bool(r.get("best_is_noise", False)) for r in state["rounds"]],
+                     "gain_sd": state.get("target_gain_sd"),
+                     "found_pool_best": state["best_gain"] is not None and state["best_gain"] >= state["pool_best_gain"],
                      **round_means(state["rounds"])})
     return rows, unscored
 
 
 def advantage_over(rows: list[dict[str, Any]], agent: str, reference: str, condition: str,
-                   metric: str = "regret_best") -> tuple[float, tuple[float, float], int]:
-    """Mean (agent - reference) of ``metric`` over paired episodes, its bootstrap CI, and the pair count."""
+                   metric: str = "regret_best") -> tuple[float, tuple[float, float], int, int]:
+    """Mean (agent - reference) of ``metric`` over targets (each target's mean over its paired
+    episodes is one value), its t interval over targets, the pair count and the target count.
+    Regret differences are divided by the target's scale (``target_scales``: the reference's mean
+    regret there; gains differ 50x between targets), so every target weighs the same."""
     ref = {(r["task"], r["seed"], r["rep"]): r[metric] for r in rows
            if r["agent"] == reference and r["condition"] == condition}
-    deltas = [r[metric] - ref[(r["task"], r["seed"], r["rep"])] for r in rows
-              if r["agent"] == agent and r["condition"] == condition and (r["task"], r["seed"], r["rep"]) in ref
-              and not math.isnan(r[metric]) and not math.isnan(ref[(r["task"], r["seed"], r["rep"])])]
-    if not deltas:
-        return math.nan, (math.nan, math.nan), 0
-    return statistics.mean(deltas), paired_bootstrap_ci(deltas), len(deltas)
+    scale = target_scales(rows, reference) if metric.startswith("regret") else {}
+    pairs = [((r[metric] - ref[(r["task"], r["seed"], r["rep"])]) / scale.get(r["task"], 1.0), r["task"]) for r in rows
+             if r["agent"] == agent and r["condition"] == condition and (r["task"], r["seed"], r["rep"]) in ref
+             and not math.isnan(r[metric]) and not math.isnan(ref[(r["task"], r["seed"], r["rep"])])]
+    if not pairs:
+        return math.nan, (math.nan, math.nan), 0, 0
+    mean, low, high, targets = cluster_t_ci([d for d, _ in pairs], [t for _, t in pairs])
+    return mean, (low, high), len(pairs), targets
 
 
 def _fmt(value: float, digits: int = 3) -> str:
@@ -90,30 +107,52 @@ def forecast_analysis(records: Sequence[Trajectory], out_dir: Path, *, reference
                      f"{_mean([m['regret_best'] for m in members]):.4f} | {_mean([m['regret_mean'] for m in members]):.4f} | "
                      f"{_fmt(_mean([m['best_gain'] for m in members]), 4)} |")
     verdict_lines, verdicts = _verdicts(rows, reference, min_pairs)
+    experience_lines, experience_verdicts = experience_markdown(rows)
     plot = _curve_plot(groups, out_dir)
     markdown = "\n".join([
         f"Episodes scored: {len(rows)}; unscored (agent error, infra error, early stop): {unscored}. "
-        "Unit of inference: the episode, paired with the reference's episode of the same task, condition and seed.",
-        "", *lines, "", f"### Regret@3 (best of 3) against `{reference}`", "", *verdict_lines])
-    return ReportSection("Experiment forecasting", markdown, "; ".join(verdicts) or "insufficient data",
-                         [plot] if plot else [])
+        "Unit of inference: the target (episodes are paired with the reference's episode of the same task, "
+        "condition and seed; each target's mean difference is one value).", "", *_ground_truth_lines(rows, reference),
+        "", *lines, "", f"### Regret@3 (best of 3) against `{reference}`", "", *verdict_lines,
+        "", *experience_lines])
+    return ReportSection("Experiment forecasting", markdown,
+                         "; ".join(verdicts + experience_verdicts) or "insufficient data", [plot] if plot else [])
+
+
+def _ground_truth_lines(rows: list[dict[str, Any]], reference: str) -> list[str]:
+    """Noisy rounds, and whether the blind reference saturates the pool (finds its best in most episodes)."""
+    episodes = {(r["task"], r["seed"], r["rep"], r["condition"]): r for r in rows if r["agent"] == reference}
+    rounds = [n for r in episodes.values() for n in r["round_noise"]]
+    found = sum(r["found_pool_best"] for r in episodes.values())
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for r in episodes.values():
+        by_task[r["task"]] += r["round_noise"]
+    noisy = ", ".join(f"{t} {sum(v)}/{len(v)}" for t, v in sorted(by_task.items()))
+    if not episodes:
+        return [f"No `{reference}` episodes: the saturation and noise checks need them."]
+    return [f"Ground truth: rounds whose best candidate is noise (a placebo or not significant), in `{reference}`'s "
+            f"episodes: {sum(rounds)}/{len(rounds)} ({noisy}); Regret@3 without them is the `curve_real` reading "
+            f"below. Saturation: `{reference}` found the pool's best in {found}/{len(episodes)} episodes "
+            f"({'saturated: most episodes' if found * 2 > len(episodes) else 'not saturated'})."]
 
 
 def _verdicts(rows: list[dict[str, Any]], reference: str, min_pairs: int) -> tuple[list[str], list[str]]:
-    lines = ["| condition | agent | pairs | Regret@3 agent - reference [95% CI] | verdict |", "|---|---|---|---|---|"]
+    lines = ["| condition | agent | pairs | targets | Regret@3 / reference's, agent - reference [95% CI over targets] | verdict |",
+             "|---|---|---|---|---|---|"]
     summary: list[str] = []
-    advantage: dict[tuple[str, str, str], tuple[float, tuple[float, float], int]] = {}
+    advantage: dict[tuple[str, str, str], tuple[float, tuple[float, float], int, int]] = {}
     conditions = sorted({r["condition"] for r in rows})
     agents = sorted({r["agent"] for r in rows} - {reference})
     for condition in conditions:
         for agent in agents:
-            mean, ci, n = advantage_over(rows, agent, reference, condition)
+            mean, ci, n, targets = advantage_over(rows, agent, reference, condition)
             if n == 0:
                 continue
-            advantage[(agent, condition, "")] = (mean, ci, n)
-            verdict = ("insufficient data" if n < min_pairs else "beats the reference" if ci[1] < 0
-                       else "worse than the reference" if ci[0] > 0 else "indistinguishable")
-            lines.append(f"| {condition} | {agent} | {n} | {mean:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}] | {verdict} |")
+            advantage[(agent, condition, "")] = (mean, ci, n, targets)
+            verdict = ("insufficient data" if n < min_pairs or targets < MIN_TARGETS else "beats the reference"
+                       if ci[1] < 0 else "worse than the reference" if ci[0] > 0 else "indistinguishable")
+            lines.append(f"| {condition} | {agent} | {n} | {targets} | {mean:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}] | "
+                         f"{verdict} |")
             if agent in BLIND_AGENTS:
                 ok = verdict != "beats the reference"
                 summary.append(f"blind control {agent} in {condition}: {'passes' if ok else 'FAILS'} "
@@ -132,8 +171,8 @@ def _verdicts(rows: list[dict[str, Any]], reference: str, min_pairs: int) -> tup
             shuffled = condition.replace("in_env", "shuffled_gains", 1)
             if (agent, shuffled, "") not in advantage:
                 continue
-            real, real_ci, n_real = advantage[(agent, condition, "")]
-            shuf, shuf_ci, n_shuf = advantage[(agent, shuffled, "")]
+            real, real_ci, n_real, _ = advantage[(agent, condition, "")]
+            shuf, shuf_ci, n_shuf, _ = advantage[(agent, shuffled, "")]
             if min(n_real, n_shuf) < min_pairs or not real_ci[1] < 0:
                 verdict = "insufficient data" if min(n_real, n_shuf) < min_pairs else "no in_env advantage to remove"
                 share = math.nan

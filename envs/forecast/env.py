@@ -42,8 +42,11 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
     ## Observation
     ``Dict(text, data, round, best_gain)``: ``text`` is the prompt (environment descriptions with
     the baseline config, budget and a training-curve summary; experience; executed; candidates);
-    ``data`` the same as JSON for numeric forecasters; ``best_gain`` the best true gain executed
-    so far (0 before any: the baseline).
+    ``data`` the same as JSON for numeric forecasters; ``best_gain`` the best *shown* gain executed
+    so far (0 before any: the baseline). Nothing the agent receives is derived from a true gain it
+    is not shown: under ``shuffled_gains`` and ``single_seed`` the best gain and the reward follow
+    the shown gains, and the round's scores (which need every candidate's true gain) go to the
+    end-state snapshot only (``leakcheck`` tests it by moving hidden truths).
 
     ## Action
     ``{"predictions": [16 numbers]}`` (``action_schema``) or ``Dict(predictions=Box(-100, 100,
@@ -51,10 +54,11 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
     observation and costs no round, up to ``max_invalid_actions``.
 
     ## Reward
-    The increase of ``max(0, best true gain executed so far)``: the episode's rewards sum to the
-    improvement over the baseline. ``info["round_metrics"]`` holds MAE, Spearman (None when the
+    The increase of ``max(0, best shown gain executed so far)``: the episode's rewards sum to the
+    shown improvement over the baseline. The snapshot's rounds hold MAE, Spearman (None when the
     predictions are constant; ``spearman_nan`` counts it), NDCG@3 on shifted relevance, its
-    chance level and lift, Regret@3 best-of-3 and mean-of-3 (see ``metrics``).
+    chance level and lift, Regret@3 best-of-3 and mean-of-3 (see ``metrics``), and
+    ``best_is_noise`` (the round's truly best candidate is a placebo or not significant).
 
     ## Episode End
     Terminated after ``rounds`` rounds (``budget_exhausted``): ``rounds * select`` selections.
@@ -62,8 +66,9 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
     ## Arguments
     ``condition`` (``no_experience``, ``in_env``, ``cross_env``, ``shuffled_gains``, each with
     ``params: {observed: mean | single_seed}``; default ``in_env``), ``rounds`` (8),
-    ``candidates`` (16), ``select`` (3), ``max_invalid_actions`` (3), ``archive`` (an ``Archive``;
-    default the shipped one).
+    ``candidates`` (16), ``select`` (3), ``pool`` (candidate pool size; default and minimum
+    ``candidates + select * (rounds - 1)``: a larger pool leaves room the selections cannot
+    exhaust), ``max_invalid_actions`` (3), ``archive`` (an ``Archive``; default the shipped one).
 
     ## Version History
     v0: initial version.
@@ -72,7 +77,7 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
     metadata = {"render_modes": []}
 
     def __init__(self, condition: Condition | dict[str, Any] | str | None = None, rounds: int = 8,
-                 candidates: int = 16, select: int = 3, max_invalid_actions: int = 3,
+                 candidates: int = 16, select: int = 3, pool: int | None = None, max_invalid_actions: int = 3,
                  archive: Archive | None = None, render_mode: str | None = None) -> None:
         if not 1 <= select <= candidates or rounds < 1:
             raise ValueError(f"need rounds >= 1 and 1 <= select <= candidates, got {rounds}, {select}, {candidates}")
@@ -83,6 +88,10 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
         self.archive = archive if archive is not None else load_archive()
         self.rounds, self.candidates, self.select = int(rounds), int(candidates), int(select)
         self.pool_size = self.candidates + self.select * (self.rounds - 1)
+        if pool is not None:
+            if int(pool) < self.pool_size:
+                raise ValueError(f"pool must be >= candidates + select * (rounds - 1) = {self.pool_size}, got {pool}")
+            self.pool_size = int(pool)
         self.max_invalid_actions = int(max_invalid_actions)
         self.render_mode = render_mode
         self.action_schema = {
@@ -152,14 +161,16 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
         true = [r.gain for r in self._current]
         chosen = top_k(predicted, self.select, self.np_random)
         metrics = round_metrics(true, predicted, chosen, self.select)
-        before = max(0.0, self._best_gain())
+        best = self._current[int(np.argmax(true))]
+        before = max(0.0, self._best_shown())
         round_index = len(self._rounds_log)
         self._executed += [(round_index, self._current[i]) for i in chosen]
         self._rounds_log.append({
             "round": round_index, "candidates": [r.intervention for r in self._current],
             "placebos": [i for i, r in enumerate(self._current) if r.placebo],
-            "true": true, "predicted": predicted, "chosen": chosen, "metrics": _json_metrics(metrics)})
-        reward = max(0.0, self._best_gain()) - before
+            "true": true, "predicted": predicted, "chosen": chosen, "metrics": _json_metrics(metrics),
+            "best_is_noise": bool(best.placebo or not best.significant)})
+        reward = max(0.0, self._best_shown()) - before
         done = len(self._rounds_log) >= self.rounds
         if not done:
             self._draw_candidates()
@@ -174,16 +185,19 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
             "target": self._target, "seed": self._seed, "condition": self.condition,
             "rounds": self._rounds_log, "pool": [r.intervention for r in self._pool],
             "visible_records": len(self._visible), "executed": [r.intervention for _, r in self._executed],
-            "executed_gains": executed_gains,
+            "executed_gains": executed_gains, "shown_gains": [self._shown(r)[0] for _, r in self._executed],
             "best_gain_by_selection": [max(executed_gains[: i + 1]) for i in range(len(executed_gains))],
             "best_gain": max(executed_gains) if executed_gains else None,
             "pool_best_gain": max(r.gain for r in self._pool),
+            # the scale the experience analysis normalises regrets by (gains differ 50x across targets)
+            "target_gain_sd": float(np.std([r.gain for r in self.archive.of(self._target)], ddof=1)),
             "archive_provenance": {k: self.archive.provenance.get(k) for k in ("built_at", "git_revision", "complete")},
         }
 
     # -- helpers ------------------------------------------------------------------------------
-    def _best_gain(self) -> float:
-        return max((r.gain for _, r in self._executed), default=-math.inf)
+    def _best_shown(self) -> float:
+        """The best gain the agent was shown for its executed candidates (-inf before any)."""
+        return max((self._shown(r)[0] for _, r in self._executed), default=-math.inf)
 
     def _draw_candidates(self) -> None:
         done = {r.intervention for _, r in self._executed}
@@ -231,7 +245,7 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
             candidates=[candidate_line(i + 1, c["environment"], c["intervention"], c["group"], c["text"], c["diff"])
                         for i, c in enumerate(data["candidates"])],
             error=clean_text(error, 1000) if error else None)
-        best = self._best_gain()
+        best = self._best_shown()
         return {"text": text[:TEXT_CHARS], "data": json.dumps(data, sort_keys=True)[:DATA_CHARS],
                 "round": np.int64(len(self._rounds_log)),
                 "best_gain": np.array(best if math.isfinite(best) else 0.0, dtype=np.float64)}
@@ -244,9 +258,6 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
                        "rounds_left": self.rounds - len(self._rounds_log)},
             "visible_records": len(self._visible),
         }
-        if self._rounds_log:
-            info["round_metrics"] = self._rounds_log[-1]["metrics"]
-            info["best_gain"] = self._best_gain()
         if error is not None:
             info["error"] = error
         if termination is not None:

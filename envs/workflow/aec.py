@@ -17,7 +17,7 @@ from rsigym.spaces import clean_text, text_space
 
 from .actions import ACTION_SCHEMA, OPS, action_space, parse_action
 from .spec import validate_spec, seed_spec, spec_sha256, workflow_prompt
-from .tasks import WorkflowTask, grade_workspace, make_task, task_ids
+from .tasks import SALT_PATTERN, WorkflowTask, grade_workspace, make_task, new_salt, task_brief, task_ids
 from .aec_workspace import Workspace
 
 __all__ = ["WorkflowAECEnv", "OBS_CHARS"]
@@ -67,7 +67,10 @@ class WorkflowAECEnv(AECEnv):
     ## Arguments
     ``spec`` (a workflow spec dict; default the seed spec), ``task_id`` (default: drawn from the
     train split at reset, or ``options["task_id"]``), ``sandbox``, ``max_steps``,
-    ``max_invalid_actions``, ``python_timeout_s``.
+    ``max_invalid_actions``, ``python_timeout_s``, ``task_salt`` (the secret the task's data and
+    key are drawn with: 32+ hex digits shared by the runs that must see the same instances, e.g.
+    the arms of one benchmark; default a fresh one per episode from the OS's CSPRNG). The salt
+    is kept in ``snapshot()`` for the graders and never written to the sandbox.
 
     ## Version History
     v0: initial version.
@@ -77,11 +80,15 @@ class WorkflowAECEnv(AECEnv):
 
     def __init__(self, spec: dict[str, Any] | None = None, task_id: str | None = None,
                  sandbox: str | Sandbox = "auto", max_steps: int = 80, max_invalid_actions: int = 10,
-                 python_timeout_s: float = 60.0, render_mode: str | None = None) -> None:
+                 python_timeout_s: float = 60.0, render_mode: str | None = None,
+                 task_salt: str | None = None) -> None:
         super().__init__()
         self.spec = validate_spec(spec if spec is not None else seed_spec())
         if task_id is not None:
-            make_task(task_id)  # an unknown id fails here, not at reset
+            task_brief(task_id)  # an unknown id fails here, not at reset
+        if task_salt is not None and not (isinstance(task_salt, str) and SALT_PATTERN.match(task_salt)):
+            raise ValueError(f"task_salt must be 32 to 128 lowercase hex digits, got {str(task_salt)[:20]!r}")
+        self.task_salt = task_salt
         self.task_id = task_id
         self.max_steps, self.max_invalid_actions = int(max_steps), int(max_invalid_actions)
         self.render_mode = render_mode
@@ -109,7 +116,7 @@ class WorkflowAECEnv(AECEnv):
         if task_id is None:
             ids = task_ids("train")
             task_id = ids[int(self._rng.integers(len(ids)))]
-        self.task = make_task(task_id)
+        self.task = make_task(task_id, self.task_salt or new_salt())
         self.workspace.reset(self.task.files)
         self.agents = list(self.possible_agents)
         self.rewards = {a: 0.0 for a in self.agents}
@@ -275,6 +282,7 @@ class WorkflowAECEnv(AECEnv):
         assert self.task is not None, "snapshot() before reset()"
         return {
             "task_id": self.task.task_id, "family": self.task.family.name, "key_sha256": self.task.key_sha256,
+            "task_salt": self.task.salt,
             "spec": self.spec, "spec_sha256": spec_sha256(self.spec),
             "files": {k: v for k, v in sorted(self.workspace.files.items()) if k not in self.task.files
                       or v != self.task.files[k]},

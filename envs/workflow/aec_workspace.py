@@ -12,24 +12,67 @@ import json
 import re
 from typing import Any
 
-from rsigym.errors import InfraError
 from rsigym.sandbox import Sandbox, open_sandbox
 
-__all__ = ["Workspace", "PATH_PATTERN", "MAX_FILE_CHARS"]
+__all__ = ["Workspace", "PATH_PATTERN", "MAX_FILE_CHARS", "MAX_FILES", "MAX_TOTAL_CHARS"]
 
 PATH_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # top-level names only
 MAX_FILE_CHARS = 64_000
 MAX_FILES = 40
 
-# Run after the user's program: lists what it left (the workspace is the user's own; no secret here).
-_COLLECT = (
-    "import json, os\n"
-    "out = {}\n"
-    "for name in sorted(os.listdir('.')):\n"
-    "    if os.path.isfile(name) and not os.path.islink(name) and os.path.getsize(name) <= %d:\n"
-    "        out[name] = open(name, 'rb').read().decode('utf-8', 'replace')\n"
-    "print(json.dumps(out))\n" % MAX_FILE_CHARS
-)
+MAX_TOTAL_CHARS = 150_000  # all files copied back after one run; with JSON escaping well under 1 MB
+MAX_SCAN = 2_000           # directory entries looked at: a program that leaves 10^6 files is not listed whole
+
+# Run after the user's program, as ``python3 -I`` (no cwd, user site or PYTHON* variables on the
+# path: a planted json.py or sitecustomize.py is never imported) from the work dir. It copies back
+# regular top-level files (never following a link, never blocking on a FIFO) within a count and a
+# total-size cap, names what it left behind, and fits its own output under ``argv[1]`` bytes.
+_COLLECT = """
+import json, os, stat, sys
+cap, max_file, max_files, max_total, max_scan = (int(a) for a in sys.argv[1:6])
+out, kept, total, truncated = {}, [], 0, False
+with os.scandir('.') as it:
+    entries = []
+    for entry in it:
+        if len(entries) >= max_scan:
+            truncated = True
+            break
+        entries.append(entry.name)
+for name in sorted(entries):
+    try:
+        info = os.lstat(name)
+    except OSError:
+        continue
+    if not stat.S_ISREG(info.st_mode):
+        continue
+    if info.st_size > max_file or len(out) >= max_files or total + info.st_size > max_total:
+        kept.append(name)
+        continue
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, 'rb') as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                continue
+            data = handle.read(max_file + 1)
+    except OSError:
+        continue
+    if len(data) > max_file:
+        kept.append(name)
+        continue
+    out[name] = data.decode('utf-8', 'replace')
+    total += len(data)
+def dump():
+    return json.dumps({'files': out, 'kept': kept[:200], 'truncated': truncated or len(kept) > 200},
+                      ensure_ascii=False)
+text = dump()
+while len(text.encode()) > cap and out:
+    name = max(out, key=lambda n: len(out[n]))
+    del out[name]
+    kept.append(name)
+    text = dump()
+sys.stdout.write(text)
+"""
+_LISTING_SCHEMA_KEYS = ("files", "kept", "truncated")
 
 
 class Workspace:
@@ -95,18 +138,50 @@ class Workspace:
             self._dirty.clear()
         self.python_runs += 1
         result = sandbox.exec(["python3", path], timeout=self.python_timeout_s)
-        listing = sandbox.exec(["python3", "-S", "-c", _COLLECT], timeout=30)
-        if not listing.ok:
-            raise InfraError(f"workspace listing failed (exit {listing.exit_code}): {listing.stderr[-200:]}")
-        left = json.loads(listing.stdout)
-        for name in set(self.files) - set(left):
-            del self.files[name]  # the program deleted it
-        for name, text in left.items():
-            if PATH_PATTERN.match(name):
-                self.files[name] = text
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
-        return (f"ran {path}: {status}\nstdout:\n{result.stdout[-1500:]}\nstderr:\n{result.stderr[-1500:]}"
-                f"\nfiles now: {', '.join(sorted(self.files))}")
+        ran = f"ran {path}: {status}\nstdout:\n{result.stdout[-1500:]}\nstderr:\n{result.stderr[-1500:]}"
+        listing, problem = self._list(sandbox)
+        if listing is None:
+            # What the program left cannot be read back: the program's doing, so the agent's error
+            # (an error observation), never an env failure; the mirror keeps its last good state.
+            return (f"Error: after {path} ran, its workspace could not be read back ({problem}); leave at most "
+                    f"{MAX_FILES} top-level files of at most {MAX_FILE_CHARS} chars, "
+                    f"{MAX_TOTAL_CHARS} in all\n{ran}")
+        left, kept = listing["files"], set(listing["kept"])
+        if not listing["truncated"]:
+            for name in set(self.files) - set(left) - kept:
+                del self.files[name]  # the program deleted it
+        for name, text in left.items():
+            if PATH_PATTERN.match(name) and (name in self.files or len(self.files) < MAX_FILES):
+                self.files[name] = text
+        note = ""
+        if kept or listing["truncated"]:
+            shown = ", ".join(sorted(kept)[:10]) + (" ..." if len(kept) > 10 or listing["truncated"] else "")
+            note = (f"\nnot copied back (over {MAX_FILE_CHARS} chars each, {MAX_FILES} files or "
+                    f"{MAX_TOTAL_CHARS} chars in all): {shown}")
+        return f"{ran}{note}\nfiles now: {', '.join(sorted(self.files))}"
+
+    def _list(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, str]:
+        """(the listing, "") or (None, what went wrong); see ``_COLLECT``."""
+        cap = min(int(getattr(getattr(sandbox, "limits", None), "output_bytes", 1_000_000)), 1_000_000)
+        argv = ["python3", "-I", "-c", _COLLECT, str(cap - 1024), str(MAX_FILE_CHARS), str(MAX_FILES),
+                str(MAX_TOTAL_CHARS), str(MAX_SCAN)]
+        listing = sandbox.exec(argv, timeout=30)
+        if listing.timed_out:
+            return None, "the listing timed out"
+        if listing.exit_code != 0:
+            return None, f"the listing failed with exit code {listing.exit_code}: {listing.stderr[-200:].strip()}"
+        if listing.output_truncated:
+            return None, "the listing was larger than the sandbox's output limit"
+        try:
+            value = json.loads(listing.stdout)
+        except ValueError as exc:
+            return None, f"the listing was not JSON: {exc}"
+        if not (isinstance(value, dict) and all(k in value for k in _LISTING_SCHEMA_KEYS)
+                and isinstance(value["files"], dict) and isinstance(value["kept"], list)
+                and all(isinstance(v, str) for v in value["files"].values())):
+            return None, "the listing had an unexpected shape"
+        return value, ""
 
     # -- plumbing -------------------------------------------------------------------------
     def _check_path(self, path: str) -> str | None:

@@ -5,13 +5,14 @@
   Control: the ``control`` agent (a blind one) must score below every other agent, else the
   verdict says the ruler failed.
 * ``workflow_pairwise``: each condition's workspace against the baseline's on the same task,
-  seed and agent, judged both orders (deterministic checks first); wins, losses, ties and
+  seed and agent, judged both orders (the model sees the workspaces only); wins, losses, ties and
   inconsistent verdicts apart, and agreement with the deterministic grader, next to a coin-flip
   judge's on the same pairs (the control: a judge no better than it tells nothing). With the
   condition a workflow designed by a newer model and the agent the older model, this is the
   cross-generation check.
-* ``workflow_sft``: the dialogues of one condition's episodes as TRL chat JSONL (``sft.jsonl``),
-  validated; the verdict fails when an example keeps the workflow prompt.
+* ``workflow_sft``: the dialogues of one condition's episodes that the judge prefers over the
+  baseline's (self-judged filtering) as TRL chat JSONL (``sft.jsonl``), validated; the verdict
+  fails when an example keeps the workflow prompt.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from rsigym.stats import bootstrap_ci
 
 from .pairwise_judge import PairwiseJudge
 from .sft_export import sft_examples, validate_sft_jsonl, write_sft_jsonl
-from .tasks import make_task
+from .tasks import task_brief
 
 __all__ = ["workflow_scores", "workflow_pairwise", "workflow_sft", "agreement_counts", "agreement_rate"]
 
@@ -94,12 +95,10 @@ def workflow_scores(records: Sequence[Trajectory], out_dir: Path, *, baseline: s
 
 
 def agreement_counts(pairs: list[tuple[Any, float]], margin: float = 0.05) -> dict[str, int]:
-    """Count verdicts against the grader's delta (b minus a): agree, disagree, tie, inconsistent, deterministic."""
-    counts = dict.fromkeys(["agree", "disagree", "judge_tie", "grader_tie", "inconsistent", "deterministic_agree",
-                            "deterministic_disagree"], 0)
+    """Count verdicts against the grader's delta (b minus a): agree, disagree, judge tie, grader tie, inconsistent."""
+    counts = dict.fromkeys(["agree", "disagree", "judge_tie", "grader_tie", "inconsistent"], 0)
     for verdict, delta in pairs:
         truth = "tie" if abs(delta) <= margin else ("b" if delta > 0 else "a")
-        prefix = "deterministic_" if verdict.decided_by == "deterministic" else ""
         if verdict.inconsistent:
             counts["inconsistent"] += 1
         elif verdict.winner == "tie":
@@ -107,7 +106,7 @@ def agreement_counts(pairs: list[tuple[Any, float]], margin: float = 0.05) -> di
         elif truth == "tie":
             counts["grader_tie"] += 1
         else:
-            counts[prefix + ("agree" if verdict.winner == truth else "disagree")] += 1
+            counts["agree" if verdict.winner == truth else "disagree"] += 1
     return counts
 
 
@@ -129,7 +128,7 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
         key = (record.env.task_id or "", record.seed, record.agent.id, record.rep)
         by_key[key][condition_label(record.env.condition)] = record
     judges = {"judge": PairwiseJudge(judge_model, api_base=api_base),
-              "control": PairwiseJudge(control_model, api_base=api_base, deterministic_first=False)}
+              "control": PairwiseJudge(control_model, api_base=api_base)}
     results: dict[tuple[str, str], dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for key, group in sorted(by_key.items()):
         if baseline not in group:
@@ -139,17 +138,15 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
             score_a, score_b = _score(a), _score(b)
             if condition == baseline or score_a is None or score_b is None:
                 continue
-            task = make_task(_state(a)["task_id"])
-            files_a = {**task.files, **_state(a)["files"]}
-            files_b = {**task.files, **_state(b)["files"]}
+            brief = task_brief(_state(a)["task_id"])
             for name, judge in judges.items():
-                verdict = judge.compare(task, files_a, files_b)
+                verdict = judge.compare(brief, _state(a)["files"], _state(b)["files"])
                 results[(condition, key[2])][name].append((verdict, score_b - score_a))
     if not results:
         return ReportSection("Workflow pairwise judging", f"no pairs with baseline {baseline!r}", "insufficient data")
     lines = ["| workflow vs baseline | agent | judge | wins | losses | ties | inconsistent | agree | disagree | "
-             "judge tie | grader tie | decided by checks (agree/disagree) |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "judge tie | grader tie |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     verdicts = []
     for (condition, agent), by_judge in sorted(results.items()):
         for name, pairs in sorted(by_judge.items()):
@@ -159,8 +156,7 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
             ties = len(pairs) - wins - losses - inconsistent
             c = agreement_counts(pairs)
             lines.append(f"| {condition} | {agent} | {name} | {wins} | {losses} | {ties} | {inconsistent} | "
-                         f"{c['agree']} | {c['disagree']} | {c['judge_tie']} | {c['grader_tie']} | "
-                         f"{c['deterministic_agree']}/{c['deterministic_disagree']} |")
+                         f"{c['agree']} | {c['disagree']} | {c['judge_tie']} | {c['grader_tie']} |")
         judge_pairs, control_pairs = by_judge["judge"], by_judge["control"]
         j_rate, c_rate = agreement_rate(judge_pairs), agreement_rate(control_pairs)
         decisive = sum(abs(d) > 0.05 for _, d in judge_pairs)
@@ -176,24 +172,52 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
     return ReportSection("Workflow pairwise judging", "\n".join(lines), "; ".join(verdicts))
 
 
+def _pair_key(record: Trajectory) -> tuple[str, int, str, int]:
+    return (record.env.task_id or "", record.seed, record.agent.id, record.rep)
+
+
 @register_analysis("workflow_sft")
-def workflow_sft(records: Sequence[Trajectory], out_dir: Path, *, condition: str = "none",
-                 min_score: float = 0.0, agents: list[str] | None = None) -> ReportSection:
-    """SFT JSONL (TRL chat messages, workflow prompt stripped) from one workflow's episodes."""
-    chosen = [r for r in _workflow_records(records) if condition_label(r.env.condition) == condition
-              and (_score(r) or 0.0) >= min_score and (agents is None or r.agent.id in agents)]
-    examples = [e for r in chosen for e in sft_examples(_state(r)["dialogues"])]
+def workflow_sft(records: Sequence[Trajectory], out_dir: Path, *, condition: str = "none", baseline: str = "none",
+                 judge_model: str = "rsigym/workflow_judge", agents: list[str] | None = None,
+                 api_base: str | None = None) -> ReportSection:
+    """SFT JSONL (TRL chat messages, workflow text stripped) from the episodes of ``condition`` that
+    the model's own judge prefers over the ``baseline`` episode of the same task, seed and agent
+    (self-judged filtering; the hidden-key score is only reported). With ``condition`` equal to
+    ``baseline`` every episode is kept (nothing to judge against)."""
+    pool = [r for r in _workflow_records(records) if agents is None or r.agent.id in agents]
+    base = {_pair_key(r): r for r in pool if condition_label(r.env.condition) == baseline}
+    judge = PairwiseJudge(judge_model, api_base=api_base)
+    kept, dropped, unpaired = [], [], 0
+    for record in sorted((r for r in pool if condition_label(r.env.condition) == condition), key=_pair_key):
+        partner = base.get(_pair_key(record))
+        if condition == baseline:
+            kept.append(record)
+        elif partner is None:
+            unpaired += 1
+        elif judge.compare(task_brief(_state(record)["task_id"]), _state(partner)["files"],
+                           _state(record)["files"]).winner == "b":
+            kept.append(record)
+        else:
+            dropped.append(record)
+    examples = [e for r in kept for e in sft_examples(_state(r)["dialogues"], _state(r).get("spec"))]
     path = Path(out_dir) / "sft.jsonl"
     write_sft_jsonl(path, examples)
+
+    def mean(rs: list[Trajectory]) -> str:
+        scores = [s for s in (_score(r) for r in rs) if s is not None]
+        return f"{sum(scores) / len(scores):.3f}" if scores else "-"
+
     try:
         count = validate_sft_jsonl(path)
-        verdict = f"{count} examples from {len(chosen)} episodes of {condition} in sft.jsonl, schema-valid, workflow prompt stripped"
+        verdict = (f"{count} examples from {len(kept)} episodes of {condition} the judge preferred over {baseline} "
+                   f"({len(dropped)} not preferred, {unpaired} without a {baseline} episode); hidden-key score of "
+                   f"kept {mean(kept)} vs not kept {mean(dropped)} (report only); schema-valid, workflow text stripped")
     except ValueError as exc:
         verdict = f"SFT EXPORT INVALID: {exc}"
-    if not chosen:
-        verdict = f"insufficient data: no episode of {condition} scored at least {min_score}"
+    if not kept:
+        verdict = f"insufficient data: no episode of {condition} was preferred over {baseline} ({unpaired} unpaired)"
     roles: dict[str, int] = defaultdict(int)
-    for r in chosen:
+    for r in kept:
         for d in _state(r)["dialogues"]:
             roles[d["role"]] += 1
     table = "| role | dialogues |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in sorted(roles.items()))

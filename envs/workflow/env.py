@@ -72,7 +72,8 @@ class WorkflowEnv(gym.Env[dict, Any]):
 
     ## Arguments
     ``spec`` (bundled name, .json path or dict; default ``seed``), ``condition``
-    (``workflow.spec``), ``sandbox``, ``max_steps``, ``max_invalid_actions``, ``python_timeout_s``.
+    (``workflow.spec``), ``sandbox``, ``max_steps``, ``max_invalid_actions``, ``python_timeout_s``,
+    ``task_salt`` (see ``WorkflowAECEnv``).
 
     ## Version History
     v0: initial version.
@@ -82,14 +83,16 @@ class WorkflowEnv(gym.Env[dict, Any]):
 
     def __init__(self, spec: str | dict[str, Any] | None = None, sandbox: str | Sandbox = "auto",
                  max_steps: int = 80, max_invalid_actions: int = 10, python_timeout_s: float = 60.0,
-                 condition: Condition | dict[str, Any] | str | None = None, render_mode: str | None = None) -> None:
+                 condition: Condition | dict[str, Any] | str | None = None, render_mode: str | None = None,
+                 task_salt: str | None = None) -> None:
         self.condition = Condition.parse(condition)
         if self.condition is not None:
             resolved = WORKFLOW_CONDITIONS.build(self.condition)()
         else:
             resolved = resolve_spec(spec)
         self.aec = WorkflowAECEnv(resolved, sandbox=sandbox, max_steps=max_steps,
-                                  max_invalid_actions=max_invalid_actions, python_timeout_s=python_timeout_s)
+                                  max_invalid_actions=max_invalid_actions, python_timeout_s=python_timeout_s,
+                                  task_salt=task_salt)
         self.render_mode = render_mode
         role = self.aec.possible_agents[0]
         self.observation_space = self.aec.observation_space(role)

@@ -104,9 +104,22 @@ def _fit_predict(model: str, x: np.ndarray, y: np.ndarray, x_new: np.ndarray) ->
 
 
 def _models_generate(rng: np.random.Generator) -> tuple[dict[str, str], dict[str, Any]]:
+    # Three regimes drawn per task, so no single model is the answer of the family: a noisy line
+    # (linear wins), a smooth curve with moderate noise (poly5 wins), a fast wiggle with little
+    # noise (knn1 wins). The key is whichever truly predicts best on fresh data.
+    regime = int(rng.integers(3))
+    slope = float(rng.uniform(0.5, 1.5)) * float(rng.choice([-1.0, 1.0]))
+    frequency = float(rng.uniform(0.8, 1.2) if regime == 1 else rng.uniform(3.0, 4.0))
+    noise = (1.0, 0.4, 0.05)[regime]
+
+    def truth(x: np.ndarray) -> np.ndarray:
+        if regime == 0:
+            return slope * x
+        return 2.0 * np.sin(frequency * x) if regime == 1 else np.sin(frequency * x)
+
     def draw(n: int) -> tuple[np.ndarray, np.ndarray]:
         x = rng.uniform(-3, 3, size=n)
-        return x, np.sin(x) + 0.3 * rng.normal(size=n)
+        return x, truth(x) + noise * rng.normal(size=n)
 
     x, y = draw(80)
     x_test, y_test = draw(5000)  # the key: error on fresh data, which the agent never sees

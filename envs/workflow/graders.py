@@ -15,7 +15,9 @@ __all__ = ["WorkflowScore", "WorkflowAnswer"]
 
 def _regrade(record: Trajectory) -> tuple[float, dict]:
     state = snapshot_state(record, "files", "workflow")
-    task = make_task(state["task_id"])
+    if "task_salt" not in state:
+        raise ValueError("the record has no task_salt: it predates salted workflow tasks (grader v2)")
+    task = make_task(state["task_id"], state["task_salt"])
     if task.key_sha256 != state["key_sha256"]:
         raise ValueError(f"the answer key of {task.task_id} changed since the episode ran")
     files = {**task.files, **state["files"]}
@@ -28,7 +30,7 @@ class WorkflowScore:
     """0.8 x answer vs key + 0.1 valid results.json + 0.1 complete report.md, recomputed from the record."""
 
     name: ClassVar[str]
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     needs: ClassVar[frozenset[str]] = frozenset({"final_state"})
 
     def grade(self, record: Trajectory) -> Grade:
@@ -42,7 +44,7 @@ class WorkflowAnswer:
     """The answer's score against the hidden key alone (0 without a valid results.json)."""
 
     name: ClassVar[str]
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     needs: ClassVar[frozenset[str]] = frozenset({"final_state"})
 
     def grade(self, record: Trajectory) -> Grade:

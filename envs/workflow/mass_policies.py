@@ -1,109 +1,122 @@
 """Offline stand-ins for MASS's judge and optimiser, served through LiteLLM like any model.
 
-* ``rsigym/workflow_judge`` reads two workspaces and prefers a validated method, then a complete
-  report; when it sees no difference it says "first" (a position bias that asking in both orders
-  exposes as an inconsistent verdict).
-* ``rsigym/workflow_judge_coin`` answers at random: the broken judge of the agreement control.
-* ``rsigym/workflow_optimizer`` revises a spec from the feedback: the edit that addresses the
-  most frequent problem first, but one time in four an exploratory edit that may hurt (drop a
-  role, reverse the call order, a sloppier instruction); it never repeats a refused edit.
+* ``rsigym/workflow_judge`` reads two workspaces as a reviewer would: is there a ``results.json``
+  that follows the schema the task states, does the analysis *code* (string literals and
+  comments removed, so no label it prints counts) validate out of sample, correct for multiple
+  tests, model the joint distribution or fit by least squares, and does ``report.md`` have the
+  asked-for sections. Equal evidence is a "tie", never "first". It cannot tell a right answer
+  from a wrong one that the same code could have printed: the calibration counts that.
+* ``rsigym/workflow_judge_coin`` answers "first" or "second" at random: the control.
+* ``rsigym/workflow_optimizer`` proposes one random edit from the generic operator set
+  (``operators``), never one already tried on the spec.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 from typing import Any
+
+import jsonschema
 
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 
-from .mutations import mutation_key
-from .spec import FINDINGS_CONTRACT, REPORT_CONTRACT, REVIEW_CONTRACT
+from .operators import random_edit
 
-__all__ = ["candidate_edits", "judge_quality"]
+__all__ = ["judge_quality", "code_evidence", "strip_literals"]
 
-_VALIDATED = ("held-out", "cross-validation", "least squares", "bonferroni", "mahalanobis", "permutation")
-_BLOCK = re.compile(r"=== Workspace (first|second) ===\n(.*?)(?==== Workspace|\n\nWhich workspace)", re.DOTALL)
+_BLOCK = re.compile(r"=== Workspace (first|second) ===\n(.*?)(?=\n\n=== Workspace|\n\nWhich workspace)", re.DOTALL)
+_FILE = re.compile(r"^--- (\S+) ---\n(.*?)(?=^--- \S+ ---\n|\Z)", re.DOTALL | re.MULTILINE)
+_SCHEMA = re.compile(r"results\.json must follow this JSON Schema: (\{.*\})")
+_HEADING = re.compile(r"^#{1,3}\s*(\w+)", re.MULTILINE)
+# What sound analysis code does, read from its tokens: evaluates on data it was not fitted to,
+# corrects a threshold for the number of tests, inverts a covariance, or minimises squared error
+# over candidate fits.
+_EVIDENCE = {  # matched against the code with blanks removed
+    "out-of-sample evaluation": re.compile(r"\bfolds?\b|\btest\b.*\btrain\b|\btrain\b.*\btest\b|permutation"),
+    "multiple-testing correction": re.compile(r"0\.05/len\("),
+    "covariance model": re.compile(r"linalg\.inv\(np\.cov\("),
+    "least-squares search": re.compile(r"\*\*2\)\.sum\(\)(?:.|\n)*\bmin\(range\("),
+}
 
-ANALYST_RIGOROUS = ("Analyse the data with a robust, validated method (held-out data, cross-validation, "
-                    "permutation or significance tests, not a quick threshold) and answer the question in "
-                    "results.json.")
-WRITER = "Write report.md with the sections Method, Result and Validation from results.json."
-REVIEWER = ("Check results.json against task.md: it exists under that name, follows the schema, and its "
-            "method is validated. List every issue.")
+
+def strip_literals(code: str) -> str:
+    """``code`` without string literals and comments (what it does, not what it says); "" if unparsable."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
+                  if t.type not in (tokenize.STRING, tokenize.COMMENT)]
+        return tokenize.untokenize((t.type, t.string) for t in tokens)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return ""
 
 
-def judge_quality(workspace: str) -> float:
-    """What the scripted judge values, read from the workspace text alone (no key)."""
-    results = workspace.split("--- report.md ---")[0]
-    report = workspace.split("--- report.md ---")[-1]
-    method = re.search(r'"method":\s*"([^"]*)"', results)
-    quality = 2.0 if method and any(w in method.group(1).lower() for w in _VALIDATED) else 0.0
-    quality += sum(0.5 for s in ("## Method", "## Result", "## Validation") if s in report)
-    return quality
+def code_evidence(code: str) -> list[str]:
+    """The kinds of sound practice found in ``code``'s tokens."""
+    body = re.sub(r"[ \t]+", "", strip_literals(code))
+    return [name for name, pattern in _EVIDENCE.items() if pattern.search(body)]
+
+
+def _files(block: str) -> dict[str, str]:
+    return {name: text.rstrip("\n") for name, text in _FILE.findall(block + "\n")}
+
+
+def judge_quality(block: str, schema: dict[str, Any] | None) -> tuple[float, str]:
+    """(quality, why) of one rendered workspace; no key, no grader code."""
+    files = _files(block)
+    valid = False
+    results = files.get("results.json", "(missing)")
+    if results != "(missing)":
+        try:
+            value = json.loads(results)
+            if schema is not None:
+                jsonschema.Draft202012Validator(schema).validate(value)
+            valid = True
+        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
+            valid = False
+    evidence = code_evidence(files.get("analysis.py", "")) if valid else []
+    sections = set(_HEADING.findall(files.get("report.md", "")))
+    report = sum(0.5 for s in ("Method", "Result", "Validation") if s in sections)
+    quality = 3.0 * valid + 2.0 * bool(evidence) + report
+    why = f"results {'valid' if valid else 'missing or invalid'}; code: {', '.join(evidence) or 'no validation'}; " \
+          f"report sections {report / 0.5:.0f}/3"
+    return quality, why
 
 
 @register_offline_policy("workflow_judge")
 def workflow_judge_policy(request: OfflineRequest) -> OfflineReply:
-    """Scripted pairwise judge: validated method first, then report completeness; ties go to "first"."""
+    """Scripted pairwise judge: a valid answer, validated code, a complete report; equal evidence is a tie."""
     text = str(request.messages[-1].get("content") or "")
     blocks = dict(_BLOCK.findall(text))
-    first, second = judge_quality(blocks.get("first", "")), judge_quality(blocks.get("second", ""))
+    match = _SCHEMA.search(text)
+    try:
+        schema = json.loads(match.group(1)) if match else None
+    except ValueError:
+        schema = None
+    first, why_first = judge_quality(blocks.get("first", ""), schema)
+    second, why_second = judge_quality(blocks.get("second", ""), schema)
     if abs(first - second) < 1e-9:
-        return OfflineReply(action={"winner": "first", "reason": "no clear difference; the first reads well"})
+        return OfflineReply(action={"winner": "tie", "reason": f"no difference found: {why_first}"})
     winner = "first" if first > second else "second"
-    return OfflineReply(action={"winner": winner, "reason": f"quality {first:.1f} vs {second:.1f} (method, report)"})
+    return OfflineReply(action={"winner": winner, "reason": f"first: {why_first} | second: {why_second}"[:500]})
 
 
 @register_offline_policy("workflow_judge_coin")
 def workflow_judge_coin_policy(request: OfflineRequest) -> OfflineReply:
-    """A broken judge: first, second or tie at random (the control the agreement analysis must catch)."""
-    return OfflineReply(action={"winner": str(request.rng.choice(["first", "second", "tie"])), "reason": "coin"})
-
-
-def candidate_edits(spec: dict[str, Any], feedback: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(edits addressing the feedback, most pressing first; exploratory edits)."""
-    roles = spec["roles"]
-    entry = spec["entry_role"]
-    worker = next((r for r in spec["call_order"] if "run_python" in roles[r]["tools"]), None)
-    lower = feedback.lower()
-    needs = {"method": lower.count("not validated"), "report": lower.count("report"),
-             "missing": lower.count("results.json missing") + lower.count("results.json invalid")}
-    fixes: list[tuple[int, dict[str, Any]]] = []
-    if worker and "validated" not in roles[worker]["instruction"]:
-        fixes.append((needs["method"], {"op": "edit_instruction", "role": worker, "instruction": ANALYST_RIGOROUS}))
-    if "writer" not in roles:
-        fixes.append((needs["report"], {"op": "add_role", "role": "writer", "instruction": WRITER,
-                                        "tools": ["read_file", "write_file"], "returns": REPORT_CONTRACT}))
-    if "reviewer" not in roles and worker:
-        position = spec["call_order"].index(worker) + 1
-        fixes.append((needs["missing"], {"op": "add_role", "role": "reviewer", "instruction": REVIEWER,
-                                         "tools": ["read_file"], "returns": REVIEW_CONTRACT, "position": position}))
-    fixes.sort(key=lambda item: -item[0])
-    explore: list[dict[str, Any]] = [
-        {"op": "reorder_calls", "order": list(reversed(spec["call_order"]))},
-        {"op": "change_contract", "role": worker or entry, "returns": FINDINGS_CONTRACT},
-    ]
-    explore += [{"op": "remove_role", "role": r} for r in roles if r not in (entry, worker)]
-    if worker:
-        explore.append({"op": "edit_instruction", "role": worker,
-                        "instruction": "Answer the question in results.json; keep the code short and quick."})
-    return [edit for _, edit in fixes], explore
+    """A broken judge: first or second at random (the control the calibration must catch)."""
+    return OfflineReply(action={"winner": str(request.rng.choice(["first", "second"])), "reason": "coin"})
 
 
 @register_offline_policy("workflow_optimizer")
 def workflow_optimizer_policy(request: OfflineRequest) -> OfflineReply:
-    """Scripted workflow optimiser: fixes the most frequent problem, explores one time in four."""
+    """Scripted workflow optimiser: one random untried edit from the generic operator set."""
     text = str(request.messages[-1].get("content") or "")
     spec_text = text.split("Current workflow:\n", 1)[-1].split("\n\nFeedback:\n", 1)[0]
     feedback = text.split("\n\nFeedback:\n", 1)[-1]
     spec = json.loads(spec_text)
-    tried = set(spec.get("edit_log", [])) | set(re.findall(r"edit ([0-9a-f]{16})", feedback))
-    fixes, explore = candidate_edits(spec, feedback)
-    fixes = [e for e in fixes if mutation_key(e) not in tried]
-    explore = [e for e in explore if mutation_key(e) not in tried]
-    pool = explore if (not fixes or request.rng.random() < 0.25) and explore else fixes
-    if not pool:
+    tried = set(re.findall(r"edit ([0-9a-f]{16})", feedback))
+    found = random_edit(spec, request.rng, tried)
+    if found is None:
         return OfflineReply(action={"op": "reorder_calls", "order": spec["call_order"]})  # refused as a no-op
-    choice = pool[0] if pool is fixes else pool[int(request.rng.integers(len(pool)))]
-    return OfflineReply(action=choice)
+    return OfflineReply(action=found[0])

@@ -12,8 +12,8 @@ weaknesses that make workflow design matter:
 * the orchestrator follows the planned call order within its budget, and sends a reviewer's
   issues back to the analyst (then to the reviewer again) while calls are left.
 
-``rsigym/workflow_scripted_v2`` is the same with fewer slips (the "new generation" in the
-cross-generation check). ``rsigym/workflow_blind`` finishes at once (a control that scores 0).
+``rsigym/workflow_scripted_v2`` is the same with fewer slips (a scripted variant; the trained
+next generation is ``gen_policy.GenerationPolicy``). ``rsigym/workflow_blind`` finishes at once (a control that scores 0).
 The judge (``[workflow:judge]``) and optimiser (``[workflow:optimize]``) live in ``mass_policies``.
 """
 

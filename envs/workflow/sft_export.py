@@ -1,10 +1,13 @@
-"""SFT export: dialogues of selected workflows as TRL chat-messages JSONL, workflow prompt stripped.
+"""SFT export: dialogues of selected workflows as TRL chat-messages JSONL, workflow text stripped.
 
 Each role call (the orchestrator's and every sub-agent's) becomes its own example
 ``{"messages": [{"role": "system"|"user"|"assistant", "content": str}, ...]}``, the
-conversational format TRL's ``SFTTrainer`` reads. The orchestrator's explicit
-``[workflow] ... [/workflow]`` block is removed, so a model trained on these learns to
-collaborate this way without being told the workflow (MASS's distillation step).
+conversational format TRL's ``SFTTrainer`` reads. Everything the workflow added to what the
+model saw is removed: the orchestrator's ``[workflow] ... [/workflow]`` block, each role's
+instruction line and its return contract line (and, given the spec, any other occurrence of a
+role instruction or contract). A model trained on these learns to act this way without being
+told the workflow (MASS's distillation step). ``workflow_added_texts(spec)`` lists what must
+not survive; the test counts examples that carry any of it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import jsonschema
 
 from .agents import ROLE_SYSTEM_PROMPT
 
-__all__ = ["SFT_SCHEMA", "sft_examples", "write_sft_jsonl", "validate_sft_jsonl", "strip_workflow_prompt"]
+__all__ = ["SFT_SCHEMA", "sft_examples", "write_sft_jsonl", "validate_sft_jsonl", "strip_workflow_prompt",
+           "workflow_added_texts"]
 
 SFT_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -33,19 +37,37 @@ SFT_SCHEMA: dict[str, Any] = {
     }},
 }
 _WORKFLOW_BLOCK = re.compile(r"\n?\[workflow\].*?\[/workflow\]\n?", re.DOTALL)
+# The lines the env writes from the spec into a role's brief (see WorkflowAECEnv._brief).
+_SPEC_LINES = re.compile(r"^(?:Your instructions: .*|Return with \{\"op\": \"return\".*the result must satisfy this "
+                         r"JSON Schema: .*)\n?", re.MULTILINE)
 
 
-def strip_workflow_prompt(text: str) -> str:
-    return _WORKFLOW_BLOCK.sub("\n", text)
+def workflow_added_texts(spec: dict[str, Any]) -> list[str]:
+    """What the workflow ``spec`` adds to a role's view: its instructions and return contracts."""
+    texts = ["[workflow]", "[/workflow]"]
+    for role in spec["roles"].values():
+        texts += [role["instruction"], json.dumps(role["returns"], sort_keys=True)]
+    return [t for t in texts if t]
 
 
-def sft_examples(dialogues: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One example per role call that has at least one assistant turn, ending on an assistant turn."""
+def strip_workflow_prompt(text: str, spec: dict[str, Any] | None = None) -> str:
+    """``text`` without the workflow block, the instruction and contract lines, and (given
+    ``spec``) any other copy of a role instruction or contract."""
+    text = _SPEC_LINES.sub("", _WORKFLOW_BLOCK.sub("\n", text))
+    for added in workflow_added_texts(spec) if spec is not None else []:
+        text = text.replace(added, "")
+    return text
+
+
+def sft_examples(dialogues: Iterable[dict[str, Any]], spec: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One example per role call that has at least one assistant turn, ending on an assistant turn;
+    user turns stripped of what the workflow (``spec``, when given) added."""
     examples = []
     for dialogue in dialogues:
         messages = [{"role": "system", "content": ROLE_SYSTEM_PROMPT}]
         for message in dialogue["messages"]:
-            content = strip_workflow_prompt(str(message["content"])) if message["role"] == "user" else str(message["content"])
+            content = (strip_workflow_prompt(str(message["content"]), spec) if message["role"] == "user"
+                       else str(message["content"]))
             if content:
                 messages.append({"role": message["role"], "content": content})
         while messages and messages[-1]["role"] != "assistant":

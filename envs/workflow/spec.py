@@ -113,10 +113,11 @@ _SUMMARY_CONTRACT: dict[str, Any] = {"type": "object", "required": ["summary"],
 
 
 def seed_spec() -> dict[str, Any]:
-    """The workflow evolution starts from: an orchestrator and one analyst with a terse brief.
+    """The workflow evolution starts from: an orchestrator and one analyst who answers and reports.
 
-    Deliberately plain, as a first draft would be: nothing asks for a validated method, a
-    report or a review. Evolution has to discover those.
+    A reasonable first draft: the analyst answers in results.json and writes the report the task
+    asks for. Nothing asks for a validated method or a review; the generic operators reach the
+    sound method in one edit (see ``operators``).
     """
     return validate_spec(copy.deepcopy({
         "name": "seed",
@@ -124,7 +125,8 @@ def seed_spec() -> dict[str, Any]:
         "roles": {
             "orchestrator": {"instruction": "Delegate the research task to your team, then finish with a summary.",
                              "tools": [], "returns": _SUMMARY_CONTRACT},
-            "analyst": {"instruction": "Analyse the data and answer the question in results.json.",
+            "analyst": {"instruction": "Analyse the data and answer the question in results.json. Write report.md "
+                                        "with the sections the task asks for.",
                         "tools": ["read_file", "write_file", "run_python"], "returns": FINDINGS_CONTRACT},
         },
         "allowed_calls": {"orchestrator": ["analyst"]},

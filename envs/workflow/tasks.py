@@ -1,8 +1,11 @@
 """Workflow tasks: ids, their generated workspaces and hidden keys, and the deterministic grader.
 
-A task id is ``<family>-NNN``; its data come from a generator seeded with the crc32 of the id,
-so a grader rebuilds the key from the id alone (the key is never in the workspace or the
-record; the record holds its sha256). ``grade_workspace`` scores a delivered workspace:
+A task id is ``<family>-NNN``; its data and key come from a generator seeded with the sha256 of
+a salt and the id. The salt is a secret of the run (128 bits or more, drawn by the env or passed
+to it): the sandbox never sees it, so a program that knows the public id cannot rebuild the key
+(a search over salts is a search over 2^128). The record's final state keeps the salt, so a
+grader rebuilds the key from the record; the key itself is never in the workspace or the record
+(the record holds its sha256). ``grade_workspace`` scores a delivered workspace:
 0.8 x the answer's score against the key (0 when ``results.json`` is missing or breaks the
 family's schema), 0.1 for a valid ``results.json``, 0.1 for a ``report.md`` with the sections
 Method, Result and Validation.
@@ -13,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import zlib
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,12 +25,13 @@ import numpy as np
 
 from .families import FAMILIES, Family
 
-__all__ = ["WorkflowTask", "make_task", "task_ids", "grade_workspace", "check_workspace",
-           "REPORT_SECTIONS", "SPLITS"]
+__all__ = ["WorkflowTask", "make_task", "task_ids", "task_brief", "new_salt", "grade_workspace",
+           "check_workspace", "REPORT_SECTIONS", "SPLITS", "SALT_PATTERN"]
 
 SPLITS = {"train": range(0, 50), "test": range(100, 150)}
 REPORT_SECTIONS = ("Method", "Result", "Validation")
 _HEADING = re.compile(r"^#{1,3}\s*(\w+)", re.MULTILINE)
+SALT_PATTERN = re.compile(r"^[0-9a-f]{32,128}$")  # at least 128 bits, as lowercase hex
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class WorkflowTask:
     family: Family
     files: dict[str, str]        # the starting workspace: data and task.md
     key: dict[str, Any]          # hidden answer key (env and graders only)
+    salt: str                    # the run's secret the data and key were drawn with (never in the sandbox)
 
     @property
     def key_sha256(self) -> str:
@@ -55,19 +60,37 @@ def task_ids(split: str | None = None, families: list[str] | None = None) -> lis
     return [f"{name}-{i:03d}" for i in indices for name in names]
 
 
-def make_task(task_id: str) -> WorkflowTask:
-    """The task of ``task_id``; ValueError for an unknown family or a malformed id."""
+def new_salt() -> str:
+    """A fresh secret salt (128 bits from the OS's CSPRNG, hex)."""
+    return secrets.token_hex(16)
+
+
+def _family(task_id: str) -> tuple[str, Family]:
     name, _, index = str(task_id).rpartition("-")
     if name not in FAMILIES or not index.isdigit():
         raise ValueError(f"unknown workflow task {task_id!r}; ids are <family>-NNN with family in "
                          f"{', '.join(FAMILIES)}")
-    family = FAMILIES[name]
-    files, key = family.generate(np.random.default_rng(zlib.crc32(task_id.encode())))
+    return name, FAMILIES[name]
+
+
+def task_brief(task_id: str) -> str:
+    """``task.md`` of ``task_id``: the question and the result schema (the same under every salt)."""
+    name, family = _family(task_id)
     schema = json.dumps(family.result_schema, sort_keys=True)
-    brief = (f"# Task {task_id} (family {name})\n\n{family.question}\n\n"
-             f"results.json must follow this JSON Schema: {schema}\n"
-             f"report.md should have the sections {', '.join(REPORT_SECTIONS)}.\n")
-    return WorkflowTask(task_id, family, {**files, "task.md": brief}, key)
+    return (f"# Task {task_id} (family {name})\n\n{family.question}\n\n"
+            f"results.json must follow this JSON Schema: {schema}\n"
+            f"report.md should have the sections {', '.join(REPORT_SECTIONS)}.\n")
+
+
+def make_task(task_id: str, salt: str) -> WorkflowTask:
+    """The task of ``task_id`` under the secret ``salt``; ValueError for an unknown id or a weak salt."""
+    _, family = _family(task_id)
+    if not isinstance(salt, str) or not SALT_PATTERN.match(salt):
+        raise ValueError(f"a workflow task salt is 32 to 128 lowercase hex digits (128 bits or more), "
+                         f"got {str(salt)[:20]!r}")
+    digest = hashlib.sha256(f"{salt}:{task_id}".encode()).digest()
+    files, key = family.generate(np.random.default_rng(int.from_bytes(digest, "big")))
+    return WorkflowTask(task_id, family, {**files, "task.md": task_brief(task_id)}, key, salt)
 
 
 def check_workspace(task: WorkflowTask, files: dict[str, str]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ class Behaviour:
     headers: dict[str, str] = field(default_factory=dict)
     hang_s: float | None = None                                   # sleep this long, then answer
     raw_body: bytes | None = None                                 # a 200 with this body
+    message: str | None = None                                    # the error's message (with status)
 
 
 def tool_call(name: str, arguments: dict[str, Any] | str) -> Behaviour:
@@ -76,7 +77,7 @@ class FakeOpenAI:
                 if behaviour.hang_s is not None:
                     time.sleep(behaviour.hang_s)
                 if behaviour.status is not None:
-                    payload = json.dumps({"error": {"message": f"scripted {behaviour.status}",
+                    payload = json.dumps({"error": {"message": behaviour.message or f"scripted {behaviour.status}",
                                                     "type": "server_error", "code": behaviour.status}}).encode()
                     self._send(behaviour.status, payload, behaviour.headers)
                 elif behaviour.raw_body is not None:

@@ -91,8 +91,9 @@ def test_cost_limit_stops_cleanly_records_what_ran_and_resumes(tmp_path):
         tmp_path / "s.yaml", agents=[{"id": "priced", "kind": "test-priced"}], conditions=["none"],
         seeds=[0, 1], max_steps=2, graders=["probe_answer"], tasks={"split": "test", "limit": 2})))
     out = tmp_path / "run"
-    summary = run_scenario(scenario, out, workers=0, progress=False, report=False, cost_limit_usd=0.03)
-    # each episode costs 2 steps x 0.01: after two, 0.04 >= 0.03 and nothing else starts
+    summary = run_scenario(scenario, out, workers=0, progress=False, report=False, cost_limit_usd=0.05)
+    # each episode costs 2 steps x 0.01; the first (cost unknown) runs, then each reserves 0.02:
+    # 0.02 + 0.02 <= 0.05 runs the second, 0.04 + 0.02 > 0.05 starts no third
     assert summary.ran == 2 and summary.not_run == 2 and summary.cost_usd == pytest.approx(0.04)
     assert summary.stopped and "cost limit" in summary.stopped
     assert len(read_records(out / RECORDS_FILE)) == 2

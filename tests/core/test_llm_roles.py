@@ -184,7 +184,8 @@ def test_user_and_judge_model_flags_reach_the_user_and_the_judge(tmp_path, capsy
         models = [r["model"] for r in server.requests]
     [record] = read_records(tmp_path / "out" / "records.jsonl").records
     assert set(models) == {"cli-user", "cli-judge"}
-    assert record.usage_by_role["user"].model_calls == models.count("cli-user") > 0
+    assert models[:2] == ["cli-user", "cli-judge"]  # the endpoint check reached both flags' models first
+    assert record.usage_by_role["user"].model_calls == models.count("cli-user") - 1 > 0
     grade = record.grade("llm_judge/outcome/openai/cli-judge")  # the flag's model names the judge
     assert grade is not None and grade.score == 0.5 and grade.params["model"] == "openai/cli-judge"
     assert "openai/cli-user" in (tmp_path / "out" / "scenario.yaml").read_text()  # the run says what ran

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from rsigym.stats import (flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference,
@@ -159,3 +160,41 @@ def test_task_flip_share_and_pass_hat_k():
     assert pass_hat_k(table, 3) == 0.0 and math.isnan(pass_hat_k(table, 5))
     with pytest.raises(ValueError, match="k must be"):
         pass_hat_k(table, 0)
+
+
+def test_resampling_statistics_ignore_the_order_of_their_units():
+    from rsigym.stats import bootstrap_ci, cluster_bootstrap_ci, sign_flip_test
+
+    rng = np.random.default_rng(5)
+    values = rng.normal(0.1, 1.0, 40).tolist()
+    clusters = [f"t{i % 7}" for i in range(40)]
+    order = rng.permutation(40)
+    shuffled = [values[i] for i in order]
+    assert bootstrap_ci(values) == bootstrap_ci(shuffled)
+    assert sign_flip_test(values[:30]) == sign_flip_test(sorted(values[:30], reverse=True))
+    assert cluster_bootstrap_ci(values, clusters) == cluster_bootstrap_ci(shuffled, [clusters[i] for i in order])
+
+
+def test_cluster_bootstrap_resamples_clusters_not_units():
+    from rsigym.stats import bootstrap_ci, cluster_bootstrap_ci
+
+    # one cluster carries the whole effect: units look significant, clusters do not
+    values = [1.0] * 20 + [0.0] * 80
+    clusters = ["a"] * 20 + [c for c in "bcde" for _ in range(20)]
+    low, high, n = cluster_bootstrap_ci(values, clusters)
+    assert n == 5 and low == 0.0 and high >= 0.4  # cluster means 1, 0, 0, 0, 0
+    unit_low, _ = bootstrap_ci(values)
+    assert unit_low > 0.1 and low <= 0.0
+    assert cluster_bootstrap_ci([math.nan, 2.0], ["a", "b"])[2] == 1
+    with pytest.raises(ValueError, match="differ in length"):
+        cluster_bootstrap_ci([1.0], [])
+
+
+def test_cluster_t_ci_is_a_t_interval_over_cluster_means():
+    from rsigym.stats import cluster_t_ci
+
+    # cluster means 1, 2, 3: mean 2, sd 1, t(0.975, 2) = 4.303 -> 2 +- 4.303 / sqrt(3) = 2 +- 2.484
+    mean, low, high, n = cluster_t_ci([1.0, 1.0, 2.0, 3.0, 3.0, 3.0], ["a", "a", "b", "c", "c", "c"])
+    assert (mean, n) == (2.0, 3) and low == pytest.approx(-0.484, abs=1e-3) and high == pytest.approx(4.484, abs=1e-3)
+    assert cluster_t_ci([1.0, 1.0], ["a", "b"])[1:3] == (1.0, 1.0)
+    assert math.isnan(cluster_t_ci([1.0], ["a"])[1])

@@ -54,7 +54,7 @@ def test_every_reference_solution_passes_public_hidden_and_strict_tests(suite):
     jobs = [Job(p.problem_id, p.reference, p.entry, p.public + p.hidden + p.strict_extra, prelude=p.prelude)
             for p in suite.problems]
     with open_sandbox("local") as sandbox:
-        results = run_jobs(sandbox, jobs)  # all 164 in one exec
+        results = run_jobs(sandbox, jobs, trusted=True)  # the references: one exec
     failing = {k: r.failure_type() for k, r in results.items() if not r.all_pass}
     assert failing == {}
 

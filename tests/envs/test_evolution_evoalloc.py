@@ -34,8 +34,11 @@ def test_a_challenger_that_saves_evaluations_and_misses_nothing_is_accepted_only
     cases = [Case("full", "discard", new_best=False), Case("full", "partial", new_best=False),
              Case("partial+full", "partial", new_best=False), Case("full", "full", new_best=True)]
     verdict = accept_challenger(cases, PC)
-    assert verdict.accepted and verdict.misses_incumbent == 0
+    assert verdict.prefers_challenger and verdict.misses_incumbent == 0
     assert verdict.cost_challenger == pytest.approx(2 * PC) and verdict.cost_incumbent == pytest.approx(3.0)
+    # three disagreements, all cheaper: an equivalent challenger does that once in 2^3 role swaps
+    assert verdict.p_value == pytest.approx(1 / 8) and not verdict.accepted
+    assert "role-swap p=0.125 over 3 disagreements (not below 0.05" in verdict.reason
     # ten discards with no new best seen, in a run where one candidate in five is a new best: the
     # challenger would still be expected to miss one; rejected (the luck of the trial is not evidence)
     many = [Case("full", "discard", new_best=False)] * 10
@@ -54,12 +57,27 @@ def test_an_unobserved_counterfactual_is_not_no_miss():
     # an explored new best among them weighs for the whole class
     seen = [Case("discard", "full", new_best=True, counterfactual=True)] + unseen[1:]
     assert accept_challenger(seen, PC, prior_rate=0.01).misses_incumbent == pytest.approx(10 * 1.1 / 11)
+    # all ten one way: only the observed assignment of the 1,024 role swaps is that far out
+    assert accept_challenger(unseen, PC, prior_rate=0.1).p_value == pytest.approx(1 / 1024)
     # no disagreement is no evidence; equal paths and cost keep the incumbent
     assert not accept_challenger([Case("full", "partial+full", new_best=False)], PC).accepted
     verdict = accept_challenger([Case("full", "full", new_best=True)], PC)
     assert not verdict.accepted and verdict.reason == "the policies never disagreed"
     with pytest.raises(ValueError, match="explore_p"):
         accept_challenger(unseen, PC, explore_p=1.5)
+
+
+def test_a_challenger_that_disagrees_at_random_is_not_accepted():
+    # five cheaper and five dearer disagreements: the point estimates prefer the challenger (it
+    # is cheaper overall), but half the role swaps give as large an advantage
+    cases = ([Case("full", "discard", new_best=False)] * 6 + [Case("discard", "full", new_best=None)] * 4)
+    verdict = accept_challenger(cases, PC, prior_rate=0.01)
+    assert verdict.prefers_challenger and not verdict.accepted and verdict.p_value > 0.05
+    # more than 12 disagreements: seeded draws of the swaps, the same answer every call
+    many = cases * 2
+    assert accept_challenger(many, PC, prior_rate=0.01).p_value == accept_challenger(many, PC, prior_rate=0.01).p_value
+    with pytest.raises(ValueError, match="alpha"):
+        accept_challenger(cases, PC, alpha=0.0)
 
 
 def test_the_prior_rate_weights_explored_outcomes_by_inverse_propensity():

@@ -86,8 +86,8 @@ def test_the_oracle_has_zero_regret_and_a_constant_predictor_counts_nan_spearman
     env = ExperimentForecastEnv(condition="in_env")
     _, infos, _ = _play(env, lambda data: [truth[c["intervention"]].gain for c in data["candidates"]])
     assert all(r["metrics"]["regret_best"] == 0.0 for r in env.snapshot()["rounds"])
-    _, infos, _ = _play(env)
-    assert all(i["round_metrics"]["spearman"] is None and i["round_metrics"]["spearman_nan"] == 1 for i in infos[1:])
+    _play(env)
+    assert all(r["metrics"]["spearman"] is None and r["metrics"]["spearman_nan"] == 1 for r in env.snapshot()["rounds"])
 
 
 def test_invalid_actions_cost_no_round_until_the_limit():
@@ -118,3 +118,38 @@ def test_reset_is_deterministic_under_a_seed():
         texts.append(observation["text"])
         assert np.isfinite(observation["best_gain"])
     assert texts[0] == texts[1]
+
+
+def test_cross_env_sources_and_related_only_choose_the_visible_environments():
+    def seen(condition):
+        env = ExperimentForecastEnv(condition=condition)
+        env.reset(seed=2, options={"task_id": "charlm-pydoc"})
+        return {row["environment"] for row in json.loads(env._observation()["data"])["experience"]}
+
+    assert seen("cross_env") == {"charlm-stdlib", "digits-mlp", "digits-cnn", "tabular-bc"}
+    assert seen({"name": "cross_env", "params": {"sources": ["digits-cnn", "tabular-bc"]}}) == {"digits-cnn", "tabular-bc"}
+    assert seen({"name": "cross_env", "params": {"related_only": True}}) == {"charlm-stdlib"}
+    with pytest.raises(ValueError, match="sources must name research environments"):
+        ExperimentForecastEnv(condition={"name": "cross_env", "params": {"sources": ["nope"]}})
+    with pytest.raises(ValueError, match="bad params"):
+        ExperimentForecastEnv(condition={"name": "in_env", "params": {"related_only": True}})
+
+
+def test_exact_no_ops_are_placebos_and_noise_rounds_are_marked():
+    records = load_archive().by_id()
+    for noop in ("charlm-pydoc/adam", "digits-mlp/adamw", "tabular-bc/some_iters"):
+        assert records[noop].placebo and records[noop].gains == [0.0] * len(records[noop].gains)
+    assert not records["digits-mlp/reseed_data"].gains == [0.0] * len(records["digits-mlp/reseed_data"].gains)
+    env = ExperimentForecastEnv(condition="in_env")
+    _play(env)
+    for round_log in env.snapshot()["rounds"]:
+        best = records[round_log["candidates"][int(np.argmax(round_log["true"]))]]
+        assert round_log["best_is_noise"] == (best.placebo or not best.significant)
+
+
+def test_a_larger_pool_is_kept_and_a_too_small_one_is_refused():
+    env = ExperimentForecastEnv(rounds=4, pool=36)
+    env.reset(seed=0, options={"task_id": "charlm-pydoc"})
+    assert len(env.snapshot()["pool"]) == 36
+    with pytest.raises(ValueError, match="pool must be >="):
+        ExperimentForecastEnv(pool=20)

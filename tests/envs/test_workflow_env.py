@@ -16,6 +16,7 @@ from rsigym.envs.workflow.tasks import grade_workspace, make_task, task_ids
 from rsigym.sandbox import docker_available, open_sandbox
 
 REPORT = "# Report\n\n## Method\nx\n\n## Result\ny\n\n## Validation\nz\n"
+SALT = "5eed" * 8
 
 
 def test_pettingzoo_api_test_passes():
@@ -36,7 +37,7 @@ def test_pettingzoo_api_test_passes_on_an_evolved_spec_with_four_roles():
 
 
 def _play(actions, seed=3):
-    env = wf.raw_env(sandbox="local", task_id="outlier_rows-001")
+    env = wf.raw_env(sandbox="local", task_id="outlier_rows-001", task_salt=SALT)
     env.reset(seed=seed)
     trace = [json.dumps(env.observe(env.agent_selection), sort_keys=True)]
     for action in actions:
@@ -132,7 +133,7 @@ def _good_results(family, key):
 
 
 def _bad_results(family, key):
-    wrong = {"irrelevant_features": {"irrelevant_features": ["x0"]}, "model_comparison": {"best_model": "knn1"},
+    wrong = {"irrelevant_features": {"irrelevant_features": ["x0"]}, "model_comparison": {"best_model": "linear" if key.get("best_model") != "linear" else "knn1"},
              "changepoint": {"changepoint_index": (key.get("changepoint_index", 0) + 60) % 240},
              "ab_test": {"significant_variants": []}, "outlier_rows": {"outlier_rows": [0, 1]}}[family]
     return {**wrong, "method": "naive"}
@@ -140,7 +141,7 @@ def _bad_results(family, key):
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_each_family_grader_separates_a_good_from_a_bad_workspace(family):
-    task = make_task(f"{family}-000")
+    task = make_task(f"{family}-000", SALT)
     good = {"results.json": json.dumps(_good_results(family, task.key)), "report.md": REPORT}
     bad = {"results.json": json.dumps(_bad_results(family, task.key))}
     good_score, details = grade_workspace(task, good)
@@ -154,8 +155,37 @@ def test_each_family_grader_separates_a_good_from_a_bad_workspace(family):
 def test_task_ids_cover_five_families_and_unknown_ids_fail():
     assert len({t.rsplit("-", 1)[0] for t in task_ids("test")}) == 5
     with pytest.raises(ValueError, match="unknown workflow task"):
-        make_task("astrology-000")
-    assert make_task("ab_test-007").key == make_task("ab_test-007").key
+        make_task("astrology-000", SALT)
+    with pytest.raises(ValueError, match="128 bits"):
+        make_task("ab_test-007", "abc")
+    assert make_task("ab_test-007", SALT).key == make_task("ab_test-007", SALT).key
+    assert make_task("ab_test-007", SALT).files != make_task("ab_test-007", "0" * 32).files
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_no_family_has_a_constant_answer_and_a_blind_constant_scores_at_chance(family):
+    tasks = [make_task(f"{family}-{i:03d}", SALT) for i in range(30)]
+    answers = [json.dumps(t.key[t.family.result_schema["required"][0]], sort_keys=True) for t in tasks]
+    assert len(set(answers)) >= 2, answers[:3]
+    if family == "model_comparison":  # chance is 1/3: no model is the answer blind
+        counts = {m: answers.count(json.dumps(m)) for m in ("linear", "poly5", "knn1")}
+        assert max(counts.values()) <= 15, counts
+
+
+def test_the_salt_reaches_no_observation_and_no_sandbox_file():
+    env = wf.raw_env(sandbox="local", task_id="changepoint-003")
+    env.reset(seed=0)
+    seen = [json.dumps(env.observe(env.agent_selection))]
+    for action in ({"op": "delegate", "role": "analyst", "instruction": "go"},
+                   {"op": "write_file", "path": "analysis.py", "content": "import os\nprint(sorted(os.environ))"},
+                   {"op": "run_python", "path": "analysis.py"}):
+        env.step(action)
+        seen.append(json.dumps([env.observe(env.agent_selection), env.infos]))
+    salt = env.task.salt
+    files = dict(env.workspace.files)
+    env.close()
+    assert salt not in "".join(seen) and all(salt not in text for text in files.values())
+    assert len(salt) == 32 and env.snapshot()["task_salt"] == salt
 
 
 @pytest.mark.docker
@@ -163,13 +193,44 @@ def test_task_ids_cover_five_families_and_unknown_ids_fail():
 def test_every_family_is_solved_in_the_docker_sandbox_within_a_minute_and_the_naive_method_is_not():
     with open_sandbox("docker") as box:
         for name, family in sorted(FAMILIES.items()):
-            task = make_task(f"{name}-101")
-            scores = {}
-            for kind in ("robust", "naive"):
-                box.exec(["sh", "-c", "find . -mindepth 1 -delete"], timeout=30)
-                box.write_files({**task.files, "analysis.py": family.code[kind]})
-                result = box.exec(["python3", "analysis.py"], timeout=60)  # the minute is the limit
-                assert result.ok, (name, kind, result.stderr[-300:])
-                files = {"results.json": box.read_file("results.json").decode()}
-                scores[kind] = grade_workspace(task, files)[1]["answer_score"]
-            assert scores["robust"] >= 0.9 and scores["naive"] < scores["robust"], (name, scores)
+            scores: dict[str, list[float]] = {"robust": [], "naive": []}
+            for index in (101, 102, 103):  # the sound methods are reliable, not infallible: three instances
+                task = make_task(f"{name}-{index}", SALT)
+                for kind in ("robust", "naive"):
+                    box.exec(["sh", "-c", "find . -mindepth 1 -delete"], timeout=30)
+                    box.write_files({**task.files, "analysis.py": family.code[kind]})
+                    result = box.exec(["python3", "analysis.py"], timeout=60)  # the minute is the limit
+                    assert result.ok, (name, kind, result.stderr[-300:])
+                    files = {"results.json": box.read_file("results.json").decode()}
+                    scores[kind].append(grade_workspace(task, files)[1]["answer_score"])
+            mean = {kind: sum(v) / len(v) for kind, v in scores.items()}
+            assert mean["robust"] >= 0.6 and mean["naive"] < mean["robust"], (name, scores)
+
+
+class _GarbledListing:
+    """A local sandbox whose workspace listing prints something that is not a listing."""
+
+    def __init__(self, inner, reply):
+        self.inner, self.reply = inner, reply
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def exec(self, argv, **kwargs):
+        if argv[:2] == ["python3", "-I"]:
+            from rsigym.sandbox import ExecResult
+            return ExecResult(self.reply, "", 0, False, 0.0)
+        return self.inner.exec(argv, **kwargs)
+
+
+@pytest.mark.parametrize("reply", ["not json", "[1, 2]", '{"files": {"a": 3}, "kept": [], "truncated": false}'])
+def test_a_bad_listing_is_an_error_observation_for_the_agent_not_an_env_failure(reply):
+    with open_sandbox("local") as inner:
+        env = wf.raw_env(sandbox=_GarbledListing(inner, reply), task_id="changepoint-001", task_salt=SALT)
+        env.reset(seed=0)
+        env.step({"op": "delegate", "role": "analyst", "instruction": "go"})
+        env.step({"op": "write_file", "path": "analysis.py", "content": "print(1)"})
+        env.step({"op": "run_python", "path": "analysis.py"})
+        assert "could not be read back" in env.infos["analyst"]["error"] and env.infos["analyst"]["invalid_actions"] == 1
+        assert "analysis.py" in env.workspace.files  # the mirror keeps its last good state
+        env.close()

@@ -15,12 +15,15 @@ from rsigym.envs.workflow.analyses import agreement_rate, workflow_pairwise, wor
 from rsigym.envs.workflow.pairwise_judge import PairwiseJudge
 from rsigym.envs.workflow.mass import evolve, execute
 from rsigym.envs.workflow.sft_export import sft_examples, validate_sft_jsonl, write_sft_jsonl
+from rsigym.envs.workflow.families import FAMILIES
 from rsigym.envs.workflow.tasks import grade_workspace, make_task
 from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Grade, Trajectory, Usage
 from rsigym.sandbox import open_sandbox
 
 REPORT = "# Report\n\n## Method\nx\n\n## Result\ny\n\n## Validation\nz\n"
 EVOLVED = {"name": "spec", "params": {"name": "evolved_offline"}}
+SALT = "c0ffee" * 6
+ROBUST, NAIVE = FAMILIES["model_comparison"].code["robust"], FAMILIES["model_comparison"].code["naive"]
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +39,13 @@ def runs(box):
     out = {}
     for name, spec in (("seed", seed_spec()), ("evolved", resolve_spec("evolved_offline"))):
         for task in ("changepoint-100", "ab_test-100"):
-            out[(name, task)] = execute(spec, task, player, seed=0, sandbox=box)
+            out[(name, task)] = execute(spec, task, player, seed=0, sandbox=box, task_salt=SALT)
     return out
 
 
 def test_scripted_execution_is_deterministic_under_a_seed(box, runs):
-    again = execute(seed_spec(), "changepoint-100", RolePlayer("rsigym/workflow_scripted", seed=0), seed=0, sandbox=box)
+    again = execute(seed_spec(), "changepoint-100", RolePlayer("rsigym/workflow_scripted", seed=0), seed=0, sandbox=box,
+                    task_salt=SALT)
     first = runs[("seed", "changepoint-100")]
     assert (again.files, again.dialogues, again.output_tokens) == (first.files, first.dialogues, first.output_tokens)
 
@@ -54,37 +58,46 @@ def test_the_evolved_workflow_beats_the_seed_workflow_at_more_output_tokens(runs
         assert {d["role"] for d in evolved.dialogues} >= {"orchestrator", "analyst", "writer", "reviewer"}
 
 
-def test_the_judge_decides_by_checks_first_and_asks_both_orders_otherwise():
-    task = make_task("changepoint-000")
-    results = json.dumps({"changepoint_index": task.key["changepoint_index"], "method": "two-segment least squares"})
-    naive = json.dumps({"changepoint_index": 3, "method": "largest jump"})
+def _workspace(task, code, answer, label, report=REPORT):
+    files = {"analysis.py": code, "results.json": json.dumps({"best_model": answer, "method": label})}
+    return {**files, "report.md": report} if report else files
+
+
+def _wrong(model):
+    return "linear" if model != "linear" else "knn1"
+
+
+def test_the_judge_reads_the_code_not_the_label_and_calls_identical_workspaces_a_tie():
+    task = make_task("model_comparison-000", SALT)
+    right, wrong = task.key["best_model"], _wrong(task.key["best_model"])
     judge = PairwiseJudge("rsigym/workflow_judge")
-    by_checks = judge.compare(task, {"report.md": REPORT}, {"results.json": results})
-    assert (by_checks.winner, by_checks.decided_by) == ("b", "deterministic")
-    judged = judge.compare(task, {"results.json": naive, "report.md": REPORT}, {"results.json": results, "report.md": REPORT})
-    assert (judged.winner, judged.decided_by, judged.inconsistent, judged.orders) == ("b", "judge", False, ["b", "b"])
-    same = judge.compare(task, {"results.json": results, "report.md": REPORT}, {"results.json": results, "report.md": REPORT})
-    assert same.winner == "tie" and same.inconsistent  # its position bias, exposed by the two orders
+    liar = _workspace(task, NAIVE, wrong, "5-fold cross-validation")     # a validated label on naive code
+    honest = _workspace(task, ROBUST, right, "my analysis")
+    verdict = judge.compare(task.brief, liar, honest)
+    assert (verdict.winner, verdict.inconsistent, verdict.orders) == ("b", False, ["b", "b"])
+    same = judge.compare(task.brief, honest, dict(honest))
+    assert same.winner == "tie" and not same.inconsistent
+    assert judge.compare(task.brief, {"report.md": REPORT}, honest).winner == "b"
 
 
 def test_the_judge_agreement_control_separates_a_real_judge_from_a_coin():
     pairs = {"judge": [], "coin": []}
-    judges = {"judge": PairwiseJudge("rsigym/workflow_judge", deterministic_first=False),
-              "coin": PairwiseJudge("rsigym/workflow_judge_coin", deterministic_first=False)}
+    judges = {"judge": PairwiseJudge("rsigym/workflow_judge"), "coin": PairwiseJudge("rsigym/workflow_judge_coin")}
     for index in range(100, 110):
-        task = make_task(f"model_comparison-{index:03d}")
-        good = {"results.json": json.dumps({"best_model": task.key["best_model"], "method": "5-fold cross-validation"}),
-                "report.md": REPORT}
-        bad = {"results.json": json.dumps({"best_model": "knn1", "method": "training error"}), "report.md": REPORT}
+        task = make_task(f"model_comparison-{index:03d}", SALT)
+        good = _workspace(task, ROBUST, task.key["best_model"], "x")
+        bad = _workspace(task, NAIVE, _wrong(task.key["best_model"]), "x")
         delta = grade_workspace(task, good)[0] - grade_workspace(task, bad)[0]
         a, b, d = (good, bad, -delta) if index % 2 else (bad, good, delta)
         for name, judge in judges.items():
-            pairs[name].append((judge.compare(task, a, b), d))
+            pairs[name].append((judge.compare(task.brief, a, b), d))
     assert agreement_rate(pairs["judge"]) == 1.0
     assert agreement_rate(pairs["coin"]) < 0.8
 
 
-_REPEAT = {"op": "edit_instruction", "role": "analyst", "instruction": "Analyse the data and answer in results.json!"}
+_REPEAT = {"op": "edit_instruction", "role": "analyst",  # same behaviour as the seed: a tie
+           "instruction": "Analyse the data and answer the question in results.json. Write report.md with the "
+                          "sections the task asks for!"}
 
 
 @register_offline_policy("test_workflow_repeat_optimizer")
@@ -95,24 +108,63 @@ def _repeat_optimizer(request):
 def test_evolution_refuses_a_repeated_edit_and_keeps_the_incumbent_on_ties(box):
     result = evolve(["changepoint-100"], role_model="rsigym/workflow_scripted", judge_model="rsigym/workflow_judge",
                     optimizer_model="rsigym/test_workflow_repeat_optimizer", rounds=2, candidates=1, seed=0,
-                    sandbox=box, max_proposals=2)
+                    sandbox=box, max_proposals=2, task_salt=SALT)
     first, second = result.rounds
     assert first.mutation == _REPEAT and not first.accepted and first.ties == 1  # same behaviour: a tie
     assert second.mutation is None and all("already tried" in r for r in second.refusals)
     assert result.final_spec["roles"] == seed_spec()["roles"]
 
 
-def test_evolution_improves_the_seed_workflow_on_its_training_tasks(box):
+_RIGOUR = {"op": "edit_instruction", "role": "analyst",
+           "instruction": "Analyse the data. Use a robust, validated method (held-out data or cross-validation)."}
+
+
+@register_offline_policy("test_workflow_rigour_optimizer")
+def _rigour_optimizer(request):
+    return OfflineReply(action=_RIGOUR)
+
+
+def test_evolution_accepts_an_edit_the_judge_prefers_and_it_scores_higher(box):
     result = evolve(["outlier_rows-000", "ab_test-000"], role_model="rsigym/workflow_scripted",
-                    judge_model="rsigym/workflow_judge", optimizer_model="rsigym/workflow_optimizer",
-                    rounds=1, candidates=2, seed=1, sandbox=box)
-    accepted = [r for r in result.rounds if r.accepted]
-    assert accepted
-    assert sum(accepted[-1].candidate_scores) > sum(result.rounds[0].incumbent_scores)
+                    judge_model="rsigym/workflow_judge", optimizer_model="rsigym/test_workflow_rigour_optimizer",
+                    rounds=1, candidates=1, seed=1, sandbox=box, task_salt=SALT)
+    (round_,) = result.rounds
+    assert round_.accepted and round_.wins > round_.losses
+    assert sum(round_.candidate_scores) > sum(round_.incumbent_scores)
+    assert result.final_spec["roles"]["analyst"]["instruction"] == _RIGOUR["instruction"]
+
+
+def test_the_generic_optimiser_proposes_valid_untried_edits_of_every_operator():
+    import numpy as np
+
+    from rsigym.envs.workflow.operators import random_edit
+
+    rng, spec, ops = np.random.default_rng(0), seed_spec(), set()
+    for _ in range(60):
+        edit, revised = random_edit(spec, rng)
+        ops.add(edit["op"])
+        spec = revised
+    assert ops == {"add_role", "remove_role", "edit_instruction", "change_contract", "reorder_calls"}
+
+
+def _spec_of(name):
+    return seed_spec() if name == "seed" else resolve_spec("evolved_offline")
+
+
+def test_sft_examples_carry_no_text_the_workflow_added(runs):
+    from rsigym.envs.workflow.sft_export import workflow_added_texts
+
+    examples = [e for (name, _), ex in runs.items() for e in sft_examples(ex.dialogues, _spec_of(name))]
+    added = {t for name in ("seed", "evolved") for t in workflow_added_texts(_spec_of(name))}
+    carrying = [e for e in examples if any(t in m["content"] for m in e["messages"] for t in added)]
+    assert examples and len(carrying) == 0
+    # the control: without stripping, the role instructions and contracts are there
+    raw = [{"messages": d["messages"]} for ex in runs.values() for d in ex.dialogues]
+    assert sum(any(t in m["content"] for m in e["messages"] for t in added) for e in raw) > 0
 
 
 def test_sft_export_is_schema_valid_stripped_and_loads_with_datasets(tmp_path, runs):
-    examples = [e for ex in runs.values() for e in sft_examples(ex.dialogues)]
+    examples = [e for (name, _), ex in runs.items() for e in sft_examples(ex.dialogues, _spec_of(name))]
     path = tmp_path / "sft.jsonl"
     write_sft_jsonl(path, examples)
     assert validate_sft_jsonl(path) == len(examples) > 0
@@ -131,8 +183,9 @@ def test_sft_export_is_schema_valid_stripped_and_loads_with_datasets(tmp_path, r
 
 
 def _record(agent, condition, task_id, files, score, tokens=100, dialogues=None):
-    task = make_task(task_id)
-    state = {"task_id": task_id, "files": files, "key_sha256": task.key_sha256, "dialogues": dialogues or []}
+    task = make_task(task_id, SALT)
+    state = {"task_id": task_id, "files": files, "key_sha256": task.key_sha256, "dialogues": dialogues or [],
+             "task_salt": SALT}
     return Trajectory(episode_key=f"{agent}-{condition}-{task_id}", env=EnvRef("rsigym/Workflow-v0", {}, task_id, condition),
                       agent=AgentSpec(agent, "workflow_roles"), seed=0, rep=0, final=FinalSnapshot.of(state),
                       usage=Usage(completion_tokens=tokens), grades=[Grade("workflow_score", "1", score)])
@@ -141,10 +194,9 @@ def _record(agent, condition, task_id, files, score, tokens=100, dialogues=None)
 def _pairs(agent, good_condition=EVOLVED):
     records = []
     for index in range(100, 106):
-        task = make_task(f"model_comparison-{index:03d}")
-        good = {"results.json": json.dumps({"best_model": task.key["best_model"], "method": "5-fold cross-validation"}),
-                "report.md": REPORT}
-        bad = {"results.json": json.dumps({"best_model": "knn1", "method": "training error"}), "report.md": REPORT}
+        task = make_task(f"model_comparison-{index:03d}", SALT)
+        good = _workspace(task, ROBUST, task.key["best_model"], "5-fold cross-validation")
+        bad = _workspace(task, NAIVE, _wrong(task.key["best_model"]), "training error")
         records.append(_record(agent, None, task.task_id, bad, grade_workspace(task, bad)[0]))
         records.append(_record(agent, good_condition, task.task_id, good, grade_workspace(task, good)[0], 300))
     return records
@@ -166,14 +218,47 @@ def test_pairwise_analysis_reports_wins_and_flags_a_judge_no_better_than_a_coin(
     assert "NO BETTER THAN A COIN" in broken.verdict or "insufficient" in broken.verdict
 
 
-def test_sft_analysis_writes_only_the_chosen_workflow(tmp_path, runs):
+def test_sft_analysis_keeps_only_episodes_the_judge_prefers_over_the_baseline(tmp_path, runs):
     records = [_record("scripted", EVOLVED if name == "evolved" else None, task, ex.files, ex.score,
                        dialogues=ex.dialogues) for (name, task), ex in runs.items()]
-    section = workflow_sft(records, tmp_path, condition="spec(name=evolved_offline)")
-    assert "schema-valid" in section.verdict
-    expected = sum(len(ex.dialogues) for (name, _), ex in runs.items() if name == "evolved")
-    assert validate_sft_jsonl(tmp_path / "sft.jsonl") == expected
+    section = workflow_sft(records, tmp_path, condition="spec(name=evolved_offline)", baseline="none")
+    assert "schema-valid" in section.verdict and "report only" in section.verdict
+    judge = PairwiseJudge("rsigym/workflow_judge")
+    preferred = [task for task in ("changepoint-100", "ab_test-100")
+                 if judge.compare(make_task(task, SALT).brief, runs[("seed", task)].files,
+                                  runs[("evolved", task)].files).winner == "b"]
+    expected = sum(len(runs[("evolved", t)].dialogues) for t in preferred)
+    assert preferred and validate_sft_jsonl(tmp_path / "sft.jsonl") == expected
     assert "insufficient data" in workflow_sft(records, tmp_path, condition="spec(name=other)").verdict
+
+
+def test_a_trained_generation_plays_an_episode_and_judges_through_the_offline_interface(box, runs):
+    from rsigym.envs.workflow.gen_policy import GenerationPolicy, TrainConfig
+
+    examples = [e for (name, _), ex in runs.items() if name == "evolved"
+                for e in sft_examples(ex.dialogues, _spec_of(name))]
+    policy = GenerationPolicy(TrainConfig(epochs=150))
+    assert policy.fit_executor(examples) > 5 and policy.train_accuracy["executor"] > 0.9
+    task = make_task("changepoint-000", SALT)
+    robust = {"analysis.py": FAMILIES["changepoint"].code["robust"], "results.json": "{}", "report.md": REPORT}
+    naive = {"analysis.py": FAMILIES["changepoint"].code["naive"], "results.json": "{}"}
+    scripted = PairwiseJudge("rsigym/workflow_judge_recorded_test")
+    verdicts = []
+
+    @register_offline_policy("workflow_judge_recorded_test")
+    def _record_judge(request):
+        reply = rsigym.envs.workflow.mass_policies.workflow_judge_policy(request)
+        verdicts.append((request.messages[-1]["content"], reply.action["winner"]))
+        return reply
+
+    for a, b in ((robust, naive), (naive, robust), (robust, robust)):
+        scripted.compare(task.brief, a, b)
+    policy.fit_judge(verdicts)
+    model = policy.serve("workflow_gen_test")
+    played = execute(resolve_spec("evolved_offline"), "changepoint-001", RolePlayer(model, seed=0), seed=0,
+                     sandbox=box, task_salt=SALT)
+    assert played.termination == "agent_stop" and "analysis.py" in played.files
+    assert PairwiseJudge(model).compare(task.brief, naive, robust).winner == "b"
 
 
 def test_the_scenario_runner_runs_workflow_episodes_and_writes_records_and_report(tmp_path):

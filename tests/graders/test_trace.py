@@ -176,9 +176,15 @@ def test_behaviour_change():
     effect = paired_effect(pairs, "reward")
     assert effect.delta == pytest.approx(-11 / 12) and (effect.b, effect.c) == (11, 0)
     assert effect.ci_high < 0
+    # no reruns and no regrade: the changes cannot be told from run-to-run variation (no zero floor)
     result = attribute(pairs, "reward")
+    assert result.verdict.label == "inconclusive" and not result.behaviour.reference
+    assert "behaviour changed in 100% of pairs (mean over 12 tasks); no task has identical reruns" in result.verdict.sentence
+    # an identical rerun of every record in both arms: behaviour changes beyond rerun variation
+    reruns = [replace(r, rep=1, episode_key=r.episode_key + "-1") for r in records]
+    result = attribute(pair_records(records + reruns, "identity", "hide_cancel"), "reward")
+    assert result.behaviour.referenced == 12 and result.behaviour.noise == 0.0
     assert result.verdict.label == "behaviour change"
-    assert "behaviour changed in 100% of pairs (mean over tasks) vs no rerun reference" in result.verdict.sentence
 
 
 def test_identical_behaviour_within_margin_is_no_effect():
@@ -218,8 +224,8 @@ def test_reruns_are_not_independent_pairs():
     for i in range(12):
         for rep in range(3):
             records.append(make_record(f"t{i:02d}", None, grades={"reward": 1.0}, rep=rep))
-            records.append(make_record(f"t{i:02d}", RENAME, mapping=MAPPING, rep=rep,
-                                       grades={"reward": 0.0 if i < 3 else 1.0}))
+            records.append(make_record(f"t{i:02d}", RENAME, mapping=MAPPING, rep=rep, db="db-x" if i < 3 else "db-gold",
+                                       actions=GOLD[:1] if i < 3 else GOLD, grades={"reward": 0.0 if i < 3 else 1.0}))
     pairs = pair_records(records, "identity", "rename_tools")
     effect = paired_effect(pairs, "reward")
     assert (effect.n, effect.n_pairs, effect.b, effect.c) == (12, 36, 3, 0)
@@ -238,12 +244,13 @@ def test_missing_grades_and_infra_errors_are_counted_and_withhold():
     result = attribute(pairs, "reward")
     assert result.effect.n == 42 and result.missing.ungraded_pairs == 8
     assert result.verdict.label == "withheld" and "8 ungraded pairs" in result.verdict.sentence
-    assert "worst case give delta -0.160" in result.verdict.sentence
-    # the same drop graded: a behaviour change, nothing missing
+    assert "original grader worst case, unknown behaviour changed give delta -0.160" in result.verdict.sentence
+    # the same drop graded: nothing missing, nothing withheld (without reruns or a regrade the drop
+    # is not attributed)
     for record in records:
         if record.grades[0].score is None:
             record.grades[0].score = 0.0
-    assert attribute(pair_records(records, "identity", "hide_cancel"), "reward").verdict.label == "behaviour change"
+    assert attribute(pair_records(records, "identity", "hide_cancel"), "reward").verdict.label == "inconclusive"
     # infra errors on 20 of 50 treatment records of an otherwise equivalent battery
     for i, record in enumerate(records[1::2]):
         record.grades[0].score = 1.0
@@ -280,8 +287,10 @@ def test_behaviour_change_needs_to_exceed_rerun_noise():
     assert result.effect.moved and result.behaviour.rate == 1.0 and result.behaviour.noise == 1.0
     assert not result.behaviour.excess.established(+1)
     assert result.verdict.label == "inconclusive"
-    # without the reference the same changes look like behaviour
-    assert attribute(pairs, "reward").verdict.label == "behaviour change"
+    # the same from the pairs' own reruns (both arms); without any reference: no conclusion either
+    assert attribute(pairs, "reward").verdict.label == "inconclusive"
+    none = attribute(pairs, "reward", noise={}, treatment_noise={})
+    assert none.verdict.label == "inconclusive" and "no task has identical reruns" in none.verdict.sentence
 
 
 def test_mixed_splits_the_drop_with_two_cis():
@@ -373,7 +382,8 @@ def test_registered_analyses_write_markdown_and_plots(tmp_path):
     text = path.read_text()
     assert ("| scripted | rename_tools | 12 (12) | 1.000 | 0.000 | -1.000 | [-1.000, -1.000] | 0.000488 |"
             in text)
-    assert "| -1.000 [-1.000, -1.000] | +0.000 [+0.000, +0.000] | 0/0/0 | **measurement artifact** |" in text
+    assert ("| 12/12 tasks (12 down, 0 up) | -1.000 [-1.000, -1.000] | +0.000 [+0.000, +0.000] | 0/0/0 "
+            "| **measurement artifact** |") in text
     assert "| llm | rename_tools" not in text  # it never ran the treatment: no row, counted unpaired
     assert "- rename_tools: 12 pairs, 0 infra-error records left out, 4 records without a partner" in text
     assert "hide_cancel (positive control)" in text and "**detected**" in text
@@ -381,7 +391,7 @@ def test_registered_analyses_write_markdown_and_plots(tmp_path):
     # default treatments: every condition but the baseline; reward is the same under the rename,
     # in 12 tasks, which is not enough to bound a possible effect within 0.10 without assumptions
     assert "**scripted / rename_tools: indistinguishable from noise.**" in text
-    assert "**scripted / hide_cancel: behaviour change.**" in text
+    assert "**scripted / hide_cancel: inconclusive.**" in text  # no reruns, no regrade: no zero floor
     # reruns, per agent and condition: 1 of 2 rerun pairs flips, 1 of 2 tasks; pass^1 3/4, pass^2 1/2
     assert "| llm | none | 2 | 0.500 |" in text and "| 0.500 | [" in text
     assert "| scripted | rename_tools" not in text.split("## Rerun noise")[1]  # no reruns there
@@ -389,3 +399,65 @@ def test_registered_analyses_write_markdown_and_plots(tmp_path):
     plots = sorted(p.name for p in tmp_path.glob("trace_*.png"))
     assert len(plots) == 3 and "trace_effects.png" in plots and "trace_flip_rates.png" in plots
     assert all((tmp_path / p).stat().st_size > 0 and f"![{p}]({p})" in text for p in plots)
+
+
+def test_a_certain_artifact_in_both_directions_is_an_artifact_whatever_the_mean():
+    # the agent does exactly the same everywhere (2 reruns); the grader fails 4 passing tasks and
+    # passes 4 failing ones under the treatment: net delta 0, yet every flip is the grader's
+    records = []
+    for i in range(20):
+        base = 1.0 if i < 10 else 0.0
+        treat = 1.0 - base if i < 4 or 10 <= i < 14 else base
+        for rep in range(2):
+            records.append(make_record(f"t{i:02d}", None, grades={"judge": base}, rep=rep))
+            records.append(make_record(f"t{i:02d}", {"name": "paraphrase_descriptions"}, grades={"judge": treat}, rep=rep))
+    result = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "judge")
+    assert result.effect.delta == 0.0 and result.verdict.label == "measurement artifact"
+    assert (result.flips.flipped, result.flips.down, result.flips.up, result.flips.tasks) == (8, 4, 4, 20)
+    assert "in 8 of 20 tasks (4 down, 4 up; share 0.40" in result.verdict.sentence
+    assert "whatever the mean delta" in result.verdict.sentence
+    # a grader that scores identical reruns differently is noisy by itself: no certain artifact
+    records[2].grades[0].score = 0.0  # t00 baseline rep 1 (identical behaviour, other score)
+    noisy = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "judge")
+    assert noisy.verdict.label != "measurement artifact" and "scores identical reruns differently" in noisy.verdict.sentence
+
+
+def test_behaviour_rate_against_reruns_of_both_arms_leaves_out_tasks_without_reruns():
+    from rsigym.graders.trace_behaviour import Unit, behaviour_rate
+
+    units = [Unit("a", 1, 1, changed=True), Unit("a", 1, 1, changed=False), Unit("b", 1, 1, changed=True),
+             Unit("c", 1, 1, changed=False)]
+    # a: paired 1/2, reruns 0/1 (baseline) and 1/1 (treatment) -> floor 1/2, excess 0;
+    # b: paired 1, no treatment reruns -> left out (no zero floor); c: no reruns at all -> left out
+    rate = behaviour_rate(units, {"a": (0, 1), "b": (0, 3)}, {"a": (1, 1)})
+    assert (rate.tasks, rate.referenced, rate.reference) == (3, 1, True)
+    assert rate.rate == pytest.approx((0.5 + 1 + 0) / 3) and rate.noise == pytest.approx(0.5)
+    assert rate.excess.estimate == pytest.approx(0.0) and rate.excess.n == 1
+    assert "(1 tasks with reruns in both arms, 2 without left out)" in rate.text()
+    assert not behaviour_rate(units, {"a": (0, 1)}, {}).reference
+
+
+def test_missing_regrade_grades_that_hide_the_behaviour_part_withhold():
+    records = []
+    for i in range(30):  # 10 tasks use a renamed tool (name-bound ruler fails them), 8 really fail
+        fake, real = i < 10, 10 <= i < 18
+        records.append(make_record(f"t{i:02d}", None, grades={"action_match": 1.0, "action_match_mapped": 1.0}))
+        records.append(make_record(f"t{i:02d}", RENAME, mapping=MAPPING, actions=GOLD[:1] if real else GOLD,
+                                   db="db-x" if real else "db-gold",
+                                   grades={"action_match": 0.0 if fake or real else 1.0,
+                                           "action_match_mapped": None if real else 1.0}))
+    pairs = pair_records(records, "identity", "rename_tools")
+    result = attribute(pairs, "action_match", regrade_grader="action_match_mapped")
+    assert result.missing.ungraded_regrade == 8 and result.missing.ungraded_pairs == 0
+    assert result.verdict.label == "withheld" and "regrade worst" in result.verdict.sentence
+    assert "8 pairs without a regrade grade" in result.verdict.sentence
+
+
+def test_equivalent_sentence_says_what_holds():
+    records = []
+    for i in range(40):  # every pair identical in behaviour and score: the distribution-free TOST bounds it
+        records.append(make_record(f"t{i:02d}", None, grades={"reward": 1.0}))
+        records.append(make_record(f"t{i:02d}", {"name": "paraphrase_descriptions"}, grades={"reward": 1.0}))
+    result = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "reward")
+    assert result.verdict.label == "no effect"
+    assert "the score is equivalent within +-0.10 (90% CI" in result.verdict.sentence

@@ -62,14 +62,19 @@ def test_role_binding_under_rename_is_a_measurement_artifact(records, capsys):
     assert result.verdict.label == "measurement artifact"
 
 
-def test_description_reader_under_rename_is_mixed(records):
+def test_description_reader_under_rename_has_a_grader_part_and_an_unproven_behaviour_part(records):
     result = attribute(pair_records(records, "identity", "rename_tools"), "action_match",
                        agent="description_reader", regrade_grader="action_match_mapped",
                        noise=rerun_behaviour(records, "identity", "description_reader"))
-    assert result.verdict.label == "mixed"
     assert result.effect.delta == pytest.approx(-0.48)
-    assert result.grader_part.estimate == pytest.approx(-0.32) and result.grader_part.ci_high < 0
-    assert result.behaviour_part.estimate == pytest.approx(-0.16) and result.behaviour_part.ci_high < 0
+    assert result.grader_part.estimate == pytest.approx(-0.32) and result.grader_part.established()
+    # the behaviour part is 4 of 25 tasks, all down: the bootstrap CI excludes 0, but four signs
+    # give the exact sign-flip test p = 2/16, so it is not established on 25 tasks
+    part = result.behaviour_part
+    assert part.estimate == pytest.approx(-0.16) and part.ci_high < 0 and part.p_value == pytest.approx(0.125)
+    assert not part.established()
+    assert result.verdict.label == "inconclusive"
+    assert "behaviour part -0.160 [-0.320, -0.040] not established (sign-flip p=0.125)" in result.verdict.sentence
 
 
 def test_name_bound_under_rename_is_a_behaviour_change(records):

@@ -7,6 +7,7 @@ into a score. Each must fail; the server's contract is ``sandbox.exec``'s.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 
 import pytest
@@ -120,6 +121,30 @@ def test_a_command_cannot_cripple_what_the_next_one_inherits(own_sandbox):
     assert crippled.ok and crippled.stdout == "crippled\n", crippled  # the attack itself works...
     after = server.exec(["python3", "-c", INHERITS])
     assert after.ok and json.loads(after.stdout) == json.loads(before.stdout), (before.stdout, after.stdout)
+    assert server.starts == 2  # ...and the next command ran on a new server
+
+
+# ioprio_set(IOPRIO_WHO_PROCESS, server, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)): every later
+# command would get disk time only when no one else wants it.
+IO_PRIORITY = r"""
+import ctypes, os, sys
+NR = {"x86_64": (251, 252), "aarch64": (30, 31)}[os.uname().machine]
+libc = ctypes.CDLL(None, use_errno=True)
+if sys.argv[1] == "set":
+    assert libc.syscall(NR[0], 1, os.getppid(), 3 << 13) == 0, ctypes.get_errno()
+print(libc.syscall(NR[1], 1, 0))
+"""
+
+
+def test_a_command_cannot_lower_the_io_priority_the_next_one_inherits(own_sandbox):
+    if os.uname().machine not in ("x86_64", "aarch64"):
+        pytest.skip("ioprio syscall numbers are known for x86_64 and aarch64 only")
+    server = own_sandbox.exec_server()
+    before = server.exec(["python3", "-c", IO_PRIORITY, "get"])
+    attack = server.exec(["python3", "-c", IO_PRIORITY, "set"])
+    assert attack.ok and int(attack.stdout) == int(before.stdout), attack  # its own class is unchanged...
+    after = server.exec(["python3", "-c", IO_PRIORITY, "get"])
+    assert after.ok and int(after.stdout) == int(before.stdout) != 3 << 13, (before.stdout, after.stdout)
     assert server.starts == 2  # ...and the next command ran on a new server
 
 

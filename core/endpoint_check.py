@@ -1,0 +1,118 @@
+"""Endpoint check: one cheap call per distinct model endpoint of a scenario, before any episode.
+
+A scenario names models in many places: agents, the simulated user (``env.kwargs.user``), judges
+(``graders[i].params``), candidate sources, workflow roles. A bad key, an unknown model, a URL
+that is not one or a server that does not answer would otherwise fail every episode, one by one,
+after retries. ``check_endpoints`` sends one short request (``max_tokens`` 5) per distinct
+(model, api_base, credentials) through the one LLM client and turns every failure that cannot
+pass into a preflight problem: one line with the key path, the model, and the provider's own
+message. Offline ``rsigym/...`` models need no call. A rate limit or a 5xx after a retry is a
+warning (the endpoint exists and the run's own retries may see it through). Its usage (tokens,
+cost) is returned so that the run counts it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .provider_errors import provider_message
+from .records import Usage
+
+__all__ = ["Endpoint", "EndpointCheck", "scenario_endpoints", "check_endpoints", "PING"]
+
+PING = [{"role": "user", "content": "Reply with the word OK."}]
+_PASSING_KINDS = frozenset({"rate_limit", "server"})  # the endpoint answered; the run may retry
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A distinct model endpoint and where the scenario names it (key paths)."""
+
+    model: str
+    api_base: str | None
+    api_key_env: str | None
+    role: str
+    wheres: tuple[str, ...]
+
+
+@dataclass
+class EndpointCheck:
+    """What the check found: problems (one line each), warnings, and what the calls cost."""
+
+    endpoints: list[Endpoint] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+def _role(where: str) -> str:
+    if where.startswith("agents"):
+        return "agent"
+    if where.startswith("graders"):
+        return "judge"
+    if where.endswith(".user"):
+        return "user"
+    return where.rsplit(".", 1)[-1].split("[")[0] or "model"
+
+
+def scenario_endpoints(raw: dict[str, Any]) -> list[Endpoint]:
+    """Every distinct hosted model endpoint the scenario (its raw mapping) names, in order."""
+    from .preflight import model_entries
+
+    found: dict[tuple[str, str | None, str | None], list[str]] = {}
+    for where, entry in model_entries(raw):
+        model = entry["model"]
+        params: dict[str, Any] = entry["params"] if isinstance(entry.get("params"), dict) else {}
+        api_base = entry.get("api_base") or params.get("api_base")
+        if model.startswith("rsigym/") and not api_base:
+            continue  # offline models answer in-process
+        if "mock_response" in (params.get("litellm_kwargs") or {}) or "mock_response" in params:
+            continue  # LiteLLM answers these itself
+        key = (model, api_base, entry.get("api_key_env") or params.get("api_key_env"))
+        found.setdefault(key, []).append(where)
+    return [Endpoint(model, base, key_env, _role(wheres[0]), tuple(wheres))
+            for (model, base, key_env), wheres in found.items()]
+
+
+def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: Mapping[str, str] | None = None,
+                    call: Callable[..., Any] | None = None, timeout_s: float = 30.0) -> EndpointCheck:
+    """Call each endpoint of the scenario once; problems name the key path and the provider's words.
+
+    Args:
+        raw: The scenario's raw mapping (after ``--model`` and the other overrides).
+        source: The scenario file, named at the start of each problem line.
+        environ: Where ``api_key_env`` variables are read (default ``os.environ``).
+        call: The client (``rsigym.llm.complete``; tests may pass another).
+        timeout_s: Per-request timeout.
+    """
+    from .llm import LLMError, RetryPolicy, complete
+
+    environ = os.environ if environ is None else environ
+    call = call or complete
+    result = EndpointCheck(endpoints=scenario_endpoints(raw))
+    # one retry: a connection that fails twice in a row is not coming up for the run either
+    retry = RetryPolicy(max_retries=1, backoff_base_s=0.5, backoff_max_s=2.0, retry_after_max_s=5.0,
+                        max_rate_limit_retries=0)
+    for endpoint in result.endpoints:
+        where = f"{source}: {endpoint.wheres[0]}.model"
+        at = f" at {endpoint.api_base}" if endpoint.api_base else ""
+        key = environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+        try:
+            reply = call(PING, model=endpoint.model, role=endpoint.role, api_base=endpoint.api_base,
+                         api_key=key, params={"max_tokens": 5, "temperature": 0.0}, timeout_s=timeout_s,
+                         retry=retry)
+        except LLMError as exc:
+            result.usage = result.usage + exc.usage
+            cause = exc.__cause__
+            words = provider_message(cause) if cause is not None else str(exc).split(": ", 1)[-1]
+            line = f"{where}: {endpoint.model}{at} failed the endpoint check ({exc.kind or 'error'}): {words}"
+            line = " ".join(line.split())  # one line, whatever the provider sent
+            if exc.kind in _PASSING_KINDS:
+                result.warnings.append(line)
+            else:
+                result.problems.append(line + " (--no-endpoint-check skips this check)")
+            continue
+        result.usage = result.usage + reply.usage
+    return result

@@ -1,0 +1,104 @@
+"""Run guard: when to start no further episode (a cost limit that holds, or errors that repeat).
+
+Cost limit. Checking the spending only after each record lets every episode already in flight
+finish past the limit: with 2 workers x 16 in flight a limit of 0.001 USD once spent 0.0046. So
+each episode *reserves* its estimated cost before it starts, and starts only if what is spent plus
+what is reserved plus its own estimate stays within the limit. The estimate is the dearest
+finished episode of the same agent seen in this run (all roles, LiteLLM's prices times the
+observed tokens). Before an agent has finished an episode its cost is unknown: then at most one
+episode of unknown cost per worker is in flight. So the spending ends at most one episode's cost
+per worker above the limit (those first episodes of unknown cost), plus what an episode costs
+above the dearest one seen before it started.
+
+Consecutive errors. When ``max_consecutive`` episodes in a row (in the order they finish) end in
+the same LLM failure that retrying cannot fix (a bad key, an unknown model, a rejected request),
+every further episode would too: the guard stops the run and keeps that error in full.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+from rsigym.provider_errors import is_unrecoverable_text
+from rsigym.records import Trajectory
+
+from ..scenario import EpisodeSpec
+
+__all__ = ["RunGuard"]
+
+_WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
+
+
+@dataclass
+class RunGuard:
+    """Admission of episodes under a cost limit, and the consecutive-error stop.
+
+    Args:
+        cost_limit_usd: Spending the run must not pass (None: no limit).
+        max_consecutive_errors: Identical unrecoverable errors in a row that stop the run (0: never).
+        unknown_cost_slots: Episodes of an agent whose cost is not yet known allowed in flight
+            (one per worker).
+        spent_usd: Already spent before the first episode (the endpoint check).
+    """
+
+    cost_limit_usd: float | None = None
+    max_consecutive_errors: int = 5
+    unknown_cost_slots: int = 1
+    spent_usd: float = 0.0
+    reserved: dict[str, float | None] = field(default_factory=dict)  # key in flight -> estimate (None: unknown)
+    dearest_usd: dict[str, float] = field(default_factory=dict)      # agent id -> dearest episode seen
+    cost_stopped: bool = False
+    error_stopped: str | None = None  # the error, in full, that stopped the run
+    _last_error: str | None = None
+    _repeats: int = 0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def admit(self, spec: EpisodeSpec) -> bool:
+        """Whether ``spec`` may start now; if so its estimated cost is reserved until it finishes."""
+        with self._lock:
+            if self.error_stopped is not None or self.cost_stopped:
+                return False
+            if self.cost_limit_usd is None:
+                self.reserved[spec.key] = 0.0
+                return True
+            self.reserved.pop(spec.key, None)  # a retried episode (its worker died) reserves anew
+            estimate = self.dearest_usd.get(spec.agent.id)
+            if estimate is None:
+                unknown = sum(v is None for v in self.reserved.values())
+                ok = self.spent_usd < self.cost_limit_usd and unknown < max(1, self.unknown_cost_slots)
+            else:
+                committed = self.spent_usd + sum(v or 0.0 for v in self.reserved.values())
+                ok = self.spent_usd < self.cost_limit_usd and committed + estimate <= self.cost_limit_usd
+            if ok:
+                self.reserved[spec.key] = estimate
+            elif not self.reserved:  # nothing in flight will change the picture: the run is over
+                self.cost_stopped = True
+            return ok
+
+    def finished(self, record: Trajectory) -> None:
+        """Release the episode's reservation, count its cost and its error."""
+        with self._lock:
+            self.reserved.pop(record.episode_key, None)
+            cost = float(record.usage.cost_usd)
+            self.spent_usd += cost
+            agent = record.agent.id
+            self.dearest_usd[agent] = max(self.dearest_usd.get(agent, 0.0), cost)
+            if record.termination == "infra_error" and is_unrecoverable_text(record.error):
+                error = _WHERE.sub("", (record.error or "").strip())
+                self._repeats = self._repeats + 1 if error == self._last_error else 1
+                self._last_error = error
+                if self.max_consecutive_errors and self._repeats >= self.max_consecutive_errors:
+                    self.error_stopped = error
+            else:
+                self._last_error, self._repeats = None, 0
+
+    def stop(self) -> bool:
+        """True once no further episode may start."""
+        with self._lock:
+            if self.error_stopped is not None or self.cost_stopped:
+                return True
+            return self.cost_limit_usd is not None and self.spent_usd >= self.cost_limit_usd

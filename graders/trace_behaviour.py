@@ -1,0 +1,167 @@
+"""Behaviour evidence for TRACE: paired changes against identical reruns of both arms, and what
+the grader did where the agent did exactly the same.
+
+A pair's behaviour changed when its actions (tool names mapped back) or its final state differ
+(``trace.behaviour_diff``). Per task, the *paired disagreement* is the share of its pairs whose
+behaviour changed, and each arm's *rerun disagreement* the share of its identical-rerun pairs
+that changed. For an agent that draws its behaviour in a task from P under the baseline and Q
+under the treatment, paired disagreement has expectation 1 - sum p_i q_i and the rerun ones
+1 - sum p_i^2 and 1 - sum q_i^2, so paired minus the mean of the two is 1/2 sum (p_i - q_i)^2:
+never below 0, and 0 exactly when the behaviour distribution did not change. Only tasks with
+reruns in both arms enter that excess; the others are left out and counted (a task without
+reruns has no noise floor, not a floor of 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as _st
+
+from rsigym.records import Trajectory
+
+from .trace import PASS_THRESHOLD, Pair, behaviour_diff, record_score, rerun_groups
+from .trace_effects import Part, task_part
+
+__all__ = ["Unit", "ArmReruns", "arm_reruns", "BehaviourRate", "behaviour_rate", "GraderFlips", "grader_flips"]
+
+Counts = dict[str, tuple[int, int]]  # task -> (changed rerun pairs, rerun pairs)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One pair's evidence: the original grader's scores, the regrade's, and whether the agent's
+    behaviour changed. ``imputed`` marks a unit filled in for a missing or infra-error record."""
+
+    task_id: str
+    base: float | None
+    treat: float | None
+    base_regrade: float | None = None
+    treat_regrade: float | None = None
+    changed: bool = False
+    imputed: bool = False
+
+
+@dataclass(frozen=True)
+class ArmReruns:
+    """Identical reruns of one arm: behaviour changes per task, and the grader on reruns whose
+    behaviour was identical (a grader that scores one behaviour two ways is noisy by itself)."""
+
+    behaviour: Counts
+    changed: int = 0  # rerun pairs whose behaviour changed
+    identical_scored: int = 0  # rerun pairs with identical behaviour, both graded
+    score_disagreements: int = 0  # ... of which the grader scored differently
+
+
+def arm_reruns(records: Sequence[Trajectory], grader: str) -> ArmReruns:
+    """``ArmReruns`` of the records of one arm (one agent, one condition)."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    changed = scored = disagree = 0
+    for group in rerun_groups(records):
+        for a, b in combinations(group, 2):
+            diff = behaviour_diff(Pair(a, b)).changed
+            tally = counts[str(a.env.task_id)]
+            tally[0] += diff
+            tally[1] += 1
+            changed += diff
+            x, y = record_score(a, grader), record_score(b, grader)
+            if not diff and x is not None and y is not None:
+                scored += 1
+                disagree += x != y
+    return ArmReruns({t: (c, n) for t, (c, n) in sorted(counts.items())}, changed, scored, disagree)
+
+
+@dataclass(frozen=True)
+class BehaviourRate:
+    """Paired behaviour changes per task against identical reruns of both arms (description,
+    and the behaviour-level test ``excess``)."""
+
+    rate: float  # mean over tasks of the share of changed pairs
+    noise: float  # mean over referenced tasks of the mean rerun disagreement of both arms; nan if none
+    excess: Part  # per referenced task: paired disagreement - mean rerun disagreement of both arms
+    reference: bool  # whether any task has reruns in both arms
+    any_changed: bool  # some pair's behaviour changed
+    tasks: int = 0  # tasks with pairs
+    referenced: int = 0  # tasks with reruns in both arms (the excess's tasks)
+    reruns_changed: bool = False  # some rerun pair of either arm changed
+
+    @property
+    def identical_everywhere(self) -> bool:
+        """Behaviour identical in every pair and every rerun of both arms."""
+        return not self.any_changed and not self.reruns_changed
+
+    def text(self) -> str:
+        head = f"behaviour changed in {self.rate:.0%} of pairs (mean over {self.tasks} tasks)"
+        if not self.reference:
+            return head + "; no task has identical reruns in both arms, so no rerun reference: the rate is description only"
+        left = self.tasks - self.referenced
+        return (f"{head} vs {self.noise:.0%} between identical reruns of both arms ({self.referenced} tasks with "
+                f"reruns in both arms, {left} without left out), excess {self.excess.text()}")
+
+
+def behaviour_rate(units: Sequence[Unit], base: Counts, treat: Counts, *, reruns_changed: bool = False,
+                   confidence: float = 0.95, seed: int = 0) -> BehaviourRate:
+    """The behaviour-change rate of ``units`` per task, against rerun disagreement of both arms."""
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for unit in units:
+        by_task[unit.task_id].append(unit.changed)
+    rates = {t: float(np.mean(v)) for t, v in sorted(by_task.items())}
+    floor = {t: (base[t][0] / base[t][1] + treat[t][0] / treat[t][1]) / 2 for t in rates
+             if base.get(t, (0, 0))[1] and treat.get(t, (0, 0))[1]}
+    excess = task_part("behaviour excess", [rates[t] - floor[t] for t in sorted(floor)], confidence, seed)
+    mean = (lambda v: float(np.mean(list(v))) if v else math.nan)
+    return BehaviourRate(mean(rates.values()), mean(floor.values()), excess, bool(floor),
+                         any(any(v) for v in by_task.values()), len(rates), len(floor), reruns_changed)
+
+
+@dataclass(frozen=True)
+class GraderFlips:
+    """What the original grader did on pairs whose behaviour was identical: every score change
+    there is the grader's. ``flipped`` tasks have such a pair whose pass/fail (score >= 0.5)
+    differs (``down``: passes under the baseline only, ``up``: under the treatment only; a task
+    can be both); ``share`` = flipped / tasks
+    with an exact (Clopper-Pearson) interval; ``mean_abs`` = mean over tasks of the mean
+    |treatment - baseline| of their scored pairs (the absolute disagreement, both directions)."""
+
+    tasks: int
+    flipped: int
+    down: int
+    up: int
+    share: float
+    share_low: float
+    share_high: float
+    mean_abs: float
+
+    def text(self) -> str:
+        if not self.tasks:
+            return "no scored pairs"
+        return (f"the grader flips pass/fail of identical behaviour in {self.flipped} of {self.tasks} tasks "
+                f"({self.down} down, {self.up} up; share {self.share:.2f} [{self.share_low:.2f}, "
+                f"{self.share_high:.2f}]), mean absolute disagreement {self.mean_abs:.3f}")
+
+
+def grader_flips(units: Sequence[Unit], confidence: float = 0.95) -> GraderFlips:
+    """``GraderFlips`` of the scored units (original grader)."""
+    by_task: dict[str, list[Unit]] = defaultdict(list)
+    for unit in units:
+        if unit.base is not None and unit.treat is not None:
+            by_task[unit.task_id].append(unit)
+    def passes(score: float | None) -> bool:
+        return score is not None and score >= PASS_THRESHOLD
+
+    same = {t: [u for u in v if not u.changed] for t, v in by_task.items()}
+    down = sum(any(passes(u.base) and not passes(u.treat) for u in v) for v in same.values())
+    up = sum(any(passes(u.treat) and not passes(u.base) for u in v) for v in same.values())
+    flipped = sum(any(passes(u.base) != passes(u.treat) for u in v) for v in same.values())
+    n = len(by_task)
+    if n == 0:
+        return GraderFlips(0, 0, 0, 0, math.nan, math.nan, math.nan, math.nan)
+    ci = _st.binomtest(flipped, n).proportion_ci(confidence, method="exact")
+    mean_abs = float(np.mean([np.mean([abs(u.treat - u.base) for u in v])  # type: ignore[operator]
+                              for v in by_task.values()]))
+    return GraderFlips(n, flipped, down, up, flipped / n, float(ci.low), float(ci.high), mean_abs)

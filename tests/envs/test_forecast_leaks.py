@@ -1,0 +1,47 @@
+"""ExperimentForecast-v0 gives the agent nothing derived from an outcome it must predict.
+
+The conformance test moves the true outcome of every hidden record (in the pool, never executed,
+never shown) and requires the whole agent-facing stream to stay byte-identical. On the env before
+this test existed it failed: ``info["round_metrics"]`` carried the round's best true gain.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rsigym.envs.forecast.archive import load_archive
+from rsigym.envs.forecast.env import ExperimentForecastEnv
+from rsigym.envs.forecast.leakcheck import hash_policy, hidden_truth_differences
+
+CONDITIONS = [{"name": name, "params": {"observed": observed}}
+              for name in ("in_env", "shuffled_gains", "cross_env", "no_experience")
+              for observed in ("mean", "single_seed")]
+
+
+@pytest.mark.parametrize("condition", CONDITIONS, ids=lambda c: f"{c['name']}-{c['params']['observed']}")
+def test_nothing_derived_from_unexecuted_candidates_true_gains_reaches_the_agent(condition):
+    archive = load_archive()
+    for task, seed in (("digits-mlp", 3), ("tabular-bc", 8)):
+        differences, hidden = hidden_truth_differences(
+            lambda a: ExperimentForecastEnv(condition=condition, archive=a), archive, task=task, seed=seed)
+        assert hidden >= 3, "the check must move some hidden truths to mean anything"
+        assert differences == [], f"{task}: {differences[:3]}"
+
+
+@pytest.mark.parametrize("condition", CONDITIONS, ids=lambda c: f"{c['name']}-{c['params']['observed']}")
+def test_best_gain_and_reward_follow_the_shown_gains(condition):
+    env = ExperimentForecastEnv(condition=condition)
+    observation, _ = env.reset(seed=4, options={"task_id": "charlm-pydoc"})
+    rewards = []
+    terminated = False
+    while not terminated:
+        observation, reward, terminated, _, info = env.step({"predictions": hash_policy(json.loads(observation["data"]))})
+        rewards.append(reward)
+        shown = [row["gain"] for row in json.loads(observation["data"])["experience"] if row["source"] == "executed"]
+        assert float(observation["best_gain"]) == pytest.approx(max(shown))
+        assert "round_metrics" not in info and "best_gain" not in info
+    assert sum(rewards) == pytest.approx(max(0.0, max(shown)))
+    state = env.snapshot()  # the truth stays in the final state, for graders
+    assert state["best_gain"] == max(state["executed_gains"]) and len(state["shown_gains"]) == len(state["executed"])

@@ -1,0 +1,84 @@
+"""Attack (issue 27, item 6): SIGKILL of only the main ``rsigym run --workers 2`` process. Its
+workers must not run on with PPID 1 holding memory and containers: each notices its parent's death,
+removes the containers it created and exits (``rsigym.runner.orphans``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+import yaml
+
+from ..conftest import rsigym_cmd
+
+# How long the test waits for what must happen within seconds: "never" on a broken build, and
+# no wall-clock claim (the latency is printed; see the report).
+PATIENCE_S = 120.0
+
+
+def _scenario(path, sandbox: str) -> None:
+    raw = {"name": "orphans", "env": {"id": "rsigym/CodeRepair-v0",
+                                      "kwargs": {"coder": "mixture", "problems": 4, "rounds": 3, "sandbox": sandbox}},
+           "tasks": ["humaneval"], "agents": [{"id": "random", "kind": "coderepair_random"}],
+           "seeds": [0, 1, 2, 3], "max_steps": 50, "graders": []}
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _containers_of(client, pids: set[int]) -> list[str]:
+    found = client.api.containers(all=True, filters={"label": ["rsigym.sandbox=1"]})
+    return [c["Id"] for c in found if c.get("Labels", {}).get("rsigym.owner_pid", "") in {str(p) for p in pids}]
+
+
+@pytest.mark.parametrize("path", ["pool", "in_flight"])
+def test_workers_end_and_release_their_containers_when_the_runner_is_killed(provider, path, tmp_path, request):
+    if provider == "local" and path == "in_flight":
+        pytest.skip("the in-flight path's parent watch is older; its docker run covers containers too")
+    client = request.getfixturevalue("docker_client") if provider == "docker" else None
+    scenario = tmp_path / "s.yaml"
+    _scenario(scenario, provider)
+    argv = [*rsigym_cmd(), "run", str(scenario), "--out", str(tmp_path / "out"), "--no-progress", "--workers", "2"]
+    if path == "in_flight":
+        argv += ["--concurrency", "2"]
+    proc = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + PATIENCE_S
+        workers: set[int] = set()
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            children = psutil.Process(proc.pid).children()
+            workers = {c.pid for c in children if "resource_tracker" not in " ".join(c.cmdline())}
+            if len(workers) >= 2 and (client is None or len(_containers_of(client, workers)) >= 2):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"never two workers{' with containers' if client else ''}: {workers}")
+        os.kill(proc.pid, signal.SIGKILL)  # the runner only
+        killed = time.monotonic()
+        proc.wait(timeout=30)
+        alive = set(workers)
+        while alive and time.monotonic() < killed + PATIENCE_S:
+            alive = {pid for pid in alive if _running(pid)}
+            time.sleep(0.05)
+        print(f"workers gone {time.monotonic() - killed:.2f} s after the runner's SIGKILL")
+        assert not alive, f"workers {alive} outlived their killed runner"
+        if client is not None:
+            assert _containers_of(client, workers) == [], "the dead workers' containers are still there"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if client is not None:
+            for cid in _containers_of(client, workers):
+                client.api.remove_container(cid, force=True)
