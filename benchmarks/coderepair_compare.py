@@ -1,4 +1,4 @@
-"""Static verifier vs fixed vs adaptive world model on CodeRepair-v0, paired per problem, with CIs.
+"""Static verifier vs fixed vs adaptive world model on CodeRepair-v0: headroom table, then paired comparison.
 
 Real episodes through the runner (the env, the mixture coder, every chosen candidate executed in
 the sandbox, each final program re-executed by the ``hidden_tests`` graders), then the family's
@@ -22,6 +22,7 @@ from typing import Any
 from rich.console import Console
 
 from rsigym.envs.coderepair.analyses import coderepair_compare, coderepair_regrade
+from rsigym.envs.coderepair.headroom import coderepair_headroom
 from rsigym.jsonl import read_records
 from rsigym.runner import RECORDS_FILE, run_scenario
 from rsigym.scenario import parse_scenario
@@ -43,10 +44,12 @@ class Args:
     """sandbox provider"""
     workers: int = 2
     """episodes in parallel"""
+    warmup: int | None = None
+    """warm-up problems of the world models (default: a fifth of the stream, at least 3)"""
 
 
 def scenario(args: Args) -> Any:
-    warmup = max(3, args.problems // 5)
+    warmup = args.warmup if args.warmup is not None else max(3, args.problems // 5)
     wm = {"predictor": args.predictor, "warmup": warmup, "min_samples": 20, "min_fit_rows": 30}
     return parse_scenario({
         "name": "coderepair_compare_benchmark",
@@ -55,6 +58,7 @@ def scenario(args: Args) -> Any:
                            "problems": args.problems, "sandbox": args.sandbox}},
         "tasks": ["humaneval"],
         "agents": [{"id": "static_verifier", "kind": "static_verifier"},
+                   {"id": "static_audit", "kind": "static_verifier_audit"},
                    {"id": "fixed", "kind": "fixed_world_model", "params": wm},
                    {"id": "adaptive", "kind": "adaptive_world_model",
                     "params": {**wm, "check_every": max(2, args.problems // 10)}},
@@ -69,6 +73,7 @@ def main(args: Args) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as out:
         run_scenario(scenario(args), out, workers=args.workers, progress=False, report=False)
         records = read_records(f"{out}/{RECORDS_FILE}").records
+        headroom = coderepair_headroom(records, Path(out))
         compare = coderepair_compare(records, Path(out), baseline="static_verifier", control="random")
         regrade = coderepair_regrade(records, Path(out))
     console = Console(width=200)
@@ -76,22 +81,23 @@ def main(args: Args) -> dict[str, Any]:
     console.print(f"{len(records)} episodes ({len(infra)} infra errors), {args.problems} problems x {args.seeds} seeds, "
                   f"predictor {args.predictor}, coder drift at {args.drift_at:.0%} of the stream, "
                   f"sandbox {records[0].sandbox.get('provider') if records and records[0].sandbox else '?'}")
-    for section in (compare, regrade):
+    for section in (headroom, compare, regrade):
         console.print(f"\n## {section.title}\n\n{section.markdown}\n\n**Verdict:** {section.verdict}", markup=False)
     console.print(f"\nwall time {time.perf_counter() - started:.0f} s")
-    return {"compare": compare.verdict, "regrade": regrade.verdict, "records": len(records), "infra": len(infra)}
+    return {"headroom": headroom.verdict, "compare": compare.verdict, "regrade": regrade.verdict, "records": len(records), "infra": len(infra)}
 
 
 def _parse() -> Args:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", type=int, default=40)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--predictor", default="logistic", choices=["logistic", "torch"])
+    parser.add_argument("--predictor", default="logistic", choices=["logistic", "torch", "boosting"])
     parser.add_argument("--drift-at", type=float, default=0.4)
     parser.add_argument("--sandbox", default="auto")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=None)
     ns = parser.parse_args()
-    return Args(ns.problems, ns.seeds, ns.predictor, ns.drift_at, ns.sandbox, ns.workers)
+    return Args(ns.problems, ns.seeds, ns.predictor, ns.drift_at, ns.sandbox, ns.workers, ns.warmup)
 
 
 if __name__ == "__main__":

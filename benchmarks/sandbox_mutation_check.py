@@ -1,7 +1,10 @@
 """Removes each hardening setting of the docker sandbox, one at a time, and shows which tests fail.
 
 The exec server's three guarantees (non-dumpable, the kill after each command, the check of what
-the next command inherits) count as settings too.
+the next command inherits) count as settings too, and so does each rule of the redaction of secrets
+by structure (``rsigym.redact``: URL userinfo and query values, header mappings and header lines,
+secret key names, configured values registered), guarded by ``tests/security/test_secrets_by_structure.py``
+(no Docker needed for those rows).
 
 A setting no test notices is not guarded: every row must show at least one failing test. Each
 mutation runs the docker tests of ``tests/security`` and ``tests/core/test_sandbox_docker.py``
@@ -119,6 +122,65 @@ MUTATIONS: dict[str, Callable[[], None]] = {
 }
 
 
+# ---- issue 27 item 4: redaction by structure (helper issue27b) --------------------------------
+# Each rule of ``rsigym.redact`` removed in turn; ``tests/security/test_secrets_by_structure.py``
+# must notice. The end-to-end test runs ``rsigym`` in subprocesses, so the mutation also reaches
+# them: the child puts a ``sitecustomize`` module on PYTHONPATH that applies it at start-up.
+_NEVER = r"(?!)"  # a pattern that matches nothing
+
+
+def _redact_rule_off(*names: str) -> Callable[[], None]:
+    def apply() -> None:
+        import re
+
+        from rsigym import redact
+
+        for name in names:
+            setattr(redact, name, re.compile(_NEVER))
+
+    return apply
+
+
+def _no_secret_registration() -> None:
+    from rsigym import scenario
+
+    scenario.register_secrets_in = lambda value: None  # type: ignore[assignment]
+
+
+REDACTION_MUTATIONS: dict[str, Callable[[], None]] = {
+    "redaction: URL userinfo": _redact_rule_off("_USERINFO"),
+    "redaction: URL query values": _redact_rule_off("_PAIR_VALUE"),
+    "redaction: header mappings (headers, extra_headers)": _redact_rule_off("_HEADERS_KEY"),
+    "redaction: header lines in text (Cookie: ...)": _redact_rule_off("_HEADER_TEXT"),
+    "redaction: secret words in key names (cookie, signature)": _redact_rule_off("_SECRET_WORD"),
+    "redaction: *-key and *-token key names": _redact_rule_off("_KEY_SUFFIX"),
+    "redaction: configured secrets registered by value": _no_secret_registration,
+}
+REDACTION_TESTS = ["tests/security/test_secrets_by_structure.py"]
+MUTATIONS.update(REDACTION_MUTATIONS)
+
+
+def _propagate_to_subprocesses(name: str) -> None:
+    """Make every Python process the tests start apply mutation ``name`` too (sitecustomize)."""
+    import os
+
+    folder = tempfile.mkdtemp(prefix="rsigym-mutation-")
+    pathlib.Path(folder, "sitecustomize.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO / 'benchmarks')!r})\n"
+        "import sandbox_mutation_check\n"
+        f"sandbox_mutation_check.MUTATIONS[{name!r}]()\n")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p)
+
+
+def _pytest_args(name: str) -> list[str]:
+    if name in REDACTION_MUTATIONS:
+        _propagate_to_subprocesses(name)
+        return REDACTION_TESTS
+    return ["-m", "docker", "-k", DESELECT, *TESTS]
+# ---- end of the issue 27 item 4 block ---------------------------------------------------------
+
+
 class _Failures:
     """A pytest plugin that collects the ids of failed tests."""
 
@@ -135,8 +197,7 @@ def _child(name: str, out_path: str) -> int:
 
     MUTATIONS[name]()
     failures = _Failures()
-    code = pytest.main(["-q", "-p", "no:cacheprovider", "-m", "docker", "-k", DESELECT, *TESTS],
-                       plugins=[failures])  # fmt: skip
+    code = pytest.main(["-q", "-p", "no:cacheprovider", *_pytest_args(name)], plugins=[failures])
     pathlib.Path(out_path).write_text(json.dumps(failures.failed))
     return int(code)
 

@@ -37,7 +37,7 @@ from rich.table import Table
 import rsigym.envs.workflow.mass_policies  # noqa: F401  (offline judge and optimiser)
 import rsigym.envs.workflow.policies  # noqa: F401  (offline roles)
 from rsigym.envs.workflow.agents import RolePlayer
-from rsigym.envs.workflow.analyses import agreement_counts, agreement_rate
+from rsigym.envs.workflow.analyses import agreement_counts, agreement_rate, paired_verdict
 from rsigym.envs.workflow.families import FAMILIES, MODELS
 from rsigym.envs.workflow.mass import EvolutionResult, Execution, evolve, execute, random_search
 from rsigym.envs.workflow.spec import seed_spec
@@ -138,9 +138,11 @@ def main(args: Args) -> dict[str, Any]:
         table.add_row(family, *(ci_text(pick[arm]) for arm in ARMS), ci_text(gain))
     console.print(table)
     pooled = {arm: [e.score for e in held[arm]] for arm in ARMS}
-    for control in ("random search", "coin-judge loop"):
+    per_seed = len(FAMILIES) * args.test_per_family  # held[arm] is filled seed after seed
+    seeds_of = [args.seeds[i // per_seed] for i in range(len(held["seed"]))]
+    for control in ("seed", "random search", "coin-judge loop"):
         diff = [b - a for a, b in zip(pooled[control], pooled["evolved"])]
-        console.print(f"evolved - {control} (paired over {len(diff)} held-out tasks): {ci_text(diff)}")
+        console.print(f"evolved - {control} (paired): {paired_verdict(diff, [f'seed {s}' for s in seeds_of])}")
     tokens = {arm: sum(e.output_tokens for e in held[arm]) / len(held[arm]) for arm in ARMS}
     per_k = {arm: sum(pooled[arm]) / len(pooled[arm]) / max(tokens[arm], 1.0) * 1000 for arm in ARMS}
     console.print("output tokens per task: " + ", ".join(f"{a} {tokens[a]:.0f}" for a in ARMS))

@@ -38,6 +38,7 @@ import rsigym.envs.workflow.mass_policies as mass_policies
 import rsigym.envs.workflow.policies  # noqa: F401  (offline roles)
 from rsigym.agents.offline import OfflineReply, register_offline_policy
 from rsigym.envs.workflow.agents import RolePlayer
+from rsigym.envs.workflow.analyses import paired_verdict
 from rsigym.envs.workflow.families import FAMILIES
 from rsigym.envs.workflow.gen_policy import GenerationPolicy, TrainConfig
 from rsigym.envs.workflow.mass import Execution, evolve, execute
@@ -46,7 +47,6 @@ from rsigym.envs.workflow.sft_export import sft_examples, validate_sft_jsonl, wo
 from rsigym.envs.workflow.spec import seed_spec
 from rsigym.envs.workflow.tasks import new_salt, task_brief
 from rsigym.sandbox import open_sandbox
-from rsigym.stats import bootstrap_ci
 
 _RECORDED: list[tuple[str, str]] = []
 
@@ -72,20 +72,6 @@ class Args:
     gen2_model: str | None = None      # a LiteLLM model in gen-2's place (no training)
 
 
-def ci_text(values: list[float]) -> str:
-    if len(values) < 2:
-        return "insufficient data"
-    low, high = bootstrap_ci(values)
-    return f"{sum(values) / len(values):+.3f} [{low:+.3f}, {high:+.3f}]"
-
-
-def verdict_of(values: list[float]) -> str:
-    if len(values) < 5:
-        return "insufficient data"
-    low, high = bootstrap_ci(values)
-    return "gen-2 better" if low > 0 else "gen-2 worse" if high < 0 else "no detectable difference"
-
-
 def carrying(examples: list[dict[str, Any]], specs: list[dict[str, Any]]) -> int:
     """Examples that still hold any text a workflow added."""
     added = {t for spec in specs for t in workflow_added_texts(spec)}
@@ -99,6 +85,7 @@ def main(args: Args) -> dict[str, Any]:
     started = time.perf_counter()
     gen1 = "rsigym/workflow_scripted"
     rows, pooled = [], {"gen2_vs_gen1": [], "gen2_seedspec_vs_gen1": [], "gen1": [], "gen2": [], "gen2_seedspec": []}
+    blocks: list[str] = []
     judged: dict[str, list[str]] = {"gen-1 judge": [], "gen-2 judge": []}
     with open_sandbox(args.sandbox) as box:
         for seed in args.seeds:
@@ -166,6 +153,7 @@ def main(args: Args) -> dict[str, Any]:
             for name, model in (("gen-1 judge", "rsigym/workflow_judge"), ("gen-2 judge", gen2)):
                 judge = PairwiseJudge(model, seed=seed)
                 judged[name] += [judge.compare(task_brief(t), h1[t].files, h2[t].files).winner for t in tests]
+            blocks += [f"seed {seed}"] * len(tests)
             pooled["gen1"] += [h1[t].score for t in tests]
             pooled["gen2"] += [h2[t].score for t in tests]
             pooled["gen2_seedspec"] += [h2s[t].score for t in tests]
@@ -195,7 +183,7 @@ def main(args: Args) -> dict[str, Any]:
                   f"{mean['gen2']:.3f}; gen-2 + seed workflow {mean['gen2_seedspec']:.3f}")
     for key, label in (("gen2_vs_gen1", "gen-2 (own workflow) - gen-1 (own workflow)"),
                        ("gen2_seedspec_vs_gen1", "gen-2 (seed workflow) - gen-1 (own workflow)")):
-        console.print(f"{label}, paired over {n} held-out tasks: {ci_text(pooled[key])} -> {verdict_of(pooled[key])}")
+        console.print(f"{label}, paired: {paired_verdict(pooled[key], blocks)}")
     for name, winners in judged.items():
         console.print(f"{name} on gen-1 (a) vs gen-2 (b), both orders: gen-2 wins {winners.count('b')}, "
                       f"losses {winners.count('a')}, ties or inconsistent {winners.count('tie')} of {len(winners)}")

@@ -4,9 +4,16 @@
   pick with randomised audits, outcomes of the executed candidate only, weights 1/propensity.
   Calibrated predictions must be called "reliable" (false alarms at most 10%); predictions shifted
   by +0.2 must be called "off" (power at least 90%).
-* ``coderepair_compare`` on constructed records of 40 problems x 3 seeds: a world model with no true
+* ``coderepair_compare`` on constructed records of 40 problems x 5 seeds: a world model with no true
   effect is called "better" or "worse" in at most 5% of trials, one with a true +0.25 is called
   "better" in at least 90%; both with a blind control that truly is worse.
+* ``coderepair_compare`` at the **paper design** (164 problems x ``PAPER_SEEDS`` seeds, the first
+  30 problems of each stream a warm-up that is excluded): constructed streams where the world
+  model's true gain is +3 pp (the paper's effect) and where it is 0 (``PAPER_DRAWS`` and ``NULL_DRAWS`` draws).
+  Each draw: per-problem difficulty Beta(2, 2); per seed stream a world-model gain drawn around the
+  true one (SD 0.01, seeds differ); in a share ``AGREE`` of cells both agents pick the same program
+  (identical outcome), elsewhere their outcomes are independent draws. The +3 pp must be called
+  "better" in >= 80% of draws and the null called better or worse in <= 5%.
 """
 
 from __future__ import annotations
@@ -54,11 +61,14 @@ def reliability_shifted() -> Case:
                 f"off in {share:.1%}", share >= 0.90)
 
 
-def _record(agent: str, seed: int, passed: dict[str, bool]) -> Trajectory:
+def _record(agent: str, seed: int, passed: dict[str, bool], kind: str | None = None,
+            params: dict | None = None) -> Trajectory:
     state = {"family": "code-repair", "online_test_calls": len(passed), "wm_decisions": [],
-             "problems": [{"problem_id": k, "hidden_pass": v, "final_program": ""} for k, v in passed.items()]}
+             "problems": [{"problem_id": k, "index": i, "hidden_pass": v, "final_program": ""}
+                          for i, (k, v) in enumerate(passed.items())]}
     record = Trajectory(episode_key=f"{agent}-{seed}", env=EnvRef("rsigym/CodeRepair-v0", task_id="humaneval"),
-                        agent=AgentSpec(id=agent, kind=agent), seed=seed, rep=0, final=FinalSnapshot.of(state))
+                        agent=AgentSpec(id=agent, kind=kind or agent, params=params or {}), seed=seed, rep=0,
+                        final=FinalSnapshot.of(state))
     record.grades.append(Grade("hidden_tests", "1", 0.0, {"passed": passed}))
     return record
 
@@ -70,7 +80,7 @@ def _compare_share(effect: float, label: str) -> float:
         for _ in range(TRIALS // 4):
             base_rate = rng.uniform(0.2, 0.6, 40)                  # per-problem difficulty
             records = []
-            for seed in range(3):
+            for seed in range(5):  # a two-way CI needs more than 3 seed streams to see seed spread
                 draw = rng.random((3, 40))
                 ids = [f"he-{i:03d}" for i in range(40)]
                 records += [_record("static_verifier", seed, dict(zip(ids, (draw[0] < base_rate).tolist()))),
@@ -83,14 +93,61 @@ def _compare_share(effect: float, label: str) -> float:
 
 def compare_null() -> Case:
     false_calls = _compare_share(0.0, "better") + _compare_share(0.0, "worse")
-    return Case("coderepair_compare", "no true effect (40 problems x 3 seeds)", "better/worse in <= 5%",
+    return Case("coderepair_compare", "no true effect (40 problems x 5 seeds)", "better/worse in <= 5%",
                 f"{false_calls:.1%}", false_calls <= 0.05)
 
 
 def compare_effect() -> Case:
     share = _compare_share(0.25, "better")
-    return Case("coderepair_compare", "true +0.25 (40 problems x 3 seeds)", "better in >= 90%", f"{share:.1%}",
+    return Case("coderepair_compare", "true +0.25 (40 problems x 5 seeds)", "better in >= 90%", f"{share:.1%}",
                 share >= 0.90)
 
 
-CASES = [reliability_calibrated, reliability_shifted, compare_null, compare_effect]
+PAPER_PROBLEMS, PAPER_SEEDS, PAPER_WARMUP, PAPER_DRAWS, NULL_DRAWS = 164, 25, 30, 30, 80
+AGREE = 0.6       # share of cells where the two agents execute the same program (measured: see README)
+
+
+def _paper_records(rng: np.random.Generator, gain: float) -> list[Trajectory]:
+    difficulty = rng.beta(2.0, 2.0, PAPER_PROBLEMS)                # (P,) static verifier's pass rate
+    ids = [f"he-{i:03d}" for i in range(PAPER_PROBLEMS)]
+    wm_params = {"warmup": PAPER_WARMUP}
+    records = []
+    for seed in range(PAPER_SEEDS):
+        seed_gain = rng.normal(gain, 0.01)                          # this stream's world model
+        u = rng.random(PAPER_PROBLEMS)
+        same = rng.random(PAPER_PROBLEMS) < AGREE
+        u_wm = np.where(same, u, rng.random(PAPER_PROBLEMS))
+        order = rng.permutation(PAPER_PROBLEMS)                     # the stream's order (warm-up = first 30)
+        base = {ids[j]: bool(u[j] < difficulty[j]) for j in order}
+        wm = {ids[j]: bool(u_wm[j] < np.clip(difficulty[j] + seed_gain, 0, 1)) for j in order}
+        blind = {ids[j]: bool(rng.random() < difficulty[j] - 0.15) for j in order}
+        records += [_record("static_verifier", seed, base), _record("wm", seed, wm, "adaptive_world_model", wm_params),
+                    _record("random", seed, blind)]
+    return records
+
+
+def _paper_share(gain: float, labels: tuple[str, ...], draws: int) -> tuple[float, float]:
+    rng = np.random.default_rng(29)
+    hits, mdds = 0, []
+    with tempfile.TemporaryDirectory() as out:
+        for _ in range(draws):
+            section = coderepair_compare(_paper_records(rng, gain), Path(out))
+            hits += any(f"wm: {label}" in section.verdict for label in labels)
+            mdds.append(float(section.verdict.split("wm: ")[1].split("MDD ")[1].split(")")[0]))
+    return hits / draws, float(np.mean(mdds))
+
+
+def compare_paper_effect() -> Case:
+    share, mdd = _paper_share(0.03, ("better",), PAPER_DRAWS)
+    return Case("coderepair_compare", f"true +3 pp, paper design ({PAPER_PROBLEMS} x {PAPER_SEEDS} seeds, "
+                f"{PAPER_DRAWS} draws)", "better in >= 80%", f"{share:.0%} (mean MDD {mdd:.3f})", share >= 0.80)
+
+
+def compare_paper_null() -> Case:
+    share, mdd = _paper_share(0.0, ("better", "worse"), NULL_DRAWS)
+    return Case("coderepair_compare", f"no effect, paper design ({PAPER_PROBLEMS} x {PAPER_SEEDS} seeds, "
+                f"{NULL_DRAWS} draws)", "better/worse in <= 5%", f"{share:.0%} (mean MDD {mdd:.3f})", share <= 0.05)
+
+
+CASES = [reliability_calibrated, reliability_shifted, compare_null, compare_effect, compare_paper_effect,
+         compare_paper_null]

@@ -29,7 +29,7 @@ CODE = FAMILIES["model_comparison"].code
 
 def _record(agent: str, condition: Any, task_id: str, files: dict[str, str], score: float, tokens: int) -> Trajectory:
     task = make_task(task_id, SALT)
-    state = {"task_id": task_id, "files": files, "key_sha256": task.key_sha256, "dialogues": [], "task_salt": SALT}
+    state = {"task_id": task_id, "files": files, "answer_sha256": task.key_sha256, "dialogues": [], "task_salt": SALT}
     return Trajectory(episode_key=f"{agent}-{condition}-{task_id}", env=EnvRef("rsigym/Workflow-v0", {}, task_id, condition),
                       agent=AgentSpec(agent, "workflow_roles"), seed=0, rep=0, final=FinalSnapshot.of(state),
                       usage=Usage(completion_tokens=tokens), grades=[Grade("workflow_score", "1", score)])

@@ -1,13 +1,16 @@
 """CodeRepair-v0 agents: which candidate gets the one online execution.
 
-* ``static_verifier``: the hand-set scorer (``StaticPredictor``), never updated.
+* ``static_verifier``: the hand-set scorer (``StaticPredictor``), never updated, greedy (no audit
+  picks): the paper's capacity-matched verifier on the same features.
+* ``static_verifier_audit``: the same scorer with randomised audit picks (a separately named
+  variant: its audits cost it picks the greedy verifier would not make).
 * ``fixed_world_model``: the static scorer during warm-up, then a predictor fitted once on the
   warm-up rounds and frozen.
 * ``adaptive_world_model``: as fixed, then the co-update protocol (``coupdate``) every
   ``check_every`` problems.
 * ``coderepair_random``: a uniform pick (the blind control).
 
-All world-model agents pick greedily and, with probability ``audit_rate``, uniformly at random
+The fixed and adaptive world models pick greedily and, with probability ``audit_rate``, uniformly at random
 (a randomised audit); each action carries the predictions, the propensity of the pick, the
 version id and the protocol decisions since the last action, which the env records. (A check
 point falling after the stream's last problem changes no choice and has no action to ride on: it
@@ -18,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import json
+
 import numpy as np
 
 from rsigym.agent import register_agent
@@ -25,13 +30,16 @@ from rsigym.records import AgentSpec, Usage
 
 from .coupdate import CoUpdateState, LoggedRound
 from .features import FEATURE_NAMES, candidate_features
+from .predictors import PREDICTOR_KINDS
 from .mutation import canonical_form
 from .reliability import ReliabilityCheck
 
 __all__ = ["WorldModelAgent", "RandomPickAgent"]
 
 _KNOWN_FAILURE = FEATURE_NAMES.index("known_failure")
-_MODES = {"static_verifier": "static", "fixed_world_model": "fixed", "adaptive_world_model": "adaptive"}
+_MODES = {"static_verifier": "static", "static_verifier_audit": "static", "fixed_world_model": "fixed",
+          "adaptive_world_model": "adaptive"}
+_DEFAULT_AUDIT = {"static_verifier": 0.0, "static_verifier_audit": 0.2, "fixed_world_model": 0.2, "adaptive_world_model": 0.2}
 _PARAMS = {"predictor", "audit_rate", "warmup", "check_every", "min_fit_rows", "holdout", "max_adaptations",
            "min_samples", "z_crit", "ece_bound", "min_skill"}
 
@@ -48,10 +56,13 @@ class WorldModelAgent:
         self.spec, self.mode = spec, _MODES[spec.kind]
         p = spec.params
         self.predictor_kind = str(p.get("predictor", "logistic"))
-        if self.predictor_kind not in ("logistic", "torch"):
-            raise TypeError(f"predictor must be logistic or torch, got {self.predictor_kind!r}")
-        self.audit_rate = float(p.get("audit_rate", 0.2))
-        if not 0 < self.audit_rate <= 1:
+        if self.predictor_kind not in PREDICTOR_KINDS:
+            raise TypeError(f"predictor must be one of {', '.join(PREDICTOR_KINDS)}, got {self.predictor_kind!r}")
+        self.audit_rate = float(p.get("audit_rate", _DEFAULT_AUDIT[spec.kind]))
+        if spec.kind == "static_verifier" and self.audit_rate != 0:
+            raise TypeError(f"static_verifier is greedy (audit_rate 0); use static_verifier_audit for audits, "
+                            f"got audit_rate {self.audit_rate}")
+        if spec.kind != "static_verifier" and not 0 < self.audit_rate <= 1:
             raise TypeError(f"audit_rate must be in (0, 1], got {self.audit_rate}")
         self.warmup, self.check_every = int(p.get("warmup", 20)), int(p.get("check_every", 10))
         self.check = ReliabilityCheck(int(p.get("min_samples", 30)), float(p.get("z_crit", 2.58)),
@@ -74,7 +85,12 @@ class WorldModelAgent:
 
     def act(self, observation: dict[str, Any]) -> Any:
         codes = [str(c) for c in observation["candidates"]]
-        features = candidate_features(codes, self._entry or "", int(observation["round"]) - 1, self._failed_forms)
+        try:
+            checks = json.loads(str(observation.get("checks") or "[]"))
+        except ValueError:  # truncated checks: the check features are neutral
+            checks = []
+        features = candidate_features(codes, self._entry or "", int(observation["round"]) - 1, self._failed_forms,
+                                      checks if isinstance(checks, list) and len(checks) == len(codes) else None)
         predictions = self.state.predictor.predict(features)                    # (C,)
         greedy = self.state.policy.greedy(predictions, features, _KNOWN_FAILURE)
         audit = bool(self.rng.random() < self.audit_rate)

@@ -1,10 +1,11 @@
 """Analyses of ``rsigym/CodeRepair-v0``.
 
-* ``coderepair_compare``: hidden-test pass per problem, each agent against a baseline (the static
-  verifier), paired on (seed, problem); **the problem is the unit** (seeds averaged first), with a
-  paired bootstrap CI and an exact McNemar test on discordant (seed, problem) pairs. Control: the
-  blind picker (``coderepair_random``) must come out worse than the baseline with its CI below
-  zero; when it does not (or was not run), every verdict is withheld.
+* ``coderepair_compare``: hidden-test pass per (seed, problem) cell, each agent against a baseline
+  (the static verifier) on the same cells after the warm-up; **the unit is the seed stream x
+  problem cell**, resampled two ways (``rsigym.crossed``) for the CI, the paired test and the
+  minimum detectable difference, printed next to each verdict with the paper's effect size.
+  Control: the blind picker (``coderepair_random``) must come out worse than the baseline with its
+  CI below zero; when it does not (or was not run), every verdict is withheld.
 * ``coderepair_regrade``: the flip table between two rulers on the same final programs
   (``hidden_tests`` vs ``hidden_tests_strict``). Control: the env's own hidden outcome against
   the re-executed ``hidden_tests`` (the same ruler run twice) must not flip; flips there mean the
@@ -21,11 +22,14 @@ import numpy as np
 
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, register_analysis
-from rsigym.stats import mcnemar_exact, paired_bootstrap_ci
+from rsigym.crossed import crossed_bootstrap
 
-__all__ = ["coderepair_compare", "coderepair_regrade", "per_problem_outcomes", "paired_rows"]
+__all__ = ["coderepair_compare", "coderepair_regrade", "per_problem_outcomes", "paired_rows", "paired_cells",
+           "warmup_cells", "PAPER_EFFECT"]
 
 MIN_PROBLEMS = 5
+MIN_SEEDS = 2
+PAPER_EFFECT = 0.03  # RSI-Anything's world-model gains are 2-3 pp
 
 
 def _state(record: Trajectory) -> dict[str, Any] | None:
@@ -57,29 +61,61 @@ def per_problem_outcomes(records: Sequence[Trajectory], grader: str
     return out, missing
 
 
-def paired_rows(outcomes: dict[str, dict[tuple[int, str], float]], agent: str, baseline: str) -> dict[str, Any]:
-    """Paired comparison of ``agent`` against ``baseline`` (problems as units)."""
-    shared = sorted(set(outcomes.get(agent, {})) & set(outcomes.get(baseline, {})))
-    by_problem: dict[str, list[float]] = defaultdict(list)
-    b = c = 0
-    for key in shared:
-        x, y = outcomes[agent][key], outcomes[baseline][key]
-        by_problem[key[1]].append(x - y)
-        b += int(y > x)
-        c += int(x > y)
-    deltas = [float(np.mean(v)) for v in by_problem.values()]
-    low, high = paired_bootstrap_ci(deltas) if len(deltas) >= 2 else (float("nan"), float("nan"))
-    return {"n_problems": len(by_problem), "n_pairs": len(shared), "delta": float(np.mean(deltas)) if deltas else float("nan"),
-            "ci": (low, high), "mcnemar_p": mcnemar_exact(b, c), "discordant": (b, c),
-            "rate": float(np.mean([outcomes[agent][k] for k in shared])) if shared else float("nan"),
-            "baseline_rate": float(np.mean([outcomes[baseline][k] for k in shared])) if shared else float("nan")}
+def paired_cells(outcomes: dict[str, dict[tuple[int, str], float]], agent: str, baseline: str,
+                 excluded: set[tuple[int, str]] | frozenset[tuple[int, str]] = frozenset()) -> dict[tuple[int, str], float]:
+    """{(seed, problem): agent pass - baseline pass} on the cells both have, minus ``excluded``."""
+    shared = (set(outcomes.get(agent, {})) & set(outcomes.get(baseline, {}))) - set(excluded)
+    return {key: outcomes[agent][key] - outcomes[baseline][key] for key in sorted(shared)}
+
+
+def paired_rows(outcomes: dict[str, dict[tuple[int, str], float]], agent: str, baseline: str,
+                excluded: set[tuple[int, str]] | frozenset[tuple[int, str]] = frozenset()) -> dict[str, Any]:
+    """Paired comparison of ``agent`` against ``baseline``: the (seed, problem) cell is measured once,
+    and seeds and problems are resampled together (``rsigym.crossed``) for the CI, the test and the MDD."""
+    cells = paired_cells(outcomes, agent, baseline, excluded)
+    row: dict[str, Any] = {"n_pairs": len(cells), "n_problems": len({k[1] for k in cells}),
+                           "n_seeds": len({k[0] for k in cells})}
+    if not cells:
+        return {**row, "delta": float("nan"), "ci": (float("nan"), float("nan")), "p": float("nan"),
+                "mdd": float("nan"), "rate": float("nan"), "baseline_rate": float("nan"), "blocks": []}
+    result = crossed_bootstrap(cells)
+    seeds = sorted({k[0] for k in cells}, key=repr)
+    half = len(seeds) // 2
+    blocks = [float(np.mean([v for k, v in cells.items() if k[0] in set(part)]))
+              for part in (seeds[:half], seeds[half:]) if part]
+    return {**row, "delta": result.estimate, "ci": result.ci, "p": result.p_value, "mdd": result.mdd,
+            "blocks": blocks if half else [],
+            "rate": float(np.mean([outcomes[agent][k] for k in cells])),
+            "baseline_rate": float(np.mean([outcomes[baseline][k] for k in cells]))}
 
 
 def _verdict(row: dict[str, Any]) -> str:
     low, high = row["ci"]
-    if row["n_problems"] < MIN_PROBLEMS or np.isnan(low):
+    if row["n_problems"] < MIN_PROBLEMS or row["n_seeds"] < MIN_SEEDS or np.isnan(low):
         return "insufficient data"
-    return "better" if low > 0 else "worse" if high < 0 else "no difference shown"
+    if low <= 0 <= high:
+        return "no difference shown"
+    call = "better" if low > 0 else "worse"
+    sign = 1.0 if call == "better" else -1.0
+    if any(sign * block <= 0 for block in row["blocks"]):  # the two seed blocks disagree
+        return f"unstable ({call} overall; seed blocks {', '.join(f'{b:+.3f}' for b in row['blocks'])})"
+    return call
+
+
+def warmup_cells(records: Sequence[Trajectory], warmup: int) -> set[tuple[int, str]]:
+    """(seed, problem) cells a world model met during its warm-up (stream index < ``warmup``)."""
+    out: set[tuple[int, str]] = set()
+    for record in records:
+        for row in (_state(record) or {}).get("problems", []):
+            if int(row.get("index", 0)) < warmup:
+                out.add((record.seed, row["problem_id"]))
+    return out
+
+
+def _warmup_of(records: Sequence[Trajectory]) -> int:
+    """The largest warm-up any world-model agent in ``records`` declared (20 is the agents' default)."""
+    found = [int(r.agent.params.get("warmup", 20)) for r in records if r.agent.kind in ("fixed_world_model", "adaptive_world_model")]
+    return max(found, default=0)
 
 
 def _calls(records: Sequence[Trajectory]) -> dict[str, float]:
@@ -105,32 +141,43 @@ def _protocol_counts(records: Sequence[Trajectory]) -> dict[str, dict[str, int]]
 
 @register_analysis("coderepair_compare")
 def coderepair_compare(records: Sequence[Trajectory], out_dir: Path, *, baseline: str = "static_verifier",
-                       grader: str = "hidden_tests", control: str = "random") -> ReportSection:
-    """Paired per-problem comparison of every agent against ``baseline``, with the blind control."""
+                       grader: str = "hidden_tests", control: str = "random", warmup: int | None = None,
+                       paper_effect: float = PAPER_EFFECT) -> ReportSection:
+    """Paired comparison of every agent against ``baseline`` on (seed, problem) cells after the warm-up,
+    two-way bootstrap CI, test and MDD, with the blind control."""
     outcomes, missing = per_problem_outcomes(records, grader)
     if baseline not in outcomes:
         return ReportSection("Code repair: paired comparison", f"No `{baseline}` records graded by `{grader}`.",
                              "insufficient data")
-    rows = {agent: paired_rows(outcomes, agent, baseline) for agent in sorted(outcomes) if agent != baseline}
+    warmup = _warmup_of(records) if warmup is None else int(warmup)
+    excluded = warmup_cells(records, warmup)
+    rows = {agent: paired_rows(outcomes, agent, baseline, excluded) for agent in sorted(outcomes) if agent != baseline}
     control_row = rows.get(control)
-    control_ok = control_row is not None and _verdict(control_row) == "worse"
+    control_verdict = _verdict(control_row) if control_row else "not run"
+    control_ok = control_verdict == "worse"
     calls = _calls(records)
-    lines = [f"`{grader}` pass per problem; each agent against `{baseline}` on the same (seed, problem). "
-             f"**The problem is the unit** (seeds averaged first). 95% paired bootstrap CI over problems; "
-             f"exact McNemar on discordant (seed, problem) pairs. Control: `{control}` (blind pick) must be "
-             "worse than the baseline, else no verdict is given.", "",
-             "| agent | problems (pairs) | pass | baseline pass | delta | 95% CI | McNemar p | discordant b/c "
-             "| online calls / problem | missing records | verdict |", "|---|---:|---:|---:|---:|---|---:|---|---:|---:|---|"]
+    lines = [f"`{grader}` pass per (seed, problem) cell; each agent against `{baseline}` on the same cells. "
+             f"**Unit: the (seed stream x problem) cell, seeds and problems resampled together** (two-way "
+             f"bootstrap, 95% CI; the p-value and the 80%-power minimum detectable difference (MDD) come from "
+             f"the same resampling). The first {warmup} problems of each stream (the warm-up, where the world "
+             f"models are the static verifier) are excluded ({len(excluded)} cells). The paper's effect is "
+             f"{paper_effect:+.3f}: a design whose MDD exceeds it is underpowered. Control: `{control}` (blind "
+             "pick) must be worse than the baseline, else no verdict is given. A call whose two seed blocks "
+             "disagree in sign is reported unstable.", "",
+             "| agent | seeds x problems (cells) | pass | baseline pass | delta | 95% CI | p | MDD | power for paper effect "
+             "| online calls / problem | missing records | verdict |",
+             "|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|"]
     verdicts = []
     for agent, row in rows.items():
         verdict = _verdict(row)
         if agent != control and not control_ok:
             verdict = f"withheld ({verdict}): control failed" if control_row else f"withheld ({verdict}): no control run"
-        verdicts.append(f"{agent}: {verdict}")
+        verdicts.append(f"{agent}: {verdict} (MDD {row['mdd']:.3f})")
         low, high = row["ci"]
-        lines.append(f"| {agent} | {row['n_problems']} ({row['n_pairs']}) | {row['rate']:.3f} | {row['baseline_rate']:.3f} "
-                     f"| {row['delta']:+.3f} | [{low:+.3f}, {high:+.3f}] | {row['mcnemar_p']:.3g} "
-                     f"| {row['discordant'][0]}/{row['discordant'][1]} | {calls.get(agent, float('nan')):.2f} "
+        powered = "n/a" if np.isnan(row["mdd"]) else "ok" if row["mdd"] <= paper_effect else "**underpowered**"
+        lines.append(f"| {agent} | {row['n_seeds']} x {row['n_problems']} ({row['n_pairs']}) | {row['rate']:.3f} "
+                     f"| {row['baseline_rate']:.3f} | {row['delta']:+.3f} | [{low:+.3f}, {high:+.3f}] | {row['p']:.3g} "
+                     f"| {row['mdd']:.3f} | {powered} | {calls.get(agent, float('nan')):.2f} "
                      f"| {missing.get(agent, 0)} | **{verdict}** |")
     lines += ["", f"Baseline `{baseline}`: online calls / problem {calls.get(baseline, float('nan')):.2f}, "
               f"missing records {missing.get(baseline, 0)}.", "",
@@ -138,9 +185,13 @@ def coderepair_compare(records: Sequence[Trajectory], out_dir: Path, *, baseline
               "| agent | decisions |", "|---|---|"]
     for agent, counts in sorted(_protocol_counts(records).items()):
         lines.append(f"| {agent} | {', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))} |")
-    control_text = ("control passed (the blind pick is worse)" if control_ok else
-                    "control FAILED: the blind pick is not shown worse" if control_row else "no control run")
-    return ReportSection("Code repair: paired comparison", "\n".join(lines), f"{control_text}; " + "; ".join(verdicts))
+    mdds = [row["mdd"] for agent, row in rows.items() if agent != control and not np.isnan(row["mdd"])]
+    power_text = (f"underpowered for the paper's {paper_effect:+.3f} (MDD {max(mdds):.3f})" if mdds and max(mdds) > paper_effect
+                  else f"powered for the paper's {paper_effect:+.3f} (MDD {max(mdds):.3f})" if mdds else "no MDD")
+    control_text = (f"control passed (the blind pick is worse, MDD {control_row['mdd']:.3f})" if control_ok and control_row else
+                    f"control FAILED: the blind pick is {control_verdict}" if control_row else "no control run")
+    return ReportSection("Code repair: paired comparison", "\n".join(lines),
+                         f"{control_text}; {power_text}; " + "; ".join(verdicts))
 
 
 def _flips(a: dict[tuple[int, str], float], b: dict[tuple[int, str], float]) -> dict[str, int]:

@@ -130,19 +130,29 @@ class MixtureCoder:
         p_sneaky: Share of candidates drawn from the mutants that pass the public tests only.
         drift_at: Fraction of the stream after which the mix drifts (None: never).
         drift_correct: Change of ``p_correct`` after the drift.
+        drift_echo: After the drift, the probability that a round's wrong candidates are all one
+            program (re-printed): the coder collapses onto a favourite wrong answer, so candidates
+            that agree with each other stop being the likely-right ones. A world model that learned
+            "agreement means right" before the drift is misled; the relation is learnable again
+            from the rounds after it.
     """
 
     name = "mixture"
 
     def __init__(self, p_correct: float = 0.25, difficulty_slope: float = 0.6, repair_gain: float = 0.05,
                  p_crash: float = 0.25, p_sneaky: float = 0.15, drift_at: float | None = None,
-                 drift_correct: float = -0.12) -> None:
+                 drift_correct: float = -0.12, drift_echo: float = 0.8) -> None:
         self.p_correct, self.difficulty_slope, self.repair_gain = p_correct, difficulty_slope, repair_gain
         self.p_crash, self.p_sneaky, self.drift_at, self.drift_correct = p_crash, p_sneaky, drift_at, drift_correct
+        self.drift_echo = drift_echo
         self.usage = Usage()
 
+    def drifted(self, progress: float) -> bool:
+        """Whether the mix has drifted at this point of the stream."""
+        return self.drift_at is not None and progress >= self.drift_at
+
     def rates(self, problem_id: str, round_index: int, progress: float, feedback: bool) -> dict[str, float]:
-        drifted = self.drift_at is not None and progress >= self.drift_at
+        drifted = self.drifted(progress)
         correct = self.p_correct - self.difficulty_slope * (difficulty(problem_id) - 0.5)
         correct += (self.repair_gain * round_index if feedback else 0.0) + (self.drift_correct if drifted else 0.0)
         correct = float(np.clip(correct, 0.02, 0.9))
@@ -160,10 +170,15 @@ class MixtureCoder:
         kinds = ["correct", "crash", "sneaky", "wrong"]
         weights = np.array([rates[k] for k in kinds])
         out = []
+        echo = bool(rates["drifted"]) and rng.random() < self.drift_echo
+        favourite: CatalogueEntry | None = None
         for _ in range(n):
             kind = kinds[int(rng.choice(4, p=weights / weights.sum()))]
             pool = pools[kind] or pools["wrong"] or pools["crash"] or pools["correct"]
             entry = pool[int(rng.integers(len(pool)))]
+            if echo and entry.kind == "wrong":  # the collapsed coder repeats its favourite wrong program
+                favourite = favourite or entry
+                entry = favourite
             code = rewrite(entry.code, problem.entry, rng) if entry.origin != "crash:syntax_error" else entry.code
             out.append(Candidate(code, entry.kind, entry.origin, entry.failure))
         return out

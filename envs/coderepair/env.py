@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import zlib
 from typing import Any
 
@@ -13,8 +14,11 @@ from rsigym.conditions import Condition, ConditionRegistry
 from rsigym.sandbox import Sandbox, open_sandbox
 from rsigym.spaces import JsonActions, clean_text, text_space
 
+from .checks import run_checks
 from .coders import Candidate, LLMCoder, MixtureCoder, build_catalogue
 from .execution import CODEREPAIR_LIMITS, Job, run_jobs
+from .features import candidate_features
+from .mutation import canonical_form
 from .problems import Problem, build_suite
 
 __all__ = ["CodeRepairEnv", "CODEREPAIR_CONDITIONS", "TASKS"]
@@ -103,7 +107,7 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         self.observation_space = spaces.Dict({
             "text": text_space(4 * CODE_CHARS + 12000), "problem": text_space(8000),
             "candidates": spaces.Tuple([text_space(CODE_CHARS)] * self.n_candidates),
-            "feedback": text_space(4000), "round": spaces.Discrete(self.rounds + 1),
+            "feedback": text_space(4000), "checks": text_space(8000), "round": spaces.Discrete(self.rounds + 1),
             "problem_index": spaces.Discrete(count + 1)})
         self.action_space = spaces.Dict({"candidate": spaces.Discrete(self.n_candidates)})
         C = self.n_candidates
@@ -184,9 +188,16 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         failing = [f"{t} -> {r.get('status')}{': ' + r['detail'] if r.get('detail') else ''}"
                    for t, r in zip(problem.public, public.tests) if r.get("status") != "pass"]
         self._feedback = "\n".join(failing[:3])[:4000]
+        form = canonical_form(code, problem.entry)
+        if not public.all_pass and form is not None:
+            self._failed_forms.add(form)
         round_record: dict[str, Any] = {
             "chosen": choice, "kinds": [c.kind for c in self._candidates], "origins": [c.origin for c in self._candidates],
-            "public_pass": public.all_pass, "failure": public.failure_type()}
+            "public_pass": public.all_pass, "failure": public.failure_type(),
+            # for the headroom table (graders and analyses only): every candidate's features and,
+            # from the simulator's catalogue, whether it passes the public tests (None: unknown)
+            "features": np.round(self._features, 4).tolist(),
+            "labels": [None if c.kind == "llm" else c.kind in ("correct", "sneaky") for c in self._candidates]}
         round_record.update({k: value[k] for k in ("predictions", "propensity", "audit", "wm_version") if k in value})
         self._current["rounds"].append(round_record)
         self._decisions += list(value.get("decisions") or [])
@@ -244,8 +255,11 @@ class CodeRepairEnv(gym.Env[dict, dict]):
 
     def _start_problem(self) -> None:
         problem = self._stream[self._index]
-        self._current: dict[str, Any] = {"problem_id": problem.problem_id, "index": self._index, "rounds": []}
+        drifted = isinstance(self.coder, MixtureCoder) and self.coder.drifted(self._index / len(self._stream))
+        self._current: dict[str, Any] = {"problem_id": problem.problem_id, "index": self._index, "rounds": [],
+                                          "drifted": drifted}
         self._round, self._feedback = 1, ""
+        self._failed_forms: set[str] = set()
         self._propose()
 
     def _propose(self) -> None:
@@ -257,6 +271,11 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         self._candidates: list[Candidate] = self.coder.propose(
             problem, self._catalogue.get(problem.problem_id, []), round_index=self._round - 1,
             progress=self._index / len(self._stream), feedback=feedback, n=self.n_candidates, rng=rng)
+        assert self._sandbox is not None
+        codes = [c.code for c in self._candidates]
+        # the mixture coder's programs are the simulator's own (its labelled catalogue, re-printed)
+        self._checks = run_checks(self._sandbox, problem, codes, trusted=isinstance(self.coder, MixtureCoder))
+        self._features = candidate_features(codes, problem.entry, self._round - 1, self._failed_forms, self._checks)
 
     def _observation(self, error: str | None = None) -> dict[str, Any]:
         over = self._index >= len(self._stream)
@@ -267,6 +286,9 @@ class CodeRepairEnv(gym.Env[dict, dict]):
             "Pick the candidate most likely to pass the tests; it is executed against the public tests.",
             f"```python\n{clean_text(problem.prompt, 3000)}```"]
         lines += [f"Candidate {i}:\n```python\n{code}```" for i, code in enumerate(codes) if problem is not None]
+        if problem is not None and self._checks:
+            lines.append("Cheap checks (each candidate called on the public and boundary inputs; outputs not compared "
+                         "with any expected value): " + clean_text(json.dumps(self._checks, separators=(",", ":")), 3000))
         if self._feedback and problem is not None:
             lines.append("Failing public tests of the previous round:\n" + clean_text(self._feedback, 1500))
         if error:
@@ -275,6 +297,7 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         return {"text": "\n\n".join(lines)[: 4 * CODE_CHARS + 12000],
                 "problem": clean_text(problem.prompt, 8000) if problem else "",
                 "candidates": tuple(codes), "feedback": clean_text(self._feedback if problem else "", 4000),
+                "checks": clean_text("[]" if over else json.dumps(self._checks, separators=(",", ":")), 8000),
                 "round": np.int64(0 if over else self._round), "problem_index": np.int64(self._index)}
 
     def _info(self, error: str | None = None, termination: str | None = None,

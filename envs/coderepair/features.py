@@ -1,22 +1,29 @@
-"""Features of a candidate program: static ones and cheap checks that execute nothing.
+"""Features of a candidate program: static ones (AST), and the cheap sandbox checks (``checks``).
 
-Computed from what the agent sees (the round's candidates and its own history of executed
-programs); nothing here reads the simulator's labels.
+Computed from what the agent sees (the round's candidates, the checks' results shown in the
+observation, and its own history of executed programs); nothing here reads the simulator's labels.
+The check features: ``loads``; the share of public inputs on which the candidate raises or times
+out; ``output_agreement`` (share of the other candidates whose outputs on every public input are
+identical: agreeing programs are likelier right, unless the coder repeats one wrong program);
+``type_agreement`` (same for the return types); ``boundary_raise`` (share of boundary inputs that
+raise); ``output_cluster`` (size of the largest group of candidates with identical outputs, over C).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .mutation import canonical_form, undefined_names
 
-__all__ = ["FEATURE_NAMES", "candidate_features"]
+__all__ = ["FEATURE_NAMES", "candidate_features", "check_features"]
 
 FEATURE_NAMES = ("parses", "defines_entry", "undefined_names", "endless_loop", "agreement",
-                 "size_deviation", "returns_none", "known_failure", "round")
+                 "size_deviation", "returns_none", "known_failure", "round",
+                 "loads", "public_raise", "public_timeout", "output_agreement", "type_agreement",
+                 "boundary_raise", "output_cluster")
 
 
 def _endless_loop(tree: ast.AST) -> bool:
@@ -27,12 +34,38 @@ def _endless_loop(tree: ast.AST) -> bool:
     return False
 
 
+def _share(values: Sequence[str], wanted: str) -> float:
+    return sum(v == wanted for v in values) / len(values) if values else 0.0
+
+
+def check_features(checks: Sequence[dict[str, Any]] | None, n: int) -> np.ndarray:
+    """``(n, 7)`` check features (see the module docstring); neutral zeros without checks."""
+    if not checks:
+        return np.zeros((n, 7))
+    signatures = [tuple(c.get("outputs") or []) if c.get("loads") and all(o is not None for o in c.get("outputs") or [None])
+                  else None for c in checks]
+    kinds = [tuple(c.get("types") or []) if c.get("loads") else None for c in checks]
+    rows = []
+    for i, check in enumerate(checks):
+        others = [j for j in range(n) if j != i]
+        same_out = sum(1 for j in others if signatures[i] is not None and signatures[j] == signatures[i])
+        same_type = sum(1 for j in others if kinds[i] is not None and kinds[j] == kinds[i])
+        cluster = (same_out + 1) / n if signatures[i] is not None else 0.0
+        public = list(check.get("public") or [])
+        rows.append([float(bool(check.get("loads"))), _share(public, "raise"), _share(public, "timeout"),
+                     same_out / max(len(others), 1), same_type / max(len(others), 1),
+                     _share(list(check.get("boundary") or []), "raise"), cluster])
+    return np.asarray(rows, dtype=np.float64)  # (n, 7)
+
+
 def candidate_features(codes: Sequence[str], entry: str, round_index: int,
-                       failed_forms: set[str] | frozenset[str] = frozenset()) -> np.ndarray:
+                       failed_forms: set[str] | frozenset[str] = frozenset(),
+                       checks: Sequence[dict[str, Any]] | None = None) -> np.ndarray:
     """``(len(codes), len(FEATURE_NAMES))`` features of one round's candidates.
 
     ``agreement``: share of the other candidates with the same canonical form (locals renamed,
-    docstring dropped); ``known_failure``: the canonical form was executed before and failed.
+    docstring dropped); ``known_failure``: the canonical form was executed before and failed;
+    ``checks``: the sandbox checks of ``checks.run_checks`` (None: the check features are zeros).
     """
     forms = [canonical_form(code, entry) for code in codes]
     trees: list[ast.AST | None] = []
@@ -53,4 +86,5 @@ def candidate_features(codes: Sequence[str], entry: str, round_index: int,
                      float(tree is not None and _endless_loop(tree)), agreement,
                      abs(sizes[i] - median) / median if tree is not None else 1.0, float(returns_none),
                      float(form is not None and form in failed_forms), float(round_index)])
-    return np.asarray(rows, dtype=np.float64)  # (C, F)
+    static = np.asarray(rows, dtype=np.float64)  # (C, 9)
+    return np.concatenate([static, check_features(checks, len(codes))], axis=1)  # (C, F)

@@ -15,14 +15,18 @@ from typing import Any, ClassVar
 from rsigym.grader import register_grader, snapshot_state
 from rsigym.records import Grade, Trajectory
 
-__all__ = ["HiddenTests", "HiddenTestsStrict", "regrade_programs"]
+__all__ = ["HiddenTests", "HiddenTestsStrict", "HiddenOnly", "regrade_programs"]
 
 
-def regrade_programs(state: dict[str, Any], strict: bool, sandbox: str) -> tuple[dict[str, bool], str | None]:
-    """Per problem id: whether its final program passes (hidden or hidden + strict) in a fresh sandbox."""
+def regrade_programs(state: dict[str, Any], strict: bool, sandbox: str, hidden_only: bool = False
+                     ) -> tuple[dict[str, bool], str | None]:
+    """Per problem id: whether its final program passes (hidden, hidden + strict, or only the hidden
+    assertions that repeat no public call) in a fresh sandbox; a problem with no such assertion is
+    left out under ``hidden_only``."""
     from rsigym.sandbox import open_sandbox
 
     from .execution import CODEREPAIR_LIMITS, Job, run_jobs
+    from .overlap import overlapping
     from .problems import build_suite
 
     problems = state["problems"]
@@ -37,6 +41,10 @@ def regrade_programs(state: dict[str, Any], strict: bool, sandbox: str) -> tuple
         for row in problems:
             p = by_id[row["problem_id"]]
             tests = p.hidden + (p.strict_extra if strict else [])
+            if hidden_only:
+                tests = [t for t, repeat in zip(p.hidden, overlapping(p)) if not repeat]
+                if not tests:
+                    continue
             jobs.append(Job(p.problem_id, row["final_program"], p.entry, tests, prelude=p.prelude))
         results = run_jobs(box, jobs)
         provider = box.info.get("provider")
@@ -53,12 +61,16 @@ class HiddenTests:
     needs: ClassVar[frozenset[str]] = frozenset({"final_state", "sandbox"})
     sandbox: str = "auto"
     strict: ClassVar[bool] = False
+    hidden_only: ClassVar[bool] = False
 
     def grade(self, record: Trajectory) -> Grade:
         state = snapshot_state(record, "problems", "code-repair")
-        passed, provider = regrade_programs(state, self.strict, self.sandbox)
+        passed, provider = regrade_programs(state, self.strict, self.sandbox, self.hidden_only)
+        if not passed:
+            raise ValueError("no problem of the episode has a hidden assertion beyond the public calls")
         return Grade(self.name, self.version, sum(passed.values()) / len(passed),
-                     {"passed": passed, "problems": len(passed), "strict": self.strict, "sandbox": provider})
+                     {"passed": passed, "problems": len(passed), "strict": self.strict, "hidden_only": self.hidden_only,
+                      "left_out": len(state["problems"]) - len(passed), "sandbox": provider})
 
 
 @register_grader("hidden_tests_strict")
@@ -68,3 +80,13 @@ class HiddenTestsStrict(HiddenTests):
 
     version: ClassVar[str] = "1-strict"
     strict: ClassVar[bool] = True
+
+
+@register_grader("hidden_only")
+@dataclass(frozen=True)
+class HiddenOnly(HiddenTests):
+    """``hidden_tests`` on the hidden assertions that repeat no public test call (``overlap``);
+    problems whose every hidden assertion repeats one are left out (counted in ``left_out``)."""
+
+    version: ClassVar[str] = "1-hidden-only"
+    hidden_only: ClassVar[bool] = True

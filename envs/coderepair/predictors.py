@@ -1,5 +1,6 @@
 """Predictors of a candidate's public-test outcome from its features: logistic regression
-(scikit-learn), a small torch MLP, and the hand-set static verifier."""
+(scikit-learn), a small torch MLP, gradient-boosted trees (scikit-learn), and the hand-set static
+verifier."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 
 from .features import FEATURE_NAMES
 
-__all__ = ["Predictor", "LogisticPredictor", "TorchPredictor", "StaticPredictor", "make_predictor"]
+__all__ = ["Predictor", "LogisticPredictor", "TorchPredictor", "BoostingPredictor", "StaticPredictor", "make_predictor",
+           "PREDICTOR_KINDS"]
 
 
 class Predictor(Protocol):
@@ -22,7 +24,9 @@ class StaticPredictor:
     """A logistic score with hand-set weights on the same features (capacity-matched, never fitted)."""
 
     WEIGHTS = {"parses": 1.0, "defines_entry": 1.0, "undefined_names": -1.5, "endless_loop": -2.0,
-               "agreement": 2.0, "size_deviation": -1.0, "returns_none": -0.5, "known_failure": -2.0, "round": 0.0}
+               "agreement": 1.0, "size_deviation": -1.0, "returns_none": -0.5, "known_failure": -2.0, "round": 0.0,
+               "loads": 1.0, "public_raise": -3.0, "public_timeout": -3.0, "output_agreement": 2.0,
+               "type_agreement": 0.5, "boundary_raise": -0.5, "output_cluster": 1.0}
     BIAS = -2.0
 
     def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> "StaticPredictor":
@@ -97,12 +101,46 @@ class TorchPredictor:
             return torch.sigmoid(self._net(torch.as_tensor(X, dtype=torch.float32)).squeeze(-1)).numpy().astype(float)
 
 
+class BoostingPredictor:
+    """Gradient-boosted trees (scikit-learn's histogram boosting): a non-linear world model that can
+    learn interactions (e.g. "outputs agree *and* the agreeing group is large")."""
+
+    def __init__(self, max_iter: int = 150, max_depth: int = 3, learning_rate: float = 0.1, seed: int = 0) -> None:
+        self.max_iter, self.max_depth, self.learning_rate, self.seed = max_iter, max_depth, learning_rate, seed
+        self._model: Any = None
+        self._constant: float | None = None
+
+    def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> "BoostingPredictor":
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        if len(np.unique(y)) < 2:
+            self._constant = float((np.sum(w * y) + 1) / (np.sum(w) + 2))
+            return self
+        self._model = HistGradientBoostingClassifier(max_iter=self.max_iter, max_depth=self.max_depth,
+                                                     learning_rate=self.learning_rate, random_state=self.seed
+                                                     ).fit(X, y, sample_weight=w)
+        self._constant = None
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        if self._constant is not None:
+            return np.full(len(X), self._constant)
+        if self._model is None:
+            raise RuntimeError("predict before fit")
+        return self._model.predict_proba(X)[:, 1]
+
+
+PREDICTOR_KINDS = ("logistic", "torch", "boosting")
+
+
 def make_predictor(kind: str, seed: int = 0) -> Predictor:
-    """``logistic``, ``torch`` or ``static``."""
+    """``logistic``, ``torch``, ``boosting`` or ``static``."""
+    if kind == "boosting":
+        return BoostingPredictor(seed=seed)
     if kind == "logistic":
         return LogisticPredictor()
     if kind == "torch":
         return TorchPredictor(seed=seed)
     if kind == "static":
         return StaticPredictor()
-    raise ValueError(f"unknown predictor {kind!r}; expected logistic, torch or static")
+    raise ValueError(f"unknown predictor {kind!r}; expected logistic, torch, boosting or static")

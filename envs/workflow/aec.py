@@ -281,7 +281,7 @@ class WorkflowAECEnv(AECEnv):
         """The end state graders read: spec, delivered files, dialogues, checks and score."""
         assert self.task is not None, "snapshot() before reset()"
         return {
-            "task_id": self.task.task_id, "family": self.task.family.name, "key_sha256": self.task.key_sha256,
+            "task_id": self.task.task_id, "family": self.task.family.name, "answer_sha256": self.task.key_sha256,
             "task_salt": self.task.salt,
             "spec": self.spec, "spec_sha256": spec_sha256(self.spec),
             "files": {k: v for k, v in sorted(self.workspace.files.items()) if k not in self.task.files

@@ -23,13 +23,14 @@ from typing import Any, Sequence
 
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, condition_label, register_analysis
-from rsigym.stats import bootstrap_ci
+from rsigym.stats import bootstrap_ci, minimum_detectable_difference
 
 from .pairwise_judge import PairwiseJudge
 from .sft_export import sft_examples, validate_sft_jsonl, write_sft_jsonl
 from .tasks import task_brief
 
-__all__ = ["workflow_scores", "workflow_pairwise", "workflow_sft", "agreement_counts", "agreement_rate"]
+__all__ = ["workflow_scores", "workflow_pairwise", "workflow_sft", "agreement_counts", "agreement_rate",
+           "paired_verdict"]
 
 
 def _score(record: Trajectory, grader: str = "workflow_score") -> float | None:
@@ -92,6 +93,34 @@ def workflow_scores(records: Sequence[Trajectory], out_dir: Path, *, baseline: s
         else:
             verdict += f"; CONTROL FAILED: {control!r} scores {max(control_means):.3f}, not below every other agent"
     return ReportSection("Workflow scores", "\n".join(lines), verdict)
+
+
+def _direction(deltas: list[float]) -> str:
+    low, high = bootstrap_ci(deltas)
+    return "better" if low > 0 else "worse" if high < 0 else "no detectable difference"
+
+
+def paired_verdict(deltas: Sequence[float], blocks: Sequence[Any], min_n: int = 5) -> str:
+    """A paired difference (b minus a per held-out task) with its CI, the minimum detectable
+    difference (alpha 0.05, power 0.8, from the deltas' SD), and the verdict per seed block:
+    "unstable" when two blocks disagree. "insufficient data" under ``min_n`` tasks."""
+    values = [float(d) for d in deltas]
+    if len(values) < min_n:
+        return f"insufficient data ({len(values)} tasks)"
+    low, high = bootstrap_ci(values)
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / max(len(values) - 1, 1)) ** 0.5
+    mdd = minimum_detectable_difference(sd, len(values))
+    by_block: dict[Any, list[float]] = defaultdict(list)
+    for block, value in zip(blocks, values):
+        by_block[block].append(value)
+    per_block = {b: _direction(v) if len(v) >= min_n else "insufficient data" for b, v in sorted(by_block.items())}
+    overall = _direction(values)
+    decided = {v for v in per_block.values() if v != "insufficient data"}
+    stability = "unstable between seed blocks" if len(decided) > 1 else "stable across seed blocks"
+    blocks_text = ", ".join(f"{b}: {v}" for b, v in per_block.items())
+    return (f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] over {len(values)} tasks, minimum detectable difference "
+            f"{mdd:.3f}: {overall if len(decided) <= 1 else 'unstable'} ({stability}; {blocks_text})")
 
 
 def agreement_counts(pairs: list[tuple[Any, float]], margin: float = 0.05) -> dict[str, int]:

@@ -18,7 +18,7 @@ def _regrade(record: Trajectory) -> tuple[float, dict]:
     if "task_salt" not in state:
         raise ValueError("the record has no task_salt: it predates salted workflow tasks (grader v2)")
     task = make_task(state["task_id"], state["task_salt"])
-    if task.key_sha256 != state["key_sha256"]:
+    if task.key_sha256 != state["answer_sha256"]:
         raise ValueError(f"the answer key of {task.task_id} changed since the episode ran")
     files = {**task.files, **state["files"]}
     return grade_workspace(task, files)

@@ -5,7 +5,8 @@ a salt and the id. The salt is a secret of the run (128 bits or more, drawn by t
 to it): the sandbox never sees it, so a program that knows the public id cannot rebuild the key
 (a search over salts is a search over 2^128). The record's final state keeps the salt, so a
 grader rebuilds the key from the record; the key itself is never in the workspace or the record
-(the record holds its sha256). ``grade_workspace`` scores a delivered workspace:
+(the record holds its sha256 as ``answer_sha256``, a name no redaction rule for secrets
+matches). ``grade_workspace`` scores a delivered workspace:
 0.8 x the answer's score against the key (0 when ``results.json`` is missing or breaks the
 family's schema), 0.1 for a valid ``results.json``, 0.1 for a ``report.md`` with the sections
 Method, Result and Validation.

@@ -284,11 +284,13 @@ def test_compare_withholds_verdicts_when_the_blind_control_is_not_worse(tmp_path
 
 def test_compare_gives_verdicts_when_the_blind_control_is_worse(tmp_path: Path):
     base = {f"he-{i:03d}": True for i in range(30)}
-    good = dict(base)
+    good = {k: i not in (4, 17) for i, k in enumerate(base)}  # two losses in 30: no difference shown
     blind = {k: i % 3 == 0 for i, k in enumerate(base)}
-    records = [_graded("static_verifier", 0, base), _graded("adaptive", 0, good), _graded("random", 0, blind)]
+    records = [_graded(agent, seed, outcome) for seed in (0, 1)
+               for agent, outcome in (("static_verifier", base), ("adaptive", good), ("random", blind))]
     section = coderepair_compare(records, tmp_path, control="random")
     assert section.verdict.startswith("control passed") and "adaptive: no difference shown" in section.verdict
+    assert "underpowered" in section.verdict and "MDD" in section.verdict
 
 
 def test_regrade_withholds_its_verdict_when_the_same_ruler_flips(tmp_path: Path):

@@ -184,7 +184,7 @@ def test_sft_export_is_schema_valid_stripped_and_loads_with_datasets(tmp_path, r
 
 def _record(agent, condition, task_id, files, score, tokens=100, dialogues=None):
     task = make_task(task_id, SALT)
-    state = {"task_id": task_id, "files": files, "key_sha256": task.key_sha256, "dialogues": dialogues or [],
+    state = {"task_id": task_id, "files": files, "answer_sha256": task.key_sha256, "dialogues": dialogues or [],
              "task_salt": SALT}
     return Trajectory(episode_key=f"{agent}-{condition}-{task_id}", env=EnvRef("rsigym/Workflow-v0", {}, task_id, condition),
                       agent=AgentSpec(agent, "workflow_roles"), seed=0, rep=0, final=FinalSnapshot.of(state),
