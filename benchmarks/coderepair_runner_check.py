@@ -64,20 +64,24 @@ def _old_runner(sandbox: Any, jobs: list[Job]) -> None:
     assert parse_batch(run.stdout) is not None, run.stderr[-300:]
 
 
-def time_evaluations(sandbox: Any, items: list[tuple[str, Any, str]], repeats: int) -> dict[str, list[float]]:
+def time_evaluations(sandbox: Any, old_sandbox: Any, items: list[tuple[str, Any, str]],
+                     repeats: int) -> dict[str, list[float]]:
     """Seconds per evaluation, per program (median of ``repeats``), the three ways interleaved so
     that the machine's load hits them alike:
 
     * ``old step``: the old runner on the program's public and hidden tests (one env step before);
     * ``new step``: ``run_jobs`` of the public tests (one env step now);
     * ``new full``: ``run_jobs`` of the public and hidden tests (the same work as ``old step``).
+
+    The old runner runs in a sandbox of its own: its plain exec as the user would end the new
+    runner's exec server after every call (a plain exec kills every process of the user).
     """
     timings: dict[str, list[float]] = {"old step": [], "new step": [], "new full": []}
     for key, p, code in items:
         public = Job("public", code, p.entry, p.public, prelude=p.prelude)
         hidden = Job("hidden", code, p.entry, p.hidden, prelude=p.prelude)
         ways: dict[str, Callable[[], Any]] = {
-            "old step": lambda: _old_runner(sandbox, [public, hidden]),
+            "old step": lambda: _old_runner(old_sandbox, [public, hidden]),
             "new step": lambda: run_jobs(sandbox, [public]),
             "new full": lambda: run_jobs(sandbox, [public, hidden])}
         runs: dict[str, list[float]] = {name: [] for name in ways}
@@ -107,7 +111,8 @@ def main() -> None:
         result, batch_s = outcomes(sandbox, items)
         step = max(1, len(suite.problems) // max(args.timed, 1))
         timed = [items[i] for i in range(0, len(suite.problems), step)][: args.timed]
-        timings = time_evaluations(sandbox, timed, args.repeats)
+        with open_sandbox(args.sandbox, CODEREPAIR_LIMITS) as old_sandbox:
+            timings = time_evaluations(sandbox, old_sandbox, timed, args.repeats)
     refs = [k for k in result if k.endswith("/reference")]
     summary = {"provider": args.sandbox, "programs": len(result), "references": len(refs),
                "references_passing": sum(result[k]["all_pass"] for k in refs),

@@ -1,166 +1,182 @@
-"""GRPO vs GRPODropout vs its ablations vs the entropy-control baselines (KL-Cov, Clip-Cov, entropy bonus).
+"""GRPODropout against vanilla GRPO, its ablations and the entropy-control baselines, where collapse costs.
 
-Every variant starts from the same supervised warm start (pinned at ``sft_steps`` steps, cached)
-and samples the same rollouts per step (``prompts_per_step`` x ``group_size``); they differ only
-in which rollouts enter the update, with what advantages, and in the entropy control. The task is
-``digitsum`` (many valid answers, so a group's rollouts are distinct and each is unlikely: the
-regime GRPODropout is about). Per seed it records held-out sampled Mean@8 (= the Pass@1 estimate),
-Mean@1 (first sample only), Pass@8, distinct right answers among the 8 samples, greedy accuracy,
-the entropy curve, and the rollouts used per prompt over groups with a non-zero advantage; then
-paired differences against vanilla GRPO with bootstrap CIs. Writes ``results`` (JSON, committed)
-and prints the table ``posttrain_tables.py`` puts into README.md.
+The regime: ``digitsum`` (5 digits adding up to a target, thousands of right answers for a middle
+target) whose warm start was taught one memorised favoured answer per target value for half of
+its demonstrations (``favoured = per_target``), and whose held-out targets (``t % 3 == 1``, 15 of
+46) never enter supervised training or GRPO (overlap 0, printed). On a training target, vanilla
+GRPO can collapse onto the memorised answer, which is right there; the memorised answer of one
+target says nothing about another, so a policy that collapsed has less of the general skill left
+for the held-out targets. That is the case GRPODropout is made for: it drops the likely,
+positive-advantage rollouts whose update lowers the entropy most.
 
-Run: ``nice python benchmarks/grpo_dropout.py`` (about 10 min of one core; ``--seeds 0 1`` for less).
+Variants share each warm start and the rollout seed; they differ only in which rollouts enter the
+update, with what advantages, and in the entropy control. Every variant runs on every (warm start,
+seed) of two disjoint seed blocks; per block, paired differences against vanilla GRPO get a
+warm-start-then-seed bootstrap CI; a claim's verdict is printed where both blocks agree, else
+"unstable" (``posttrain_verdicts.py``). Threads are pinned (``threads``, default 1) and every run is
+deterministic, so the same command writes the same results file.
+
+Run: ``nice -n 10 python benchmarks/grpo_dropout.py`` (default preset; ``--preset quick`` for a smoke
+run; ``--blocks 1 --runs-only`` in a second process fills the run cache in parallel).
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import json
 import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from posttrain_tables import cached_run, grpo_table, summarise
+from posttrain_grid import parse_preset_args, run_blocks, summarise_blocks, window_mean, write_results
+from posttrain_tables import grpo_tables
 
 from rsigym.agents.train import grpo
-from rsigym.agents.train.runlog import plot_curves
+from rsigym.agents.train.digitsum import DigitSumTask
 
 VARIANTS: dict[str, tuple[str, str]] = {  # name -> (rollout filter, entropy control)
-    "none": ("none", "none"), "dropout": ("dropout", "none"), "random_drop": ("random_drop", "none"),
-    "kl_cov": ("none", "kl_cov"), "clip_cov": ("none", "clip_cov"), "entropy_bonus": ("none", "entropy_bonus"),
+    "none": ("none", "none"), "dropout": ("dropout", "none"), "drop_no_recentre": ("drop_no_recentre", "none"),
+    "random_drop": ("random_drop", "none"), "kl_cov": ("none", "kl_cov"), "clip_cov": ("none", "clip_cov"),
+    "entropy_bonus": ("none", "entropy_bonus"),
 }
-METRICS = ("mean_at_8", "pass_at_8", "mean_at_1", "greedy", "distinct_correct_at_8")
+METRICS = ("mean_at_k", "pass_at_k", "greedy", "entropy_end")
+CLAIMS = (
+    {"id": "G1", "text": "GRPODropout raises held-out Mean@k over vanilla GRPO", "variant": "dropout",
+     "baseline": "none", "metric": "mean_at_k", "direction": 1},
+    {"id": "G2", "text": "GRPODropout raises held-out Pass@k over vanilla GRPO", "variant": "dropout",
+     "baseline": "none", "metric": "pass_at_k", "direction": 1},
+    {"id": "G3", "text": "GRPODropout keeps the policy entropy above vanilla GRPO's (last 10% of steps)",
+     "variant": "dropout", "baseline": "none", "metric": "entropy_end", "direction": 1},
+    {"id": "G4", "text": "re-centring matters: GRPODropout beats drop-without-re-centring on held-out Mean@k",
+     "variant": "dropout", "baseline": "drop_no_recentre", "metric": "mean_at_k", "direction": 1},
+    {"id": "G5", "text": "the entropy criterion matters: GRPODropout beats as many random drops on held-out Mean@k",
+     "variant": "dropout", "baseline": "random_drop", "metric": "mean_at_k", "direction": 1},
+)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Args:
-    """Benchmark settings (``main`` takes them; the CLI fills them)."""
+    """Benchmark settings (``main`` takes them; ``--preset`` picks one of ``PRESETS``)."""
 
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    """GRPO seeds per variant (problems, sampling, random filter); the warm start is shared"""
+    blocks: tuple[int, ...] = (0, 1)
+    """seed blocks (disjoint warm starts and seeds); a verdict needs the blocks to agree"""
+    warm_starts: int = 3
+    """warm starts per block (independent supervised trainings: the unit resampled first)"""
+    seeds: int = 1
+    """GRPO seeds per warm start (one each: the 2-core machine the tables ran on fits 3 x 1 per block; the unit of
+    inference is the warm start either way)"""
     variants: tuple[str, ...] = tuple(VARIANTS)
-    """variants compared (``none`` is the baseline of the paired differences and must be there)"""
-    steps: int = 100
+    """variants compared (``none`` is the baseline and must be there)"""
+    steps: int = 60
     """policy updates per run"""
     prompts_per_step: int = 16
-    """problems per step"""
+    """training targets per step"""
     group_size: int = 8
-    """rollouts per problem"""
+    """rollouts per target (G)"""
     learning_rate: float = 3e-4
     """Adam learning rate"""
     drop_share: float = 0.125
-    """most rollouts dropped per group by the dropout variants"""
-    sft_steps: int = 200
-    """supervised steps of the shared warm start (pinned)"""
-    task: str = "digitsum"
-    """task family"""
+    """most rollouts dropped per group by the dropout variants (1 of 8)"""
+    sft_steps: int = 300
+    """supervised steps of each warm start (pinned)"""
     length: int = 5
     """digits per response"""
-    eval_size: int = 200
-    """held-out problems (greedy, and 8 samples each)"""
-    eval_every: int = 50
-    """steps between greedy evaluations"""
+    favoured: str = "per_target"
+    """the warm start's favoured path: a memorised answer per target"""
+    canonical_share: float = 0.5
+    """share of demonstrations on the favoured path"""
+    held_out_every: int = 3
+    """targets t % held_out_every == 1 are held out of all training and are the evaluation set"""
+    eval_size: int = 150
+    """held-out problems (each held-out target equally often), greedy and ``sample_k`` samples each"""
+    sample_k: int = 8
+    """samples per held-out problem for Mean@k and Pass@k"""
+    threads: int = 1
+    """torch intra-op threads (pinned: the tables are for 1)"""
     out_dir: str = "runs/grpo_dropout"
-    """JSONL logs, the PNG and the warm-start cache"""
+    """run cache and warm-start cache"""
     results: str = "benchmarks/results/grpo_dropout.json"
     """the results file (empty: not written)"""
     runs_only: bool = False
-    """only run (and cache) the runs of ``variants``, no summary: to spread a benchmark over processes"""
-    threads: int = 1
-    """torch intra-op threads"""
+    """only run (and cache) the runs, no summary: to spread blocks or variants over processes"""
 
 
-def window_mean(history: list[dict], key: str, first: bool, share: float = 0.1) -> float:
-    """Mean of ``key`` over the first or last ``share`` of the steps."""
-    n = max(1, int(len(history) * share))
-    part = history[:n] if first else history[-n:]
-    return statistics.fmean(r[key] for r in part)
+PRESETS = {"default": Args(),
+           "quick": Args(warm_starts=2, seeds=1, steps=2, prompts_per_step=2, group_size=4, sft_steps=5,
+                         eval_size=6, sample_k=2, out_dir="runs/grpo_dropout_quick", results="")}
 
 
-def entropy_curve(history: list[dict], points: int = 10) -> list[float]:
-    """Mean entropy over each tenth of the run."""
-    size = max(1, len(history) // points)
-    return [statistics.fmean(r["entropy"] for r in history[i:i + size]) for i in range(0, len(history), size)][:points]
+def task_of(args: Args) -> DigitSumTask:
+    return DigitSumTask(args.length, args.canonical_share, 10, args.favoured, args.held_out_every)
 
 
-def seed_metrics(result: dict) -> dict[str, float]:
+def run_args(args: Args, variant: str, warm_start: int, seed: int) -> grpo.Args:
+    rollout_filter, control = VARIANTS[variant]
+    return grpo.Args(filter=rollout_filter, control=control, drop_share=args.drop_share, steps=args.steps,
+                     prompts_per_step=args.prompts_per_step, group_size=args.group_size,
+                     learning_rate=args.learning_rate, seed=seed, eval_every=args.steps, eval_size=args.eval_size,
+                     sample_k=args.sample_k, sft_steps=args.sft_steps, sft_seed=warm_start, task="digitsum",
+                     length=args.length, canonical_share=args.canonical_share, favoured=args.favoured,
+                     held_out_every=args.held_out_every, cache_dir=str(Path(args.out_dir) / "cache"),
+                     threads=args.threads)
+
+
+def run_metrics(result: dict) -> dict[str, float]:
+    """One run's held-out results and its training statistics."""
     history, final = result["history"], result["final_sampled"]
     used = [r["rollouts_used_informative"] for r in history if r["rollouts_used_informative"] is not None]
-    return {"mean_at_8": final["mean_at_k"], "pass_at_8": final["pass_at_k"], "mean_at_1": final["first_sample"],
-            "greedy": result["final_accuracy"], "distinct_correct_at_8": final["distinct_correct_at_k"],
+    return {"mean_at_k": final["mean_at_k"], "pass_at_k": final["pass_at_k"], "greedy": result["final_accuracy"],
+            "distinct_correct_at_k": final["distinct_correct_at_k"],
             "entropy_start": window_mean(history, "entropy", True), "entropy_end": window_mean(history, "entropy", False),
+            "favoured_start": window_mean(history, "favoured_share", True),
+            "favoured_end": window_mean(history, "favoured_share", False),
+            "train_reward_end": window_mean(history, "reward", False),
             "rollouts_used_informative": statistics.fmean(used) if used else float("nan"),
-            "distinct_share_start": window_mean(history, "distinct_share", True),
-            "distinct_share_end": window_mean(history, "distinct_share", False),
-            "drops": sum(r["drops"] for r in history), "drops_with_copy": sum(r["drops_with_copy"] for r in history),
-            "controlled_share": statistics.fmean(r["controlled_share"] for r in history),
-            "seconds": result["seconds"]}
+            "drops": sum(r["drops"] for r in history), "drops_with_copy": sum(r["drops_with_copy"] for r in history)}
+
+
+def regime(task: DigitSumTask, runs: dict[str, dict[str, dict]]) -> dict[str, Any]:
+    """What the regime is, per block: the split, the answers per target, the warm start, vanilla's collapse."""
+    train, held = task.train_targets(), task.held_out_targets()
+    valid = [task.valid_answers(t) for t in held]
+    vanilla = [runs["none"][k] for k in sorted(runs["none"])]
+    mean = statistics.fmean
+    out = {"train_targets": len(train), "held_out_targets": len(held), "held_out_overlap": len(set(train) & set(held)),
+           "valid_answers_mean": mean(valid), "valid_answers_min": min(valid), "valid_answers_max": max(valid),
+           "warm_greedy": mean(r["initial_accuracy"] for r in vanilla),
+           "warm_mean_at_k": mean(r["initial_sampled"]["mean_at_k"] for r in vanilla),
+           "warm_pass_at_k": mean(r["initial_sampled"]["pass_at_k"] for r in vanilla),
+           "warm_distinct_correct_at_k": mean(r["initial_sampled"]["distinct_correct_at_k"] for r in vanilla),
+           "vanilla_mean_at_k_end": mean(r["final_sampled"]["mean_at_k"] for r in vanilla),
+           "vanilla_pass_at_k_end": mean(r["final_sampled"]["pass_at_k"] for r in vanilla)}
+    metrics = [run_metrics(r) for r in vanilla]
+    for key in ("favoured_start", "favoured_end", "entropy_start", "entropy_end", "train_reward_end"):
+        out[f"vanilla_{key}"] = mean(m[key] for m in metrics)
+    if "dropout" in runs:
+        dropped = [run_metrics(runs["dropout"][k]) for k in sorted(runs["dropout"])]
+        out["dropout_drops"] = sum(m["drops"] for m in dropped)
+        out["dropout_drops_with_copy"] = sum(m["drops_with_copy"] for m in dropped)
+    return out
 
 
 def main(args: Args | None = None) -> dict:
-    """Run every variant x seed, print the table, write and return the results."""
+    """Run every variant on every run of every block, print the tables, write and return the results."""
     args = args or Args()
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown or not (args.runs_only or "none" in args.variants):
         raise ValueError(f"variants must include 'none' and come from {', '.join(VARIANTS)}; got {args.variants}")
-    out = Path(args.out_dir)
-    runs: dict[str, list[dict]] = {}
-    for variant in args.variants:
-        rollout_filter, control = VARIANTS[variant]
-        for seed in args.seeds:
-            runs.setdefault(variant, []).append(cached_run(grpo.main, grpo.Args(
-                filter=rollout_filter, control=control, drop_share=args.drop_share, steps=args.steps,
-                prompts_per_step=args.prompts_per_step, group_size=args.group_size, learning_rate=args.learning_rate,
-                seed=seed, eval_every=args.eval_every, eval_size=args.eval_size, sft_steps=args.sft_steps,
-                task=args.task, length=args.length, cache_dir=str(out / "cache"), log_dir=str(out),
-                threads=args.threads), out))
+    runs = run_blocks(args.blocks, args.warm_starts, args.seeds, args.variants,
+                      lambda v, w, s: (grpo.main, run_args(args, v, w, s)), Path(args.out_dir))
     if args.runs_only:
         return {}
-    per_seed = {v: {k: [seed_metrics(r)[k] for r in results] for k in seed_metrics(results[0])}
-                for v, results in runs.items()}
-    first = runs["none"][0]
-    results = {
-        "settings": {**dataclasses.asdict(args), "seeds": list(args.seeds), "variants": list(args.variants)},
-        "warm_start": {"sft_steps": args.sft_steps, "greedy_accuracy": first["initial_accuracy"],
-                       "mean_at_8": first["initial_sampled"]["mean_at_k"],
-                       "pass_at_8": first["initial_sampled"]["pass_at_k"], "sft": first["warm_start"]},
-        "variants": summarise(per_seed, "none", METRICS, list(args.seeds)),
-        "entropy_curves": {v: [statistics.fmean(c) for c in zip(*(entropy_curve(r["history"]) for r in rs))]
-                           for v, rs in runs.items()},
-    }
-    print(grpo_table(results))
-    plot = plot_curves({f"{v}/{r['seed']}": r["history"] for v, rs in runs.items() for r in rs},
-                       ["accuracy", "eval_accuracy", "entropy", "rollouts_used"], out / "grpo_dropout.png",
-                       title="GRPO rollout filters and entropy controls (one line per seed)")
-    print(f"curves: {plot}; logs: {out}/grpo_*.jsonl")
-    if args.results:
-        Path(args.results).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.results).write_text(json.dumps(results, indent=1) + "\n")
+    results = summarise_blocks(args, runs, run_metrics, lambda block: regime(task_of(args), block), "none",
+                               METRICS, CLAIMS)
+    print(grpo_tables(results))
+    write_results(args.results, results)
     return results
-
-
-def _parse() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = Args()
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(defaults.seeds))
-    parser.add_argument("--variants", nargs="+", default=list(defaults.variants))
-    for name in ("steps", "prompts_per_step", "group_size", "sft_steps", "length", "eval_size", "eval_every",
-                 "threads"):
-        parser.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
-    for name in ("learning_rate", "drop_share"):
-        parser.add_argument("--" + name.replace("_", "-"), type=float, default=getattr(defaults, name))
-    for name in ("task", "out_dir", "results"):
-        parser.add_argument("--" + name.replace("_", "-"), default=getattr(defaults, name))
-    parser.add_argument("--runs-only", action="store_true")
-    ns = vars(parser.parse_args())
-    ns["seeds"], ns["variants"] = tuple(ns["seeds"]), tuple(ns["variants"])
-    return Args(**ns)
 
 
 if __name__ == "__main__":
     started = time.perf_counter()
-    main(_parse())
+    main(parse_preset_args(__doc__.splitlines()[0], PRESETS))
     print(f"total {time.perf_counter() - started:.0f} s")

@@ -1,10 +1,10 @@
-"""Summaries and README tables of the post-training benchmarks, from their committed results files.
+"""README tables of the post-training benchmarks, rendered from their committed results files.
 
-``grpo_dropout.py`` and ``dial_opd.py`` write ``benchmarks/results/*.json`` (per-seed values and
-paired differences against the vanilla method); ``posttrain_regime.py`` writes the regime
-statistics. This script renders the three as markdown and, with ``--write``, replaces the block
-between the ``posttrain-tables`` markers of README.md, so the README's numbers are the results
-files' (a test regenerates the block and compares).
+``grpo_dropout.py`` and ``dial_opd.py`` write ``benchmarks/results/*.json``: per seed block the
+regime statistics and the paired differences against the baseline, the stability column across
+blocks and the claim verdicts. This script renders them as markdown and, with ``--write``, replaces
+the block between the ``posttrain-tables`` markers of README.md, so every number and verdict in it
+is the results files' (a test regenerates the block and compares).
 
 Run: ``python benchmarks/posttrain_tables.py [--write]``.
 """
@@ -13,145 +13,137 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import dataclasses
 from pathlib import Path
-from typing import Any, Callable
-
-from rsigym.cache import atomic_write_bytes, cache_key
-from rsigym.stats import paired_bootstrap_ci
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 BEGIN, END = "<!-- posttrain-tables:begin -->", "<!-- posttrain-tables:end -->"
+METRIC_NAMES = {"mean_at_k": "Mean@k", "pass_at_k": "Pass@k", "greedy": "greedy", "entropy_end": "entropy (last 10%)",
+                "train_reward_end": "training reward (last 10%)"}
 
 
-def cached_run(run: Callable[[Any], dict], run_args: Any, out: Path) -> dict:
-    """``run(run_args)``, its JSON result kept in ``out/run-cache`` under a hash of the arguments.
-
-    A benchmark cut short resumes where it stopped, and its variants can be spread over processes.
-    """
-    name = type(run_args).__module__.rsplit(".", 1)[-1]
-    path = out / "run-cache" / f"{name}-{cache_key(name + '-run', dataclasses.asdict(run_args))}.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    result = run(run_args)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, json.dumps(result).encode())
-    return result
+def _delta(comparison: dict[str, Any]) -> str:
+    low, high = comparison["ci"]
+    return f"{comparison['mean']:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
-def summarise(per_seed: dict[str, dict[str, list[float]]], baseline: str, metrics: tuple[str, ...],
-              seeds: list[int]) -> dict[str, dict[str, Any]]:
-    """``{variant: {metric: [value per seed]}}`` -> mean, per-seed values and the paired difference
-    against ``baseline`` (same seed, same warm start) with a 95% percentile bootstrap CI."""
-    out: dict[str, dict[str, Any]] = {}
-    for variant, values in per_seed.items():
-        entry: dict[str, Any] = {"per_seed": {m: values[m] for m in values}, "seeds": seeds,
-                                 "mean": {m: statistics.fmean(v) for m, v in values.items() if v}}
-        paired = {}
-        for metric in metrics:
-            deltas = [a - b for a, b in zip(values[metric], per_seed[baseline][metric])]
-            low, high = paired_bootstrap_ci(deltas, seed=0)
-            paired[metric] = {"mean": statistics.fmean(deltas), "ci": [low, high], "deltas": deltas}
-        entry[f"vs_{baseline}"] = paired
-        out[variant] = entry
-    return out
+def _regime_rows(results: dict[str, Any], rows: list[tuple[str, str]]) -> list[str]:
+    blocks = results["blocks"]
+    lines = ["| | " + " | ".join(f"block {b}" for b in blocks) + " |", "|---|" + "---|" * len(blocks)]
+    for label, fmt in rows:
+        lines.append(f"| {label} | " + " | ".join(fmt.format(**block["regime"]) for block in blocks.values()) + " |")
+    return lines
 
 
-def _delta(entry: dict[str, Any], key: str, metric: str) -> str:
-    d = entry[key][metric]
-    return f"{d['mean']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]"
+def _units(results: dict[str, Any]) -> str:
+    parts = []
+    for name, block in results["blocks"].items():
+        warm = sorted({u[0] for u in block["units"]})
+        seeds = sorted({u[1] for u in block["units"]})
+        parts.append(f"block {name}: warm starts {', '.join(map(str, warm))} x seeds {', '.join(map(str, seeds))}")
+    return "; ".join(parts)
 
 
-def _seeds(values: list[float]) -> str:
-    return " ".join(f"{v:.2f}" for v in values)
+def ablation_table(results: dict[str, Any], baseline: str, metrics: tuple[str, ...], label: str) -> list[str]:
+    """Per variant: means pooled over blocks, and per metric each block's paired difference with its
+    verdict, then the stability column (the verdict both blocks agree on, else "unstable")."""
+    blocks = results["blocks"]
+    header = ["variant", *(f"{METRIC_NAMES[m]} (mean)" for m in metrics)]
+    for m in metrics:
+        header += [f"Δ {METRIC_NAMES[m]} vs {label}, block {b} [95% CI]" for b in blocks] + [f"{METRIC_NAMES[m]}: stable"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for variant, stability in results["stability"].items():
+        cells = [f"`{variant}`"]
+        for m in metrics:
+            means = [block["variants"][variant]["mean"][m] for block in blocks.values()]
+            cells.append(f"{sum(means) / len(means):.3f}")
+        for m in metrics:
+            cells += [f"{_delta(c)} {c['label']}" for c in
+                      (block["variants"][variant][f"vs_{baseline}"][m] for block in blocks.values())]
+            cells.append(stability[m])
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
-def verdict(variants: dict[str, Any], key: str, metric: str, label: str) -> str:
-    """One line sorting the variants by where the 95% CI of their paired difference lies."""
-    groups: dict[str, list[str]] = {"above 0": [], "below 0": [], "includes 0": []}
-    for name, entry in variants.items():
-        if name == key.removeprefix("vs_"):
-            continue
-        low, high = entry[key][metric]["ci"]
-        groups["above 0" if low > 0 else "below 0" if high < 0 else "includes 0"].append(f"`{name}`")
-    parts = [f"{where}: {', '.join(names)}" for where, names in groups.items() if names]
-    return f"CI of the paired difference in {label} — " + "; ".join(parts) + "."
+def claims_table(results: dict[str, Any]) -> list[str]:
+    blocks = list(results["blocks"])
+    lines = ["| claim | compared | " + " | ".join(f"block {b}: Δ [95% CI], MDD, verdict" for b in blocks)
+             + " | verdict (both blocks) |", "|---|---|" + "---|" * (len(blocks) + 1)]
+    for claim in results["claims"]:
+        cells = [f"{claim['id']}: {claim['text']}",
+                 f"`{claim['variant']}` - `{claim['baseline']}` on {METRIC_NAMES[claim['metric']]}"]
+        for b in blocks:
+            c = claim["blocks"][b]
+            cells.append(f"{_delta(c)}, {c['mdd']:.3f}, {c['label']}")
+        cells.append(f"**{claim['verdict']}**")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
-def grpo_table(results: dict[str, Any]) -> str:
+GRPO_REGIME = [
+    ("targets: training / held-out / overlap", "{train_targets} / {held_out_targets} / {held_out_overlap}"),
+    ("valid answers per held-out target: mean (min-max)", "{valid_answers_mean:.0f} ({valid_answers_min}-{valid_answers_max})"),
+    ("warm start on held-out: greedy / Mean@k / Pass@k", "{warm_greedy:.3f} / {warm_mean_at_k:.3f} / {warm_pass_at_k:.3f}"),
+    ("warm start: distinct right answers among k samples", "{warm_distinct_correct_at_k:.2f}"),
+    ("vanilla GRPO: rollouts that are the memorised answer, first→last 10%",
+     "{vanilla_favoured_start:.3f}→{vanilla_favoured_end:.3f}"),
+    ("vanilla GRPO: token entropy, first→last 10%", "{vanilla_entropy_start:.3f}→{vanilla_entropy_end:.3f}"),
+    ("vanilla GRPO: training reward, last 10%", "{vanilla_train_reward_end:.3f}"),
+    ("vanilla GRPO: held-out Mean@k / Pass@k, warm start→end",
+     "{warm_mean_at_k:.3f}→{vanilla_mean_at_k_end:.3f} / {warm_pass_at_k:.3f}→{vanilla_pass_at_k_end:.3f}"),
+    ("GRPODropout drops (with an identical copy kept in the group)", "{dropout_drops} ({dropout_drops_with_copy})"),
+]
+
+
+def grpo_tables(results: dict[str, Any]) -> str:
     s = results["settings"]
-    lines = [f"GRPO on `{s['task']}` (length {s['length']}), {len(s['seeds'])} seeds x {s['steps']} steps x "
-             f"{s['prompts_per_step']} prompts x G={s['group_size']}, warm start pinned at {s['sft_steps']} "
-             f"supervised steps (greedy {results['warm_start']['greedy_accuracy']:.3f}, sampled Mean@8 "
-             f"{results['warm_start']['mean_at_8']:.3f}, Pass@8 {results['warm_start']['pass_at_8']:.3f}); "
-             f"held-out {s['eval_size']} targets, 8 samples each at temperature 1. Differences are paired by seed "
-             f"against vanilla GRPO, 95% bootstrap CI over seeds.", "",
-             "| variant | Mean@8 | Pass@8 | Mean@1 | greedy | distinct right @8 | entropy first→last 10% | "
-             "rollouts/prompt (informative groups) | Δ Mean@8 vs vanilla | Δ Pass@8 | Δ greedy | Mean@8 per seed |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, entry in results["variants"].items():
-        m = entry["mean"]
-        lines.append(
-            f"| {name} | {m['mean_at_8']:.3f} | {m['pass_at_8']:.3f} | {m['mean_at_1']:.3f} | {m['greedy']:.3f} | "
-            f"{m['distinct_correct_at_8']:.2f} | {m['entropy_start']:.3f}→{m['entropy_end']:.3f} | "
-            f"{m['rollouts_used_informative']:.2f} | {_delta(entry, 'vs_none', 'mean_at_8')} | "
-            f"{_delta(entry, 'vs_none', 'pass_at_8')} | {_delta(entry, 'vs_none', 'greedy')} | "
-            f"{_seeds(entry['per_seed']['mean_at_8'])} |")
-    lines += ["", verdict(results["variants"], "vs_none", "mean_at_8", "Mean@8 against vanilla GRPO"),
-              verdict(results["variants"], "vs_none", "pass_at_8", "Pass@8 against vanilla GRPO")]
+    head = (f"GRPO on `digitsum` (length {s['length']}, a memorised favoured answer per target in "
+            f"{s['canonical_share']:g} of the warm start's demonstrations), held-out targets t % {s['held_out_every']} == 1; "
+            f"{s['warm_starts']} warm starts ({s['sft_steps']} supervised steps) x {s['seeds']} seeds per block, "
+            f"{s['steps']} steps x {s['prompts_per_step']} targets x G={s['group_size']}, k={s['sample_k']} samples per "
+            f"held-out problem ({s['eval_size']} problems), {s['threads']} thread(s). {_units(results)}. CIs resample "
+            f"warm starts, then seeds; MDD: minimum detectable difference (alpha 0.05, power 0.8).")
+    lines = [head, "", "Regime:", "", *_regime_rows(results, GRPO_REGIME), "", "Ablations (paired against vanilla GRPO):", "",
+             *ablation_table(results, "none", ("mean_at_k", "pass_at_k", "entropy_end"), "vanilla"), "",
+             "Claims:", "", *claims_table(results)]
     return "\n".join(lines)
 
 
-def dial_table(results: dict[str, Any]) -> str:
-    s, w = results["settings"], results["warm_start"]
-    lines = [f"On-policy distillation on `{s['task']}` (length {s['length']}), keep ratio {s['keep_ratio']:g} "
-             f"(realised share in the table), {len(s['seeds'])} seeds x {s['steps']} steps x {s['prompts_per_step']} "
-             f"prompts; student pinned at {s['student_sft_steps']} supervised steps (greedy "
-             f"{w['student_greedy']:.3f}, Mean@8 {w['student_mean_at_8']:.3f}), teacher {s['teacher_sft_steps']} steps "
-             f"at temperature {s['teacher_temperature']:g} (greedy {w['teacher_greedy']:.3f}, Mean@8 "
-             f"{w['teacher_mean_at_8']:.3f}); low-low: both p < {s['low_prob']:g}. Differences are paired by seed, "
-             f"95% bootstrap CI over seeds.", "",
-             "| selector | Mean@8 | Pass@8 | greedy | reverse KL last 10% | entropy last 10% | realised share | "
-             "low-low among selected | overlap with top-signal | Δ Mean@8 vs all tokens | Δ Mean@8 vs top-signal | "
-             "Δ greedy vs all tokens | Mean@8 per seed |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, entry in results["variants"].items():
-        m = entry["mean"]
-        lines.append(
-            f"| {name} | {m['mean_at_8']:.3f} | {m['pass_at_8']:.3f} | {m['greedy']:.3f} | {m['reverse_kl_end']:.3f} | "
-            f"{m['entropy_end']:.3f} | {m['selected_share']:.3f} | {m['selected_low_low_share']:.3f} | "
-            f"{m['overlap_top_signal']:.3f} | {_delta(entry, 'vs_all', 'mean_at_8')} | "
-            f"{_delta(entry, 'vs_top_signal', 'mean_at_8')} | {_delta(entry, 'vs_all', 'greedy')} | "
-            f"{_seeds(entry['per_seed']['mean_at_8'])} |")
-    lines += ["", verdict(results["variants"], "vs_all", "mean_at_8", "Mean@8 against all-token distillation"),
-              verdict(results["variants"], "vs_top_signal", "mean_at_8", "Mean@8 against divergence-only selection")]
-    return "\n".join(lines)
+DIAL_REGIME = [
+    ("vocabulary |V| / low-low cut-off (both p below)", "{vocabulary} / {low_prob:.4f}"),
+    ("targets: training / held-out / overlap", "{train_targets} / {held_out_targets} / {held_out_overlap}"),
+    ("valid answers per held-out target: mean (min-max)", "{valid_answers_mean:.0f} ({valid_answers_min}-{valid_answers_max})"),
+    ("student warm start on held-out: greedy / Mean@k / Pass@k", "{student_greedy:.3f} / {student_mean_at_k:.3f} / {student_pass_at_k:.3f}"),
+    ("teacher on held-out: greedy / Mean@k / Pass@k", "{teacher_greedy:.3f} / {teacher_mean_at_k:.3f} / {teacher_pass_at_k:.3f}"),
+    ("sampled tokens that are low-low (first 10% of steps)", "{low_low_share:.3f}"),
+    ("low-low tokens that are a mistake or follow one (all tokens: share)", "{low_low_error_share:.3f} ({error_share:.3f})"),
+    ("sampled tokens low-low at the old fixed cut-off p < 0.1", "{low_low_share_fixed_01:.3f}"),
+    ("tokens the teacher is sure of (p_t > 0.99)", "{teacher_sure_share:.3f}"),
+    ("low-low share of divergence-only picks", "{top_signal_low_low_share:.3f}"),
+]
 
 
-def regime_table(results: dict[str, Any]) -> str:
-    lines = [f"Regime statistics at the warm start (first {results['settings']['steps']} steps of each method; "
-             f"low-low: both p < {results['settings']['low_prob']:g}).", "",
-             "| regime | warm start greedy / Mean@8 | distinct rollouts per group | drops with a copy left in "
-             "the group | mean p of dropped rollouts | teacher greedy / Mean@8 | tokens with p_t > 0.99 | low-low tokens | "
-             "low-low among top-signal picks | DIAL beta 0.5 picks also picked by top-signal |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for name, r in results["regimes"].items():
-        lines.append(
-            f"| {name} | {r['student_greedy']:.3f} / {r['student_mean_at_8']:.3f} | {r['distinct_share']:.3f} | "
-            f"{r['drops_with_copy']}/{r['drops']} | {r['dropped_probability']:.3f} | "
-            f"{r['teacher_greedy']:.3f} / {r['teacher_mean_at_8']:.3f} | {r['teacher_sure_share']:.3f} | "
-            f"{r['low_low_share']:.3f} | {r['top_signal_low_low_share']:.3f} | {r['dial_overlap_top_signal']:.3f} |")
+def dial_tables(results: dict[str, Any]) -> str:
+    s = results["settings"]
+    head = (f"On-policy distillation on `digitsum` (base {s['base']}, length {s['length']}), held-out targets "
+            f"t % {s['held_out_every']} == 1, keep ratio {s['keep_ratio']:g}; {s['warm_starts']} warm starts (student "
+            f"{s['student_sft_steps']}, teacher {s['teacher_sft_steps']} supervised steps) x {s['seeds']} seeds per block, "
+            f"{s['steps']} steps x {s['prompts_per_step']} targets, k={s['sample_k']} samples per held-out problem "
+            f"({s['eval_size']} problems), {s['threads']} thread(s). {_units(results)}. Low-low: both probabilities "
+            f"below {s['low_prob_per_vocab']:g}/|V|. CIs resample warm starts, then seeds; MDD: minimum detectable "
+            f"difference (alpha 0.05, power 0.8).")
+    lines = [head, "", "Regime:", "", *_regime_rows(results, DIAL_REGIME), "",
+             "Ablations (paired against all-token distillation):", "",
+             *ablation_table(results, "all", ("mean_at_k", "pass_at_k", "train_reward_end"), "all tokens"), "",
+             "Claims:", "", *claims_table(results)]
     return "\n".join(lines)
 
 
 def render(results_dir: Path = RESULTS) -> str:
     """The README block (without the markers) from the results files present."""
     parts = []
-    renderers = (("posttrain_regime.json", regime_table), ("grpo_dropout.json", grpo_table),
-                 ("dial_opd.json", dial_table))
-    for file_name, renderer in renderers:
+    for file_name, renderer in (("grpo_dropout.json", grpo_tables), ("dial_opd.json", dial_tables)):
         path = results_dir / file_name
         if path.exists():
             parts.append(f"From `benchmarks/results/{file_name}`:\n\n" + renderer(json.loads(path.read_text())))

@@ -1,7 +1,10 @@
 """Removes each hardening setting of the docker sandbox, one at a time, and shows which tests fail.
 
 The exec server's three guarantees (non-dumpable, the kill after each command, the check of what
-the next command inherits) count as settings too.
+the next command inherits) count as settings too, and so does each rule of the redaction of secrets
+by structure (``rsigym.redact``: URL userinfo and query values, header mappings and header lines,
+secret key names, configured values registered), guarded by ``tests/security/test_secrets_by_structure.py``
+(no Docker needed for those rows).
 
 A setting no test notices is not guarded: every row must show at least one failing test. Each
 mutation runs the docker tests of ``tests/security`` and ``tests/core/test_sandbox_docker.py``
@@ -10,8 +13,14 @@ itself is never edited). The fork-bomb test is left out of every run: without th
 would be a real fork bomb on the host (``test_process_count_stops_at_the_pids_limit`` guards the
 limit with a bounded number of forks instead).
 
-Run: ``python benchmarks/sandbox_mutation_check.py [--only NAME ...]``. Needs a Docker engine and
-the image (``rsigym sandbox build``). Prints one table: setting, failed tests (count), their names.
+Run: ``python benchmarks/sandbox_mutation_check.py [--only NAME ...] [--tests PATH ...]`` (``--tests``:
+a subset of the test files, when only some walls are checked). Needs a Docker engine and the image
+(``rsigym sandbox build``). Prints one table: setting, failed tests (count), their names.
+
+Issue 27 added code repair's runner (every test in a fresh interpreter, judged by the harness
+identity: removed, every batch runs in one process again), the evolution clearing without recursion
+and its fallback (reset the sandbox, charge the candidate that left the files), and the exec
+server's I/O priority check.
 """
 
 from __future__ import annotations
@@ -100,6 +109,44 @@ def _exec_server_text(old: str, new: str) -> Callable[[], None]:
     return apply
 
 
+def _coderepair_one_process() -> None:
+    """Every code repair batch in one process, each job a fork of it (the runner before issue 27)."""
+    from rsigym.envs.coderepair import execution
+
+    original = execution.run_jobs
+
+    def run_jobs(sandbox: Any, jobs: Any, *, trusted: bool = False) -> Any:
+        return original(sandbox, jobs, trusted=True)
+
+    execution.run_jobs = run_jobs  # before the env and graders import it
+
+
+# The evolution clearing as it was: a recursive walk (a directory 3,000 deep ends in RecursionError).
+_RECURSIVE_REMOVE = r"""
+def remove_tree(path):
+    import os
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(path, 0o700)
+        for name in os.listdir(path):
+            remove_tree(os.path.join(path, name))
+        os.rmdir(path)
+    else:
+        os.unlink(path)
+"""
+
+
+def _recursive_clearing() -> None:
+    from rsigym.sandbox import container_scripts
+
+    container_scripts.REMOVE_TREE = _RECURSIVE_REMOVE  # before the evolution harness is built from it
+
+
+def _no_cleanup_fallback() -> None:
+    from rsigym.envs.evolution.evaluator import SandboxEvaluator
+
+    SandboxEvaluator._cleared = lambda self, kind, cost, session, result: result  # type: ignore[method-assign]
+
+
 MUTATIONS: dict[str, Callable[[], None]] = {
     "network_mode=none": _drop_host_config("network_mode"),
     "read_only root": _drop_host_config("read_only"),
@@ -116,7 +163,70 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "exec server non-dumpable": _exec_server_text("prctl(4, 0, 0, 0, 0)", "prctl(4, 1, 0, 0, 0)"),
     "exec server kill after each command": _exec_server_text("def sweep():\n", "def sweep():\n    return\n"),
     "exec server inherited-state check": _exec_server_text("if inherited() != INHERITED:", "if False:"),
+    "exec server I/O priority check": _exec_server_text("io_priority(), sched_attr())", "sched_attr())"),
+    "code repair: fresh interpreter per test": _coderepair_one_process,
+    "evolution clearing without recursion": _recursive_clearing,
+    "evolution clean-up fallback (reset, charge the leaver)": _no_cleanup_fallback,
 }
+
+
+# ---- issue 27 item 4: redaction by structure (helper issue27b) --------------------------------
+# Each rule of ``rsigym.redact`` removed in turn; ``tests/security/test_secrets_by_structure.py``
+# must notice. The end-to-end test runs ``rsigym`` in subprocesses, so the mutation also reaches
+# them: the child puts a ``sitecustomize`` module on PYTHONPATH that applies it at start-up.
+_NEVER = r"(?!)"  # a pattern that matches nothing
+
+
+def _redact_rule_off(*names: str) -> Callable[[], None]:
+    def apply() -> None:
+        import re
+
+        from rsigym import redact
+
+        for name in names:
+            setattr(redact, name, re.compile(_NEVER))
+
+    return apply
+
+
+def _no_secret_registration() -> None:
+    from rsigym import scenario
+
+    scenario.register_secrets_in = lambda value: None  # type: ignore[assignment]
+
+
+REDACTION_MUTATIONS: dict[str, Callable[[], None]] = {
+    "redaction: URL userinfo": _redact_rule_off("_USERINFO"),
+    "redaction: URL query values": _redact_rule_off("_PAIR_VALUE"),
+    "redaction: header mappings (headers, extra_headers)": _redact_rule_off("_HEADERS_KEY"),
+    "redaction: header lines in text (Cookie: ...)": _redact_rule_off("_HEADER_TEXT"),
+    "redaction: secret words in key names (cookie, signature)": _redact_rule_off("_SECRET_WORD"),
+    "redaction: *-key and *-token key names": _redact_rule_off("_KEY_SUFFIX"),
+    "redaction: configured secrets registered by value": _no_secret_registration,
+}
+REDACTION_TESTS = ["tests/security/test_secrets_by_structure.py"]
+MUTATIONS.update(REDACTION_MUTATIONS)
+
+
+def _propagate_to_subprocesses(name: str) -> None:
+    """Make every Python process the tests start apply mutation ``name`` too (sitecustomize)."""
+    import os
+
+    folder = tempfile.mkdtemp(prefix="rsigym-mutation-")
+    pathlib.Path(folder, "sitecustomize.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO / 'benchmarks')!r})\n"
+        "import sandbox_mutation_check\n"
+        f"sandbox_mutation_check.MUTATIONS[{name!r}]()\n")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (folder, os.environ.get("PYTHONPATH")) if p)
+
+
+def _pytest_args(name: str, tests: list[str]) -> list[str]:
+    if name in REDACTION_MUTATIONS:
+        _propagate_to_subprocesses(name)
+        return REDACTION_TESTS
+    return ["-m", "docker", "-k", DESELECT, *tests]
+# ---- end of the issue 27 item 4 block ---------------------------------------------------------
 
 
 class _Failures:
@@ -130,19 +240,19 @@ class _Failures:
             self.failed.append(report.nodeid)
 
 
-def _child(name: str, out_path: str) -> int:
+def _child(name: str, out_path: str, tests: list[str]) -> int:
     import pytest
 
     MUTATIONS[name]()
     failures = _Failures()
-    code = pytest.main(["-q", "-p", "no:cacheprovider", "-m", "docker", "-k", DESELECT, *TESTS],
-                       plugins=[failures])  # fmt: skip
+    code = pytest.main(["-q", "-p", "no:cacheprovider", *_pytest_args(name, tests)], plugins=[failures])
     pathlib.Path(out_path).write_text(json.dumps(failures.failed))
     return int(code)
 
 
-def main(only: list[str] | None = None) -> dict[str, list[str]]:
-    """Run every mutation (or ``only`` these); print the table; return setting -> failed tests."""
+def main(only: list[str] | None = None, tests: list[str] | None = None) -> dict[str, list[str]]:
+    """Run every mutation (or ``only`` these) against ``tests`` (default ``TESTS``); print the
+    table; return setting -> failed tests."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -153,7 +263,7 @@ def main(only: list[str] | None = None) -> dict[str, list[str]]:
     for name in names:
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             started = time.monotonic()
-            subprocess.run([sys.executable, __file__, "--child", name, out.name], cwd=REPO,
+            subprocess.run([sys.executable, __file__, "--child", name, out.name, *(tests or TESTS)], cwd=REPO,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
             seconds[name] = time.monotonic() - started
             text = pathlib.Path(out.name).read_text()
@@ -174,8 +284,9 @@ def main(only: list[str] | None = None) -> dict[str, list[str]]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", choices=list(MUTATIONS), help="run only these mutations")
-    parser.add_argument("--child", nargs=2, metavar=("NAME", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--tests", nargs="*", help=f"test paths to run (default: {' '.join(TESTS)})")
+    parser.add_argument("--child", nargs="+", metavar="NAME OUT TEST", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        sys.exit(_child(*args.child))
-    main(args.only)
+        sys.exit(_child(args.child[0], args.child[1], args.child[2:]))
+    main(args.only, args.tests)

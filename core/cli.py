@@ -288,16 +288,15 @@ def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, 
 
 
 def _report(args: argparse.Namespace) -> int:
-    import yaml
-
     from .report import write_report
+    from .safe_yaml import load_yaml
     from .scenario import NamedSpec
 
     records = _records_or_error(args.run_dir)[1].records
     analyses: list[Any] = ["summary"]
     scenario_file = args.run_dir / "scenario.yaml"
     if scenario_file.exists():
-        raw = yaml.safe_load(scenario_file.read_text()) or {}
+        raw = load_yaml(scenario_file.read_text(), str(scenario_file)) or {}
         analyses = [NamedSpec.parse(a) for a in raw.get("analyses") or ["summary"]]
     path = write_report(args.run_dir, records, analyses, title=f"rsigym report: {args.run_dir.name}")
     print(f"report: {path}")
@@ -331,12 +330,12 @@ def _list(args: argparse.Namespace) -> int:
             print(f"{kind}:")
         indent = "  " if len(kinds) > 1 else ""
         if kind == "scenarios":
-            import yaml
-
             from rsigym.scenarios import bundled_scenarios
 
+            from .safe_yaml import load_yaml
+
             for name, path in bundled_scenarios().items():
-                raw = yaml.safe_load(path.read_text()) or {}
+                raw = load_yaml(path.read_text(), str(path)) or {}
                 print(f"{indent}{name:30} {str(raw.get('description') or '').strip()}")
             continue
         registry: Registry[object] = REGISTRIES[kind]

@@ -13,9 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 from .errors import UserError
+from .safe_yaml import load_yaml
 
 __all__ = ["regrade_command", "default_regrade_folder"]
 
@@ -46,7 +45,7 @@ def regrade_command(args: argparse.Namespace,
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UserError(f"--param expects KEY=VALUE, got {item!r}")
-        params[key] = yaml.safe_load(value)
+        params[key] = load_yaml(value, f"--param {key}")
     grader = get_grader(args.grader, **params)
     if not (args.run_dir / RECORDS_FILE).exists():
         raise UserError(f"no {RECORDS_FILE} in {args.run_dir}; is it a run folder?")
@@ -114,6 +113,6 @@ def _rewrite_report(run_dir: Path, records: list[Any]) -> Path:
     analyses: list[Any] = ["summary"]
     scenario_file = run_dir / "scenario.yaml"
     if scenario_file.exists():
-        raw = yaml.safe_load(scenario_file.read_text()) or {}
+        raw = load_yaml(scenario_file.read_text(), str(scenario_file)) or {}
         analyses = [NamedSpec.parse(a) for a in raw.get("analyses") or ["summary"]]
     return write_report(run_dir, records, analyses, title=f"rsigym report: {run_dir.name}")

@@ -19,6 +19,7 @@ import yaml
 
 from .errors import UserError
 from .redact import redact_text
+from .safe_yaml import load_yaml
 
 __all__ = ["run_command", "apply_set", "EXIT_RUN_FAILED", "EXIT_STOPPED"]
 
@@ -69,11 +70,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     if args.force_new:
         print(f"rsigym: new run folder {out_dir}", file=sys.stderr)
-    from .manifest import planned_tool_modes
 
-    for agent_id, mode in planned_tool_modes(scenario.raw).items():
-        if mode.endswith("(auto)"):  # auto decides from LiteLLM's map: say what it chose
-            print(f"rsigym: agent {agent_id}: tool_mode auto chose {mode.split()[0]}", file=sys.stderr)
     progress: ProgressMode = "none" if args.no_progress else ("bar" if sys.stderr.isatty() else "plain")
     summary = run_scenario(scenario, out_dir, backend=backend, workers=workers, address=args.address,
                            progress=progress, retry_infra_errors=not args.keep_infra_errors,
@@ -97,14 +94,20 @@ def _print_capacity(summary: Any) -> None:
               f"{checked.usage.cost_usd:.6f} USD)", file=sys.stderr)
         for line in checked.warnings:
             print(f"rsigym: warning: {redact_text(line)}", file=sys.stderr)
+    from .manifest import planned_tool_modes
+
+    for agent_id, mode in planned_tool_modes(summary.scenario_raw, checked.tool_modes if checked else None).items():
+        if "(auto:" in mode:  # say what auto chose, and how
+            print(f"rsigym: agent {agent_id}: tool_mode auto chose {mode.split()[0]} "
+                  f"({mode.split('auto: ')[1].rstrip(')')})", file=sys.stderr)
     for note in summary.notes:
-        print(f"rsigym: {note}", file=sys.stderr)
+        print(f"rsigym: {redact_text(note)}", file=sys.stderr)
     if summary.concurrency > 1 or summary.limits:
         memory = f", peak worker memory {summary.peak_rss_mb:.0f} MiB" if summary.peak_rss_mb else ""
         print(f"in flight: up to {summary.concurrency} episodes per worker, {max(summary.workers, 1)} "
               f"worker{'s' if summary.workers > 1 else ''}{memory}")
     for stats in summary.limits:
-        print(format_stats(stats))
+        print(redact_text(format_stats(stats)))  # the provider is an api_base: userinfo, query
 
 
 def _print_summary(summary: Any, max_infra_errors: int) -> int:
@@ -204,10 +207,7 @@ def apply_set(raw: dict[str, Any], assignments: list[str]) -> dict[str, Any]:
         if not sep or not path.strip():
             raise UserError(f"--set expects KEY=VALUE (e.g. max_steps=5), got {item!r}")
         parts = [m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _PART.finditer(path.strip())]
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise UserError(f"--set {path}: the value {text!r} is not valid YAML") from exc
+        value = load_yaml(text, f"--set {path}")
         target: Any = data
         for i, part in enumerate(parts):
             last = i == len(parts) - 1

@@ -39,7 +39,7 @@ def usage_by_agent(records: Sequence[Trajectory]) -> dict[tuple[str, str], tuple
 
 def usage_section(records: Sequence[Trajectory], out_dir: Path | None = None) -> ReportSection:
     """The report section "Cost and time": one row per agent (all roles), then one per role."""
-    from .report import ReportSection
+    from .report import ReportSection, md_text
 
     table = usage_by_agent(records)
     lines = ["Per agent: LLM calls, tokens and cost (LiteLLM's price map; 0 where unknown), time waiting "
@@ -52,7 +52,7 @@ def usage_section(records: Sequence[Trajectory], out_dir: Path | None = None) ->
     for (agent, role), (n, u) in table.items():
         if role == "all":
             total = total + u
-        lines.append(f"| {agent} | {role} | {n} | {u.model_calls} | {u.prompt_tokens} | {u.completion_tokens} | "
+        lines.append(f"| {md_text(agent)} | {md_text(role)} | {n} | {u.model_calls} | {u.prompt_tokens} | {u.completion_tokens} | "
                      f"{u.cost_usd:.4f} | {u.cost_usd / n:.4f} | {u.latency_s:.2f} | {u.latency_s / n:.3f} | "
                      f"{u.env_s:.2f} | {u.provider_retries} | {u.invalid_replies} |")
     verdict = (f"{total.prompt_tokens + total.completion_tokens} tokens, {total.cost_usd:.4f} USD, "

@@ -9,6 +9,11 @@ pass into a preflight problem: one line with the key path, the model, and the pr
 message. Offline ``rsigym/...`` models need no call. A rate limit or a 5xx after a retry is a
 warning (the endpoint exists and the run's own retries may see it through). Its usage (tokens,
 cost) is returned so that the run counts it.
+
+For an ``llm`` agent with ``tool_mode: auto`` a second call offers one function and requires it:
+a reply that calls it means native tools work at that endpoint (``tools``), anything else (text,
+a refusal of the request) means JSON (``json``). LiteLLM's map would guess from the model's name,
+which a local server's model is not in.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ class Endpoint:
     api_key_env: str | None
     role: str
     wheres: tuple[str, ...]
+    auto_agents: tuple[str, ...] = ()  # ids of llm agents with tool_mode auto at this endpoint
 
 
 @dataclass
@@ -45,6 +51,7 @@ class EndpointCheck:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    tool_modes: dict[str, str] = field(default_factory=dict)  # tool_mode auto agent id -> tools | json
 
 
 def _role(where: str) -> str:
@@ -62,6 +69,7 @@ def scenario_endpoints(raw: dict[str, Any]) -> list[Endpoint]:
     from .preflight import model_entries
 
     found: dict[tuple[str, str | None, str | None], list[str]] = {}
+    auto: dict[tuple[str, str | None, str | None], list[str]] = {}
     for where, entry in model_entries(raw):
         model = entry["model"]
         params: dict[str, Any] = entry["params"] if isinstance(entry.get("params"), dict) else {}
@@ -72,8 +80,10 @@ def scenario_endpoints(raw: dict[str, Any]) -> list[Endpoint]:
             continue  # LiteLLM answers these itself
         key = (model, api_base, entry.get("api_key_env") or params.get("api_key_env"))
         found.setdefault(key, []).append(where)
-    return [Endpoint(model, base, key_env, _role(wheres[0]), tuple(wheres))
-            for (model, base, key_env), wheres in found.items()]
+        if where.startswith("agents[") and entry.get("kind") == "llm" and params.get("tool_mode", "auto") == "auto":
+            auto.setdefault(key, []).append(str(entry.get("id", model)))
+    return [Endpoint(model, base, key_env, _role(wheres[0]), tuple(wheres), tuple(auto.get(key, ())))
+            for key, wheres in found.items() for model, base, key_env in [key]]
 
 
 def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: Mapping[str, str] | None = None,
@@ -115,4 +125,30 @@ def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: M
                 result.problems.append(line + " (--no-endpoint-check skips this check)")
             continue
         result.usage = result.usage + reply.usage
+        if endpoint.auto_agents:
+            mode = _probe_tools(call, endpoint, key, timeout_s, retry, result)
+            result.tool_modes.update({agent: mode for agent in endpoint.auto_agents})
     return result
+
+
+_PROBE_TOOL = {"type": "function", "function": {
+    "name": "act", "description": "Say whether you can act.",
+    "parameters": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
+
+
+def _probe_tools(call: Callable[..., Any], endpoint: Endpoint, key: str | None, timeout_s: float,
+                 retry: Any, result: EndpointCheck) -> str:
+    """``tools`` when the endpoint answers a required function with a call of it, else ``json``."""
+    from .llm import LLMError
+
+    try:
+        reply = call([{"role": "user", "content": "Call the function act with ok set to true."}],
+                     model=endpoint.model, role=endpoint.role, api_base=endpoint.api_base, api_key=key,
+                     params={"max_tokens": 32, "temperature": 0.0}, tools=[_PROBE_TOOL],
+                     tool_choice={"type": "function", "function": {"name": "act"}}, timeout_s=timeout_s,
+                     retry=retry)
+    except LLMError as exc:  # e.g. a server that refuses `tools`: JSON it is
+        result.usage = result.usage + exc.usage
+        return "json"
+    result.usage = result.usage + reply.usage
+    return "tools" if getattr(reply.message, "tool_calls", None) else "json"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from .errors import UserError
 from .records import Trajectory
+from .redact import redact
 from .report import condition_label
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def records_frame(records_or_dir: Iterable[Trajectory] | str | os.PathLike[str])
                            grade_details=json.dumps(grade.details, sort_keys=True),
                            computed_at=grade.computed_at)
             rows.append(row)
-    frame = pandas.DataFrame(rows, columns=list(FRAME_COLUMNS))
+    frame = pandas.DataFrame([redact(row) for row in rows], columns=list(FRAME_COLUMNS))
     frame["score"] = frame["score"].astype("float64")  # None (no grade, grader error) is NaN
     return frame
 
@@ -94,12 +95,16 @@ def records_frame(records_or_dir: Iterable[Trajectory] | str | os.PathLike[str])
 def export_run(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathLike[str] | None = None) -> Path:
     """Write the records of ``run_dir`` as ``fmt`` (parquet, jsonl or inspect) to ``out``.
 
-    The default ``out`` is ``RUN_DIR/export.<parquet|jsonl|eval>``. Returns the path written.
+    The default ``out`` is ``RUN_DIR/export.<parquet|jsonl|eval>``. An inspect log named without
+    ``.eval`` or ``.json`` gets ``.eval`` added: inspect_ai reads a log's format from its suffix.
+    Returns the path written.
     """
     if fmt not in EXPORT_FORMATS:
         raise UserError(f"unknown export format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
     run_dir = Path(run_dir)
     target = Path(out) if out is not None else run_dir / f"export{EXPORT_FORMATS[fmt]}"
+    if fmt == "inspect" and target.suffix.lower() not in (".eval", ".json"):
+        target = target.with_name(target.name + ".eval")
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401  (pandas writes parquet through it)

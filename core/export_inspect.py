@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from .errors import UserError
 from .records import Trajectory, utc_now
+from .redact import redact
 from .report import condition_label
 
 __all__ = ["write_inspect_log"]
@@ -39,6 +40,8 @@ def write_inspect_log(records: Sequence[Trajectory], path: str | Path, *, task: 
     except ImportError:
         raise UserError("export --format inspect needs inspect_ai: pip install 'rsigym[inspect]'") from None
 
+    # redacted again: a run folder written by an older rsigym, or by hand, may still hold secrets
+    records = [Trajectory.from_dict(redact(record.to_dict())) for record in records]
     samples = []
     run_usage: dict[str, Any] = {}
     scores_by_grader: dict[str, list[float]] = defaultdict(list)

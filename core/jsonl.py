@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import UserError
-from .records import Trajectory, utc_now
+from .records import Trajectory, non_finite_marker, utc_now
 from .redact import redact
 from .shared_text import SharedText
 
@@ -101,7 +101,7 @@ _UNREADABLE = (ValueError, KeyError, TypeError, AttributeError, RecursionError)
 
 
 def _parse_line(raw: bytes, shared: SharedText) -> Trajectory:
-    data = json.loads(raw)
+    data = json.loads(raw, parse_constant=non_finite_marker)  # a bare NaN is read as the marker
     if not isinstance(data, dict):  # "null", "[1,2]", "5": JSON, but no record
         raise ValueError(f"not a JSON object but {type(data).__name__}")
     if b'"rsigym:' in raw:  # a compact record: resolve its references to shared.jsonl

@@ -24,6 +24,7 @@ import yaml
 from .errors import UserError
 from .records import canonical_json, utc_now
 from .redact import redact
+from .safe_yaml import load_yaml
 from .scenario import Scenario
 
 __all__ = ["MANIFEST_FILE", "SCENARIO_COPY", "ManifestMismatch", "build_manifest", "run_defining", "planned_tool_modes",
@@ -65,8 +66,9 @@ def _package_versions() -> dict[str, str]:
     return found
 
 
-def build_manifest(scenario: Scenario) -> dict[str, Any]:
-    """The manifest of a new run of ``scenario``."""
+def build_manifest(scenario: Scenario, tool_modes: dict[str, str] | None = None) -> dict[str, Any]:
+    """The manifest of a new run of ``scenario``; ``tool_modes``: what the endpoint check's probe
+    chose for ``tool_mode: auto`` agents (over LiteLLM's map)."""
     import rsigym
 
     defining = run_defining(scenario.raw, rsigym.__version__)
@@ -80,13 +82,14 @@ def build_manifest(scenario: Scenario) -> dict[str, Any]:
         "git_revision": _git_revision(),
         "python": platform.python_version(),
         "packages": _package_versions(),
-        "tool_modes": planned_tool_modes(scenario.raw),
+        "tool_modes": planned_tool_modes(scenario.raw, tool_modes),
     }
 
 
-def planned_tool_modes(raw: dict[str, Any]) -> dict[str, str]:
-    """Per LLM agent (kind ``llm``) of a scenario: the tool mode it will use (``rsigym.llm``);
-    each record says what was used in the end."""
+def planned_tool_modes(raw: dict[str, Any], probed: dict[str, str] | None = None) -> dict[str, str]:
+    """Per LLM agent (kind ``llm``) of a scenario: the tool mode it will use (``rsigym.llm``; an
+    ``auto`` agent the endpoint check probed takes ``probed[id]``, tools or json); each record says
+    what was used in the end."""
     from .llm import planned_tool_mode
 
     modes = {}
@@ -95,8 +98,11 @@ def planned_tool_modes(raw: dict[str, Any]) -> dict[str, str]:
             continue
         params: dict[str, Any] = agent["params"] if isinstance(agent.get("params"), dict) else {}
         asked = str(params.get("tool_mode", "auto"))
-        planned = planned_tool_mode(agent["model"], asked, params.get("api_base"))
-        modes[str(agent.get("id", agent["model"]))] = planned if asked != "auto" else f"{planned} (auto)"
+        agent_id = str(agent.get("id", agent["model"]))
+        probe = (probed or {}).get(agent_id) if asked == "auto" else None
+        planned = planned_tool_mode(agent["model"], probe or asked, params.get("api_base"))
+        modes[agent_id] = (planned if asked != "auto" else
+                           f"{planned} (auto: {'probe call' if probe else 'LiteLLM model map'})")
     return modes
 
 
@@ -155,12 +161,12 @@ def _old_defining(out_dir: Path) -> dict[str, Any] | None:
                             "--force-new") from exc
     copy = out_dir / SCENARIO_COPY
     if copy.exists():  # a run folder from before manifests: its scenario copy, version unknown
-        raw = yaml.safe_load(copy.read_text()) or {}
+        raw = load_yaml(copy.read_text(), str(copy)) or {}
         return {"scenario": run_defining(raw, "")["scenario"]}
     return None
 
 
-def check_or_write_manifest(out_dir: Path, scenario: Scenario) -> bool:
+def check_or_write_manifest(out_dir: Path, scenario: Scenario, *, tool_modes: dict[str, str] | None = None) -> bool:
     """Refuse a resume of another scenario; write the manifest of a new run. True when new.
 
     Raises:
@@ -183,7 +189,7 @@ def check_or_write_manifest(out_dir: Path, scenario: Scenario) -> bool:
         if (out_dir / MANIFEST_FILE).exists():
             return False
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out_dir / MANIFEST_FILE, json.dumps(build_manifest(scenario), indent=2) + "\n")
+    _write_atomic(out_dir / MANIFEST_FILE, json.dumps(build_manifest(scenario, tool_modes), indent=2) + "\n")
     if not (out_dir / SCENARIO_COPY).exists():
         _write_atomic(out_dir / SCENARIO_COPY, yaml.safe_dump(redact(scenario.raw), sort_keys=False))
     return old is None

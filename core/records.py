@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .action_limits import short_repr
+from .record_numbers import non_finite_marker, read_int, read_number
 from .redact import redact
 
 __all__ = [
@@ -35,6 +36,9 @@ __all__ = [
     "episode_key",
     "canonical_json",
     "to_jsonable",
+    "read_number",
+    "read_int",
+    "non_finite_marker",
     "MAX_RECORD_DEPTH",
     "state_sha256",
     "utc_now",
@@ -181,7 +185,9 @@ class Usage:
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
         data = data or {}
-        return cls(**{f.name: data.get(f.name, f.default) for f in fields(cls)})
+        if not isinstance(data, dict):
+            raise ValueError(f"usage is not a mapping: {short_repr(data)}")
+        return cls(**{f.name: read_number(data.get(f.name, f.default), f"usage.{f.name}") for f in fields(cls)})
 
 
 @dataclass
@@ -199,8 +205,8 @@ class Step:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Step":
-        return cls(t=data["t"], observation=data["observation"], action=data["action"],
-                   reward=data["reward"], terminated=data["terminated"],
+        return cls(t=read_int(data["t"], "step t"), observation=data["observation"], action=data["action"],
+                   reward=float(read_number(data["reward"], "step reward")), terminated=data["terminated"],
                    truncated=data["truncated"], info=data.get("info") or {},
                    usage=Usage.from_dict(data.get("usage")))
 
@@ -220,7 +226,8 @@ class Grade:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Grade":
-        return cls(grader=data["grader"], version=data["version"], score=data["score"],
+        return cls(grader=data["grader"], version=data["version"],
+                   score=None if data["score"] is None else float(read_number(data["score"], "grade score")),
                    details=data.get("details") or {}, params=data.get("params") or {},
                    source=data.get("source", "live"), computed_at=data.get("computed_at", ""),
                    error=data.get("error"))
@@ -297,7 +304,8 @@ class Trajectory:
             raise ValueError(f"unsupported record schema {data.get('schema')!r}; expected {SCHEMA_VERSION!r}")
         return cls(
             episode_key=data["episode_key"], env=EnvRef.from_dict(data["env"]),
-            agent=AgentSpec.from_dict(data["agent"]), seed=data["seed"], rep=data["rep"],
+            agent=AgentSpec.from_dict(data["agent"]), seed=read_int(data["seed"], "seed"),
+            rep=read_int(data["rep"], "rep"),
             steps=[Step.from_dict(s) for s in data.get("steps") or []],
             final=FinalSnapshot.from_dict(data.get("final")),
             termination=data["termination"], error=data.get("error"),
@@ -311,4 +319,4 @@ class Trajectory:
 
     @classmethod
     def from_json(cls, text: str) -> "Trajectory":
-        return cls.from_dict(json.loads(text))
+        return cls.from_dict(json.loads(text, parse_constant=non_finite_marker))

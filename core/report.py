@@ -8,6 +8,7 @@ condition, the mean score with a seeded 95% bootstrap confidence interval, and t
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +17,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .records import Trajectory
+from .redact import redact_text
 from .registry import ANALYSES
 from .reply_quality import WARN_RATE, reply_rates, reply_warnings
 from .stats import bootstrap_ci
 
 __all__ = ["ReportSection", "register_analysis", "available_analyses", "summary", "write_report",
-           "bootstrap_ci", "condition_label"]
+           "bootstrap_ci", "condition_label", "md_text"]
 
 Analysis = Callable[..., "ReportSection"]
 
@@ -46,6 +48,18 @@ def register_analysis(name: str) -> Callable[[Analysis], Analysis]:
 def available_analyses() -> list[str]:
     """Every analysis name: registered here or through the ``rsigym.analyses`` entry points."""
     return list(ANALYSES)
+
+
+# Enough to keep a name literal: no link or image ([, ], !), no HTML or entity (<, >, &), no cell
+# break (|), no code or emphasis (`, *), no escape (\\); "_" inside a word is already literal.
+_MD_ACTIVE = re.compile(r"([\\`*\[\]<>!|&])")
+
+
+def md_text(value: Any) -> str:
+    """A name (agent id, condition, task) as literal text in Markdown, table cells included:
+    every character Markdown, a table or an HTML renderer acts on is escaped and line breaks become
+    spaces, so an id like ``[x](http://...)``, ``<img>`` or a ``|`` before a line break stays text."""
+    return _MD_ACTIVE.sub(r"\\\1", " ".join(str(value).splitlines()))
 
 
 def condition_label(condition: dict[str, Any] | None) -> str:
@@ -80,20 +94,20 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
              ""]
     plots = []
     for (grader, version, params), cells in sorted(scores.items()):
-        lines += [f"### {grader} (v{version}{', ' + params if params else ''})", "",
+        lines += [f"### {md_text(grader)} (v{md_text(version)}{', ' + md_text(params) if params else ''})", "",
                   "| agent | condition | n | mean | CI low | CI high | grader errors |",
                   "|---|---|---:|---:|---:|---:|---:|"]
         for (agent, condition), values in sorted(cells.items()):
             low, high = bootstrap_ci(values, confidence=confidence)
-            lines.append(f"| {agent} | {condition} | {len(values)} | {np.mean(values):.3f} | "
+            lines.append(f"| {md_text(agent)} | {md_text(condition)} | {len(values)} | {np.mean(values):.3f} | "
                          f"{low:.3f} | {high:.3f} | {failed[(grader, version, params, agent, condition)]} |")
         lines.append("")
         plots.append(_plot_scores(out_dir, grader, version, params, cells, confidence))
     all_terms = sorted({t for c in terminations.values() for t in c})
-    lines += ["### Terminations", "", "| agent | condition | " + " | ".join(all_terms) + " |",
+    lines += ["### Terminations", "", "| agent | condition | " + " | ".join(md_text(t) for t in all_terms) + " |",
               "|---|---|" + "---:|" * len(all_terms)]
     for (agent, condition), counts in sorted(terminations.items()):
-        lines.append(f"| {agent} | {condition} | " + " | ".join(str(counts[t]) for t in all_terms) + " |")
+        lines.append(f"| {md_text(agent)} | {md_text(condition)} | " + " | ".join(str(counts[t]) for t in all_terms) + " |")
     infra = sum(c["infra_error"] for c in terminations.values())
     verdict = (f"{len(records)} episodes, {infra} infra errors" if records else "no records")
     if repeats:
@@ -105,9 +119,9 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
                   "offered; the tool mode each record says was used.", "",
                   "| agent | role | tool mode | replies | invalid | invalid rate | text-only | text-only rate |",
                   "|---|---|---|---:|---:|---:|---:|---:|"]
-        lines += [f"| {r.agent} | {r.role} | {', '.join(sorted(r.tool_modes)) or '-'} | {r.replies} | {r.invalid} | "
+        lines += [f"| {md_text(r.agent)} | {md_text(r.role)} | {md_text(', '.join(sorted(r.tool_modes)) or '-')} | {r.replies} | {r.invalid} | "
                   f"{r.invalid_rate:.0%} | {r.text_only} | {r.text_rate:.0%} |" for r in rates]
-        verdict += "; invalid replies: " + ", ".join(f"{r.agent} ({r.role}) {r.invalid_rate:.0%} of {r.replies}"
+        verdict += "; invalid replies: " + ", ".join(f"{md_text(r.agent)} ({md_text(r.role)}) {r.invalid_rate:.0%} of {r.replies}"
                                                      for r in rates)
         if reply_warnings(rates):
             verdict += f" (WARNING: above {WARN_RATE:.0%}, see the report's first lines)"
@@ -152,8 +166,31 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     """
     from .costs import usage_section
 
+    import matplotlib
+
     out_dir = Path(out_dir)
-    sections = []
+    sections: list[ReportSection] = []
+    with matplotlib.rc_context({"text.parse_math": False}):  # "$" in an agent id is a dollar, not mathtext
+        _run_analyses(analyses, records, out_dir, sections, errors)
+    sections.append(usage_section(records, out_dir))  # every report says what its results cost
+    text = [f"# {title}", ""]
+    text += [f"> **Warning:** {md_text(line)}" for line in reply_warnings(reply_rates(records))]
+    if text[-1].startswith(">"):
+        text.append("")
+    for section in sections:
+        # a title and a verdict are one line each, whatever names an analysis put in them
+        text += [f"## {' '.join(section.title.splitlines())}", ""]
+        if section.verdict:
+            text += [f"**Verdict:** {' '.join(section.verdict.splitlines())}", ""]
+        text += [section.markdown, ""]
+        text += [f"![{p}]({p})" for p in section.plots] + [""]
+    path = out_dir / "report.md"
+    path.write_text(redact_text("\n".join(text)))
+    return path
+
+
+def _run_analyses(analyses: Sequence[Any], records: Sequence[Trajectory], out_dir: Path,
+                  sections: list[ReportSection], errors: list[str] | None) -> None:
     for spec in analyses:
         name, params = (spec, {}) if isinstance(spec, str) else (spec.name, spec.params)
         analyse = ANALYSES.lookup(name)
@@ -164,17 +201,3 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
             if errors is not None:
                 errors.append(line)
             sections.append(ReportSection(f"{name} (failed)", f"`{line}`", verdict="not computed: the analysis raised"))
-    sections.append(usage_section(records, out_dir))  # every report says what its results cost
-    text = [f"# {title}", ""]
-    text += [f"> **Warning:** {line}" for line in reply_warnings(reply_rates(records))]
-    if text[-1].startswith(">"):
-        text.append("")
-    for section in sections:
-        text += [f"## {section.title}", ""]
-        if section.verdict:
-            text += [f"**Verdict:** {section.verdict}", ""]
-        text += [section.markdown, ""]
-        text += [f"![{p}]({p})" for p in section.plots] + [""]
-    path = out_dir / "report.md"
-    path.write_text("\n".join(text))
-    return path

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
-
 from .errors import UserError
 from .records import AgentSpec, EnvRef, episode_key
+from .redact import register_secrets_in
+from .safe_yaml import load_yaml
 
 __all__ = ["Scenario", "EpisodeSpec", "NamedSpec", "load_scenario", "parse_scenario", "expand"]
 
@@ -69,6 +69,7 @@ class EpisodeSpec:
     graders: tuple[NamedSpec, ...] = ()
     imports: tuple[str, ...] = ()  # modules every worker imports first (``--import``)
     timeout_s: float | None = None  # wall clock for env, agent and steps (--episode-timeout); not in the key
+    tool_mode: str | None = None  # tools or json: the endpoint check's probe for a tool_mode auto agent; not in the key
 
 
 @lru_cache(maxsize=1)
@@ -115,6 +116,7 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
     """Validate a parsed YAML document and build a ``Scenario``."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: a scenario is a mapping of keys, got {type(data).__name__}")
+    register_secrets_in(data)  # a configured key or header value echoed later (an error, a tool) is caught too
     errors = sorted(_validator().iter_errors(data), key=lambda e: (len(e.absolute_path), e.path))
     if errors:
         raise UserError(f"{source}: {_describe(errors[0])}")
@@ -160,14 +162,12 @@ def load_scenario(path_or_name: str | Path) -> Scenario:
                             f"name; bundled: {', '.join(bundled) or 'none'})")
         path = bundled[str(path_or_name)]
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"{path}{where}: not valid YAML: {problem}") from exc
+        text = path.read_text()
     except OSError as exc:
         raise UserError(f"cannot read scenario {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"cannot read scenario {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    data = load_yaml(text, str(path))
     return parse_scenario(data, source=str(path))
 
 

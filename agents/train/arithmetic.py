@@ -102,3 +102,7 @@ class AdditionTask:
 
     def score(self, responses: torch.Tensor, problems: torch.Tensor) -> torch.Tensor:
         return self.rewards(responses, self.answers(problems))
+
+    def completable(self, responses: torch.Tensor, problems: torch.Tensor) -> torch.Tensor:
+        """(N, R) -> (N, R) bool: the response matches the one right answer up to and including each token."""
+        return (responses == self.answers(problems)).long().cumprod(dim=1).bool()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,8 +24,8 @@ from . import sft
 from .entropy_control import clip_cov_mask, kl_cov_mask, token_covariance
 from .filters import RolloutGroup, group_advantages, make_filter
 from .rollouts import generate, greedy_accuracy, sampled_metrics, token_log_probs
+from .determinism import deterministic
 from .runlog import JsonlLog, plot_curves
-from .tasks import make_task
 
 CONTROLS = ("none", "kl_cov", "clip_cov", "entropy_bonus")
 
@@ -79,6 +80,14 @@ class Args:
     """digits per addition operand (task addition)"""
     length: int = 5
     """digits per response (task digitsum)"""
+    canonical_share: float = 0.2
+    """share of the warm start's digitsum demonstrations on the favoured path"""
+    base: int = 10
+    """digits per position (task digitsum)"""
+    favoured: str = "canonical"
+    """the favoured digitsum path: canonical (one rule) or per_target (a memorised answer per target)"""
+    held_out_every: int = 0
+    """digitsum targets t % held_out_every == 1 never enter training; evaluation uses only them (0: no split)"""
     cache_dir: str = ""
     """checkpoint cache of the warm start; empty: train it in-process"""
     log_dir: str = ""
@@ -88,13 +97,13 @@ class Args:
 
 
 def warm_start_args(args: Args) -> sft.Args:
-    return sft.Args(task=args.task, digits=args.digits, length=args.length, steps=args.sft_steps,
-                    seed=args.sft_seed, cache_dir=args.cache_dir, threads=args.threads)
+    return sft.Args(**sft.task_fields(args), steps=args.sft_steps, seed=args.sft_seed, cache_dir=args.cache_dir,
+                    threads=args.threads)
 
 
 def run_name(args: Args) -> str:
     parts = [p for p in (args.filter, args.control) if p != "none"] or ["none"]
-    return f"grpo_{'_'.join(parts)}_s{args.seed}"
+    return f"grpo_{'_'.join(parts)}_w{args.sft_seed}_s{args.seed}"
 
 
 def clipped_surrogate(log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
@@ -138,12 +147,27 @@ def group_statistics(responses: torch.Tensor, kept: list[torch.Tensor], group_si
             "dropped_probability": dropped_probability}
 
 
+def favoured_share(responses: torch.Tensor, problems: torch.Tensor,
+                   favoured_answer: Callable[[int], list[int]] | None) -> float | None:
+    """Share of (N, R) rollouts that are their target's favoured answer (the mode the warm start was
+    taught); None for a task without one."""
+    if favoured_answer is None:
+        return None
+    modes = {t: favoured_answer(t) for t in set(problems[:, 0].tolist())}
+    return sum(r == modes[t] for r, t in zip(responses.tolist(), problems[:, 0].tolist())) / max(len(responses), 1)
+
+
 def main(args: Args) -> dict:
     """Train; returns ``{"final_accuracy", "initial"/"final" sampled metrics, "history": [...], ...}``."""
+    with deterministic(args.threads):
+        return _main(args)
+
+
+def _main(args: Args) -> dict:
     if args.control not in CONTROLS:
         raise ValueError(f"unknown entropy control {args.control!r}; expected one of {', '.join(CONTROLS)}")
-    torch.set_num_threads(args.threads)
-    task = make_task(args.task, args.digits, args.length)
+    task = sft.task_of(args)
+    favoured_answer = getattr(task, "favoured_answer", None)
     model, warm_metrics = sft.warm_start(warm_start_args(args))
     reference = copy.deepcopy(model).eval() if args.kl_coef > 0 else None
     torch.manual_seed(args.seed)
@@ -220,6 +244,8 @@ def main(args: Args) -> dict:
                   "rollouts_used_informative": sum(informative) / len(informative) if informative else None,
                   "informative_groups": len(informative), "clip_fraction": clipped.item(), "kl": kl.item(),
                   "controlled_share": controlled_share, "eval_accuracy": None,
+                  "favoured_share": favoured_share(sequences[:, P:], problems.repeat_interleave(G, dim=0),
+                                                   favoured_answer),
                   **group_statistics(sequences[:, P:], kept_in_group, G, sequence_log_probs)}
         if step % args.eval_every == 0 or step == args.steps:
             record["eval_accuracy"] = greedy_accuracy(model, task, eval_problems)

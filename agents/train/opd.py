@@ -23,9 +23,9 @@ import torch
 
 from . import sft
 from .rollouts import generate, greedy_accuracy, sampled_metrics, token_log_probs
+from .determinism import deterministic
 from .runlog import JsonlLog, plot_curves
 from .selectors import low_low, make_selector, top_share
-from .tasks import make_task
 
 
 @dataclass
@@ -37,8 +37,9 @@ class Args:
     beta: float = 0.5
     """DIAL strength: the logarithmic-mean weight is raised to this power (0: divergence only; 1: |p_t - p_s|,
     which on a near-deterministic teacher ignores the tokens the teacher is sure of; 0.5 sits between)"""
-    low_prob: float = 0.1
-    """a token is low-low when both models give it less than this (the swaps and the statistics)"""
+    low_prob_per_vocab: float = 1.0
+    """a token is low-low when both models give it less than this / |V| (1: below the uniform probability;
+    the threshold of the swaps and the statistics scales with the vocabulary)"""
     steps: int = 100
     """student updates"""
     prompts_per_step: int = 64
@@ -73,6 +74,14 @@ class Args:
     """digits per addition operand (task addition)"""
     length: int = 5
     """digits per response (task digitsum)"""
+    canonical_share: float = 0.2
+    """share of the warm starts' digitsum demonstrations on the favoured path"""
+    base: int = 10
+    """digits per position (task digitsum)"""
+    favoured: str = "canonical"
+    """the favoured digitsum path: canonical (one rule) or per_target (a memorised answer per target)"""
+    held_out_every: int = 0
+    """digitsum targets t % held_out_every == 1 never enter training; evaluation uses only them (0: no split)"""
     cache_dir: str = ""
     """checkpoint cache of the warm starts; empty: train them in-process"""
     log_dir: str = ""
@@ -82,12 +91,12 @@ class Args:
 
 
 def student_args(args: Args) -> sft.Args:
-    return sft.Args(task=args.task, digits=args.digits, length=args.length, steps=args.student_sft_steps,
-                    seed=args.sft_seed, cache_dir=args.cache_dir, threads=args.threads)
+    return sft.Args(**sft.task_fields(args), steps=args.student_sft_steps, seed=args.sft_seed,
+                    cache_dir=args.cache_dir, threads=args.threads)
 
 
 def teacher_args(args: Args) -> sft.Args:
-    return sft.Args(task=args.task, digits=args.digits, length=args.length, n_layer=args.teacher_n_layer,
+    return sft.Args(**sft.task_fields(args), n_layer=args.teacher_n_layer,
                     n_embd=args.teacher_n_embd, steps=args.teacher_sft_steps, learning_rate=args.teacher_learning_rate,
                     seed=args.sft_seed, cache_dir=args.cache_dir, threads=args.threads)
 
@@ -104,23 +113,26 @@ def distillation_loss(student_log_probs: torch.Tensor, teacher_log_probs: torch.
 
 
 def token_statistics(teacher_log_probs: torch.Tensor, student_log_probs: torch.Tensor, selected: torch.Tensor,
-                     low_prob: float, keep_ratio: float) -> dict[str, float]:
+                     completable: torch.Tensor, low_prob: float, keep_ratio: float) -> dict[str, float]:
     """Regime statistics of one batch of sampled tokens (all (N, R)).
 
-    ``low_low_share``: tokens both models give less than ``low_prob``; ``teacher_sure_share``:
-    tokens with p_t > 0.99; ``selected_low_low_share``: low-low share among the selected tokens;
-    ``overlap_top_signal``: share of the selected tokens that divergence-only selection also picks;
-    ``top_signal_low_low_share``: low-low share among the tokens divergence-only selection picks;
-    ``teacher_unsure_share`` and ``low_low_share_at_001``: p_t < 0.01, and both below 0.01.
+    ``low_low_share``: tokens both models give less than ``low_prob``; ``low_low_error_share``: the
+    share of those that are a mistake or follow one (``completable`` False: the answer can no longer
+    be right), against ``error_share`` over all tokens; ``low_low_share_fixed_01``: both below 0.1,
+    the old fixed cut-off; ``teacher_sure_share``: p_t > 0.99; ``selected_low_low_share``: low-low
+    share among the selected tokens; ``overlap_top_signal``: share of the selected tokens that
+    divergence-only selection also picks; ``top_signal_low_low_share``: low-low share among those.
     """
     mask = torch.ones_like(selected)
     both_low = low_low(teacher_log_probs, student_log_probs, mask, low_prob)
+    errors = ~completable
     by_signal = top_share((teacher_log_probs - student_log_probs).abs(), mask, keep_ratio)
     chosen = selected.sum().clamp(min=1).item()
     return {"low_low_share": both_low.float().mean().item(),
-            "low_low_share_at_001": low_low(teacher_log_probs, student_log_probs, mask, 0.01).float().mean().item(),
+            "low_low_error_share": (both_low & errors).sum().item() / both_low.sum().clamp(min=1).item(),
+            "error_share": errors.float().mean().item(),
+            "low_low_share_fixed_01": low_low(teacher_log_probs, student_log_probs, mask, 0.1).float().mean().item(),
             "teacher_sure_share": (teacher_log_probs.exp() > 0.99).float().mean().item(),
-            "teacher_unsure_share": (teacher_log_probs.exp() < 0.01).float().mean().item(),
             "top_signal_low_low_share": (both_low & by_signal).sum().item() / by_signal.sum().clamp(min=1).item(),
             "selected_low_low_share": (both_low & selected).sum().item() / chosen,
             "overlap_top_signal": (by_signal & selected).sum().item() / chosen}
@@ -128,18 +140,23 @@ def token_statistics(teacher_log_probs: torch.Tensor, student_log_probs: torch.T
 
 def main(args: Args) -> dict:
     """Distil; returns ``{"final_accuracy", "teacher_accuracy", sampled metrics, "history": [...], ...}``."""
-    torch.set_num_threads(args.threads)
-    task = make_task(args.task, args.digits, args.length)
+    with deterministic(args.threads):
+        return _main(args)
+
+
+def _main(args: Args) -> dict:
+    task = sft.task_of(args)
+    low_prob = args.low_prob_per_vocab / task.tokenizer.vocab_size
     student, student_metrics = sft.warm_start(student_args(args))
     teacher, teacher_metrics = sft.warm_start(teacher_args(args))
     teacher.eval()
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
     selector = make_selector(args.selector, args.keep_ratio, args.beta, torch.Generator().manual_seed(args.seed + 1),
-                             args.low_prob)
+                             low_prob)
     optimizer = torch.optim.Adam(student.parameters(), lr=args.learning_rate)
     eval_problems = task.eval_problems(args.eval_size)
-    name = f"opd_{args.selector}{f'_b{args.beta:g}' if args.selector == 'dial' else ''}_s{args.seed}"
+    name = f"opd_{args.selector}{f'_b{args.beta:g}' if args.selector == 'dial' else ''}_w{args.sft_seed}_s{args.seed}"
     log = JsonlLog(Path(args.log_dir) / f"{name}.jsonl" if args.log_dir else None)
     P, R = task.prompt_length, task.response_length
     history: list[dict] = []
@@ -170,8 +187,8 @@ def main(args: Args) -> dict:
         record = {"step": step, "reward": rewards.mean().item(), "accuracy": rewards.mean().item(),
                   "entropy": entropy.detach().mean().item(), "reverse_kl": reverse_kl,
                   "selected_share": selected.float().mean().item(), "eval_accuracy": None,
-                  **token_statistics(teacher_log_probs, student_log_probs.detach(), selected, args.low_prob,
-                                     args.keep_ratio)}
+                  **token_statistics(teacher_log_probs, student_log_probs.detach(), selected,
+                                     task.completable(sequences[:, P:], problems), low_prob, args.keep_ratio)}
         if step % args.eval_every == 0 or step == args.steps:
             record["eval_accuracy"] = greedy_accuracy(student, task, eval_problems)
         history.append(record)
@@ -184,7 +201,7 @@ def main(args: Args) -> dict:
     if args.log_dir and history:
         plot = str(plot_curves({name: history}, ["accuracy", "eval_accuracy", "entropy", "reverse_kl"],
                                Path(args.log_dir) / f"{name}.png", title=name))
-    return {"selector": args.selector, "beta": args.beta, "seed": args.seed, "log_name": name,
+    return {"selector": args.selector, "beta": args.beta, "seed": args.seed, "log_name": name, "low_prob": low_prob,
             "initial_accuracy": initial_accuracy, "final_accuracy": final_accuracy,
             "initial_sampled": initial_sampled, "final_sampled": final_sampled,
             "teacher_accuracy": teacher_metrics["accuracy"], "teacher_sampled": teacher_sampled,

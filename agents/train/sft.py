@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from rsigym.cache import atomic_write_bytes, cache_key
 
+from .determinism import deterministic
 from .model import GPT, GPTConfig
 from .rollouts import greedy_accuracy
 from .tasks import VerifiableTask, make_task
@@ -40,7 +41,13 @@ class Args:
     length: int = 5
     """digits per response (task digitsum)"""
     canonical_share: float = 0.2
-    """share of digitsum demonstrations on the canonical path (the rest: uniform over right answers)"""
+    """share of digitsum demonstrations on the favoured path (the rest: uniform over right answers)"""
+    base: int = 10
+    """digits per position (task digitsum)"""
+    favoured: str = "canonical"
+    """the favoured digitsum path: canonical (one rule) or per_target (a memorised answer per target)"""
+    held_out_every: int = 0
+    """digitsum targets t % held_out_every == 1 are held out of training and evaluated (0: no split)"""
     n_layer: int = 2
     """transformer blocks"""
     n_head: int = 4
@@ -63,8 +70,21 @@ class Args:
     """torch intra-op threads"""
 
 
+TASK_FIELDS = ("task", "digits", "length", "canonical_share", "base", "favoured", "held_out_every")
+
+
+def task_fields(args: object) -> dict:
+    """The task settings of any ``Args`` with the ``TASK_FIELDS`` (sft, grpo, opd), by name."""
+    return {name: getattr(args, name) for name in TASK_FIELDS}
+
+
+def task_of(args: object) -> VerifiableTask:
+    fields = task_fields(args)
+    return make_task(fields.pop("task"), **fields)
+
+
 def _key(args: Args) -> str:
-    return cache_key("sft", {k: v for k, v in dataclasses.asdict(args).items() if k not in ("cache_dir", "threads")})
+    return cache_key("sft", {k: v for k, v in dataclasses.asdict(args).items() if k != "cache_dir"})  # threads change the sums
 
 
 def build_model(args: Args, task: VerifiableTask) -> GPT:
@@ -75,8 +95,12 @@ def build_model(args: Args, task: VerifiableTask) -> GPT:
 
 def train(args: Args) -> tuple[GPT, dict]:
     """Train from scratch; returns the model and ``{"accuracy", "loss", "seconds"}``."""
-    torch.set_num_threads(args.threads)
-    task = make_task(args.task, args.digits, args.length, args.canonical_share)
+    with deterministic(args.threads):
+        return _train(args)
+
+
+def _train(args: Args) -> tuple[GPT, dict]:
+    task = task_of(args)
     torch.manual_seed(args.seed)  # weight initialisation draws from the global generator
     model = build_model(args, task)
     generator = torch.Generator().manual_seed(args.seed)

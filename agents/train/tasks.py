@@ -44,12 +44,18 @@ class VerifiableTask(Protocol):
         """(N, response_length) responses -> (N,) rewards in {0, 1}."""
         ...
 
+    def completable(self, responses: torch.Tensor, problems: torch.Tensor) -> torch.Tensor:
+        """(N, response_length) -> (N, response_length) bool: each prefix can still become a right answer."""
+        ...
 
-def make_task(name: str, digits: int = 3, length: int = 5, canonical_share: float = 0.2) -> VerifiableTask:
-    """``addition`` (``digits`` per operand, one right answer) or ``digitsum`` (``length`` digits, many;
-    ``canonical_share`` of its demonstrations take the canonical path)."""
+
+def make_task(name: str, digits: int = 3, length: int = 5, canonical_share: float = 0.2, base: int = 10,
+              favoured: str = "canonical", held_out_every: int = 0) -> VerifiableTask:
+    """``addition`` (``digits`` per operand, one right answer) or ``digitsum`` (``length`` base-``base``
+    digits, many right answers; ``canonical_share`` of its demonstrations take the ``favoured`` path;
+    targets ``t % held_out_every == 1`` held out of training)."""
     if name == "addition":
         return AdditionTask(digits)
     if name == "digitsum":
-        return DigitSumTask(length, canonical_share)
+        return DigitSumTask(length, canonical_share, base, favoured, held_out_every)
     raise ValueError(f"unknown task {name!r}; expected one of {', '.join(TASKS)}")

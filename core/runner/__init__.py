@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..errors import UserError
 from ..jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
@@ -65,6 +65,7 @@ class RunSummary:
     stopped_by_errors: bool = False  # the stop was the consecutive-error stop (exit 1, not 3)
     endpoint_check: "EndpointCheck | None" = None  # the calls made before the first episode
     replied: list[Trajectory] = field(default_factory=list)  # episodes run now, without their steps
+    scenario_raw: dict[str, Any] = field(default_factory=dict)  # the scenario that ran
     not_run: int = 0          # episodes left for a later run after a stop
     workers: int = 1          # worker processes used (0: this process)
     concurrency: int = 1      # episodes in flight per worker
@@ -174,7 +175,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
     if imports:
         episodes = [dataclasses.replace(e, imports=tuple(imports)) for e in episodes]
     with RunFolderLock(out_dir):
-        new_run = check_or_write_manifest(out_dir, scenario)
+        new_run = check_or_write_manifest(out_dir, scenario,
+                                          tool_modes=checked.tool_modes if checked is not None else None)
         path = out_dir / RECORDS_FILE
         remove_stale_temporaries(path)
         existing = read_records(path)
@@ -188,12 +190,14 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         todo = [e for e in episodes if e.key not in done]
         if episode_timeout_s is not None:
             todo = [dataclasses.replace(e, timeout_s=episode_timeout_s) for e in todo]
+        if checked is not None and checked.tool_modes:  # tool_mode auto: what the probe call found
+            todo = [dataclasses.replace(e, tool_mode=checked.tool_modes.get(e.agent.id)) for e in todo]
 
         summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), 0, 0, None,
                              bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,
                              infra_retried=retried, new_run=new_run, workers=plan.workers,
                              concurrency=plan.concurrency if backend == "local" else 1, notes=plan.notes,
-                             endpoint_check=checked)
+                             endpoint_check=checked, scenario_raw=scenario.raw)
         fallback_warned = False
         in_process = backend == "local" and plan.workers == 0
         with RecordWriter(path) as writer, Progress(len(todo), scenario.name, mode=progress) as bar:
@@ -220,7 +224,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             elif backend == "local":
                 run_local(todo, on_record, workers=plan.workers, stop=guard.stop)
             elif backend == "ray":
-                run_ray(todo, on_record, address=address, workers=plan.workers or None, stop=guard.stop)
+                run_ray(todo, on_record, address=address, workers=plan.workers or None, stop=guard.stop,
+                        admit=guard.admit)
             else:
                 raise ValueError(f"unknown backend {backend!r}; use local or ray")
         summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None

@@ -133,9 +133,18 @@ def _run_pools(context: multiprocessing.context.BaseContext, episodes: Sequence[
         pending = retry
 
 
+def _always(spec: EpisodeSpec) -> bool:
+    return True
+
+
 def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: str | None = None,
-            workers: int | None = None, stop: Stop = _never) -> None:
-    """Run episodes as Ray tasks on the cluster at ``address`` (None: start a local Ray)."""
+            workers: int | None = None, stop: Stop = _never,
+            admit: Callable[[EpisodeSpec], bool] = _always) -> None:
+    """Run episodes as Ray tasks on the cluster at ``address`` (None: start a local Ray).
+
+    A task is submitted only once ``admit(spec)`` says yes (a cost reservation), asked again after
+    each record; without a limit every episode is submitted at once.
+    """
     try:
         import ray
     except ImportError as exc:
@@ -149,8 +158,16 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
         except (ConnectionError, ValueError) as exc:
             raise UserError(f"cannot connect to Ray at {address!r}: {exc}") from exc
     remote_episode = ray.remote(max_retries=MAX_ATTEMPTS - 1)(_ray_episode)
-    refs = {remote_episode.remote(spec, driver_pid): spec for spec in episodes}
+    pending = list(reversed(episodes))  # popped from the end: the scenario's order
+    refs: dict[object, EpisodeSpec] = {}
+
+    def submit() -> None:
+        while pending and admit(pending[-1]):
+            spec = pending.pop()
+            refs[remote_episode.remote(spec, driver_pid)] = spec
+
     try:
+        submit()
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1)
             for ref in done:
@@ -161,6 +178,7 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
                     on_record(infra_error_record(spec, f"ray: {type(exc).__name__}: {str(exc)[:300]}"))
             if stop():
                 break
+            submit()
     except BaseException:
         for ref in refs:
             ray.cancel(ref, force=True)

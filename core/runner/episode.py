@@ -93,6 +93,8 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
                 kwargs["condition"] = spec.env.condition
             env = gym.make(spec.env.id, max_episode_steps=spec.max_steps, **kwargs)
             agent = make_agent(spec.agent)
+            if spec.tool_mode and getattr(agent, "tool_mode", None) == "auto":
+                setattr(agent, "tool_mode", spec.tool_mode)  # the endpoint check's probe decided
             _play(env, agent, spec, record)
     except EpisodeTimeout:  # an infrastructure limit, not the agent's failure
         record.termination, record.error = "infra_error", timeout_message(spec.timeout_s or 0.0)

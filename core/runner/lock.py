@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from ..errors import UserError
 from ..records import utc_now
+from ..redact import redact_text
 
 __all__ = ["LOCK_FILE", "RunFolderLock", "describe_holder"]
 
@@ -50,7 +51,8 @@ class RunFolderLock:
     def __init__(self, run_dir: str | os.PathLike[str], command: str | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / LOCK_FILE
-        self.command = command or " ".join(shlex.quote(a) for a in ["rsigym", *sys.argv[1:]])
+        # redacted: an --api-base URL on the command line may carry a password or a query key
+        self.command = redact_text(command or " ".join(shlex.quote(a) for a in ["rsigym", *sys.argv[1:]]))
         self._file: IO[str] | None = None
 
     def acquire(self) -> "RunFolderLock":

@@ -120,6 +120,7 @@ class DockerSandbox:
         self._tracker = ExecTracker()
         self._harness_used = False  # the reset skips the harness part when no harness ran
         self._server: ExecServer | None = None  # made by exec_server(), closed with the sandbox
+        self._harness_server: ExecServer | None = None  # exec_server("harness")
         self.container_id, self._image_id = engine.create_container(self._api, image, limits)
         try:
             self._setup()
@@ -282,22 +283,30 @@ class DockerSandbox:
             oom_killed=oom,
         )
 
-    def exec_server(self) -> "ExecServer":
-        """This sandbox's exec server: runs user commands through one long-lived exec, ~2 ms each
-        instead of the engine's ~45 ms per exec, with ``exec``'s guarantees (see
-        ``rsigym.sandbox.exec_server``). One per sandbox, made on the first call, started on its
+    def exec_server(self, identity: str = "user") -> "ExecServer":
+        """This sandbox's exec server for ``identity``: runs its commands through one long-lived
+        exec, ~2 ms each instead of the engine's ~45 ms per exec, with ``exec``'s guarantees (see
+        ``rsigym.sandbox.exec_server``). One per identity, made on the first call, started on its
         first command and closed with the sandbox."""
         from rsigym.sandbox.exec_server import ExecServer
 
         self._check_open()
+        if identity == "harness":
+            if self._harness_server is None:
+                self._harness_server = ExecServer(self, "harness")
+            return self._harness_server
+        if identity != "user":
+            raise ValueError(f"identity must be 'user' or 'harness', got {identity!r:.80}")
         if self._server is None:
             self._server = ExecServer(self)
         return self._server
 
     def _close_server(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
+        servers = (self._server, self._harness_server)
+        self._server = self._harness_server = None
+        for server in servers:
+            if server is not None:
+                server.close()
 
     # -- files -------------------------------------------------------------------------------
 
@@ -422,7 +431,7 @@ class DockerSandbox:
         handle.__dict__.update(self.__dict__)
         handle._closed, handle._on_close, handle._info_extra = False, on_close, {}
         handle._tracker = ExecTracker()
-        handle._server = None
+        handle._server = handle._harness_server = None
         self._close_server()
         self._closed = True
         return handle

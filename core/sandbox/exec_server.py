@@ -27,7 +27,9 @@ an attack.
 The server holds the user identity (``ExecTracker``) only while a command runs, like any exec: a
 plain ``exec`` as the user between two commands works, and its end-of-exec kill ends the idle
 server too, which the next command notices (before it runs: the server acknowledges each request
-before it spawns anything) and replaces. A sandbox has one exec server, closed with the sandbox.
+before it spawns anything) and replaces. A sandbox has one exec server per identity (the harness
+one, ``exec_server("harness")``, runs trusted programs such as code repair's collector next to
+the user's), each closed with the sandbox.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from rsigym.errors import SandboxError
 from rsigym.sandbox.base import ExecResult, validate_exec_args
 from rsigym.sandbox.container_scripts import EXEC_SERVER
-from rsigym.sandbox.engine import NOBODY, engine_errors
+from rsigym.sandbox.container_scripts import HARNESS_DIR
+from rsigym.sandbox.engine import IDENTITY_USERS, engine_errors
 from rsigym.sandbox.exec_stream import Demux, raw_socket
 from rsigym.sandbox.output import CappedBuffer
 
@@ -86,8 +89,13 @@ class ExecServer:
     ``sandbox.exec`` for the user identity (``cwd`` is the work dir; no ``persist``).
     """
 
-    def __init__(self, sandbox: "DockerSandbox") -> None:
+    def __init__(self, sandbox: "DockerSandbox", identity: str = "user") -> None:
         self._sandbox = sandbox
+        # "harness": the same server as the harness identity in the harness dir, for trusted
+        # programs that must run next to the user's (code repair's collector)
+        self.identity = identity
+        self._uid = IDENTITY_USERS[identity]
+        self._home = sandbox.limits.work_dir if identity == "user" else HARNESS_DIR
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._response: Any = None
@@ -108,13 +116,15 @@ class ExecServer:
         if not self._swept:
             # The server is dumpable until its first line runs: no other process of the user may
             # exist then (a persist=True exec may have left some).
-            sandbox._kill_all(NOBODY)
+            sandbox._kill_all(self._uid)
         self._swept = False
+        if self.identity == "harness":
+            sandbox._harness_used = True  # the reset must clear the harness dir too
         try:
             with engine_errors(sandbox.container_id):
                 exec_id = sandbox._api.exec_create(
-                    sandbox.container_id, ["python3", "-I", "-c", EXEC_SERVER], stdin=True, user=NOBODY,
-                    environment={"HOME": sandbox.limits.work_dir}, workdir=sandbox.limits.work_dir,
+                    sandbox.container_id, ["python3", "-I", "-c", EXEC_SERVER], stdin=True, user=self._uid,
+                    environment={"HOME": self._home}, workdir=self._home,
                 )["Id"]  # fmt: skip
                 self._response = sandbox._api.exec_start(exec_id, socket=True)
             self._sock = raw_socket(self._response)
@@ -238,7 +248,7 @@ class ExecServer:
         timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
-        """Run ``argv`` as the user in the work dir, like ``sandbox.exec(argv, as_user="user")``.
+        """Run ``argv`` as the server's identity in its home, like ``sandbox.exec(argv, as_user=identity)``.
 
         Raises:
             TypeError, ValueError: bad arguments (``validate_exec_args``), before anything runs.
@@ -253,7 +263,7 @@ class ExecServer:
         request = json.dumps({"argv": command, "env": args.env, "timeout": args.timeout,
                               "cap": self._sandbox.limits.output_bytes, "stdin": len(data)}).encode()
         frame = len(request).to_bytes(4, "big") + request + data
-        with self._lock, self._sandbox._tracker.running("user", False):
+        with self._lock, self._sandbox._tracker.running(self.identity, False):
             if self._closed:
                 raise SandboxError("exec server was closed")
             self._sandbox._check_open()
@@ -295,6 +305,6 @@ class ExecServer:
     def _recover(self) -> bool:
         """Drop the stream and kill every process of the user; True when the container restarted."""
         self._drop()
-        restarted = self._sandbox._kill_all(NOBODY)
+        restarted = self._sandbox._kill_all(self._uid)
         self._swept = True
         return restarted

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import UserError
-from ..records import Trajectory
+from ..records import Trajectory, to_jsonable
+from ..redact import redact, redact_text
 from ..report import condition_label
 from .pairs import paired_episodes
 
@@ -62,7 +63,11 @@ def _report_html(run_dir: Path) -> str:
         return ""
     from markdown_it import MarkdownIt
 
-    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(path.read_text())
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    tokens = md.parse(redact_text(path.read_text()))
+    for token in tokens:
+        _links_as_text(token.children or [], run_dir)
+    html = md.renderer.render(tokens, md.options, {})
 
     def inline(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -75,20 +80,38 @@ def _report_html(run_dir: Path) -> str:
     return re.sub(r'src="([^"/]+)"', inline, html)
 
 
+def _links_as_text(inline: list[Any], run_dir: Path) -> None:
+    """No link and no image from a report's text (a name written unescaped by some analysis): a
+    link keeps its text, an image becomes its alt text, except the report's own plots (a PNG file
+    of the run folder, inlined below)."""
+    for token in inline:
+        if token.type in ("link_open", "link_close"):
+            token.type, token.tag, token.nesting, token.attrs = "text", "", 0, {}
+            token.content = ""
+        elif token.type == "image":
+            src = str(token.attrGet("src") or "")
+            own_plot = "/" not in src and src.lower().endswith(".png") and (run_dir / src).is_file()
+            if not own_plot:
+                token.type, token.tag, token.attrs = "text", "", {}
+                token.content = "[image: " + "".join(c.content for c in token.children or []) + "]"
+                token.children = None
+
+
 def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str | None = None) -> str:
     """The HTML text of the viewer for ``records`` of the run folder ``run_dir``."""
     from ..shared_text import SharedText
 
     run_dir = Path(run_dir)
     store = SharedText(None)  # in memory: transcripts go in the page compacted, chunks once
-    transcripts = [store.compact(record.to_dict()) for record in records]
-    rows = episode_rows(records)
+    # redacted again: a run folder written by an older rsigym, or by hand, may still hold secrets
+    transcripts = [store.compact(redact(record.to_dict())) for record in records]
+    rows = redact(to_jsonable(episode_rows(records)))  # inf and NaN rewards become their markers
     graders = sorted({name for row in rows for name in row["grades"]})
     page_title = title or f"rsigym run: {_scenario_name(run_dir) or run_dir.resolve().name}"
     data = {
         "title": page_title,
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "graders": graders, "episodes": rows, "pairs": paired_episodes(records),
+        "graders": graders, "episodes": rows, "pairs": redact(to_jsonable(paired_episodes(records))),
         "transcripts": transcripts, "chunks": store.chunks,
     }
     # "<" only ever appears inside JSON strings: escaped, no "</script>" or "<!--" can end the block
@@ -104,11 +127,11 @@ def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str
 
 
 def _scenario_name(run_dir: Path) -> str | None:
-    import yaml
+    from ..safe_yaml import load_yaml
 
     try:
-        raw = yaml.safe_load((run_dir / "scenario.yaml").read_text())
-    except (OSError, yaml.YAMLError):
+        raw = load_yaml((run_dir / "scenario.yaml").read_text(), "scenario.yaml")
+    except (OSError, UnicodeDecodeError, UserError):
         return None
     name = raw.get("name") if isinstance(raw, dict) else None
     return f"{name} ({run_dir.resolve().name})" if isinstance(name, str) else None

@@ -45,8 +45,15 @@
     (children || []).forEach(function (c) { if (c) node.appendChild(c); });
     return node;
   }
+  // Non-finite numbers travel as the markers "nan", "inf", "-inf" (strict JSON has no NaN).
+  var MARKERS = {"nan": NaN, "inf": Infinity, "-inf": -Infinity};
+  function num(x) {
+    if (typeof x === "number") return x;
+    return typeof x === "string" && x in MARKERS ? MARKERS[x] : 0;
+  }
   function fmt(x, digits) {
     if (x === null || x === undefined) return "";
+    if (typeof x === "string" && x in MARKERS) return x;
     if (typeof x === "number") return Number.isInteger(x) ? String(x) : x.toFixed(digits === undefined ? 3 : digits);
     return String(x);
   }
@@ -56,7 +63,8 @@
   function scoreCell(grade) {
     if (!grade) return el("td", {cls: "num", text: ""});
     if (grade.score === null) return el("td", {cls: "num err", text: "error", title: grade.error || ""});
-    var cls = "num" + (grade.score >= 1 ? " score-1" : grade.score <= 0 ? " score-0" : "");
+    var score = num(grade.score);
+    var cls = "num" + (score >= 1 ? " score-1" : score <= 0 ? " score-0" : "");
     return el("td", {cls: cls, text: fmt(grade.score), title: "v" + grade.version + " (" + grade.source + ")"});
   }
 
@@ -66,11 +74,11 @@
     var count = function (key) { var s = {}; eps.forEach(function (e) { s[e[key]] = 1; }); return Object.keys(s).length; };
     var terms = {};
     eps.forEach(function (e) { terms[e.termination] = (terms[e.termination] || 0) + 1; });
-    var cost = eps.reduce(function (a, e) { return a + (e.cost_usd || 0); }, 0);
-    var tokens = eps.reduce(function (a, e) { return a + (e.tokens || 0); }, 0);
+    var cost = eps.reduce(function (a, e) { return a + num(e.cost_usd); }, 0);
+    var tokens = eps.reduce(function (a, e) { return a + num(e.tokens); }, 0);
     var items = [["episodes", eps.length], ["agents", count("agent")], ["conditions", count("condition")],
                  ["tasks", count("task")], ["pairs", DATA.pairs.length], ["tokens", tokens],
-                 ["cost USD", cost.toFixed(4)]];
+                 ["cost USD", fmt(cost, 4)]];
     Object.keys(terms).sort().forEach(function (t) { items.push([t, terms[t]]); });
     items.forEach(function (it) {
       box.appendChild(el("span", {}, [document.createTextNode(it[0] + ": "), el("b", {text: String(it[1])})]));
@@ -79,12 +87,15 @@
   }
 
   // -- filters and the URL fragment ----------------------------------------------------------
+  function decode(text) {
+    try { return decodeURIComponent(text); } catch (e) { return text; }  // "%E0%A4%A": kept as typed
+  }
   function readHash() {
     var state = {};
     (location.hash || "").replace(/^#/, "").split("&").forEach(function (part) {
       if (!part) return;
       var kv = part.split("=");
-      state[decodeURIComponent(kv[0])] = decodeURIComponent((kv.slice(1).join("=") || "").replace(/\+/g, " "));
+      state[decode(kv[0])] = decode((kv.slice(1).join("=") || "").replace(/\+/g, " "));
     });
     return state;
   }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import marshal
 import secrets
@@ -112,11 +113,11 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
     config = marshal.dumps({"socket": socket_name, "end_token": end_token, "budget_s": budget_s, "units": units}, 4)
     outcome: dict[str, Any] = {}
 
+    run_harness = _harness_exec(sandbox)
+
     def collect() -> None:
         try:
-            outcome["run"] = sandbox.exec(["python3", "-I", "-S", "-c", COLLECTOR],
-                                          stdin=config,
-                                          timeout=budget_s + 10.0, as_user="harness")
+            outcome["run"] = run_harness(["python3", "-I", "-S", "-c", COLLECTOR], stdin=config, timeout=budget_s + 10.0)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             outcome["error"] = exc
 
@@ -172,6 +173,14 @@ def _run_trusted(sandbox: Sandbox, jobs: Sequence[Job]) -> dict[str, JobResult]:
 def _runner_timeout_s(job: Job) -> float:
     """One runner's wall-clock limit: loading, the test, start-up and connecting."""
     return 2.0 * job.timeout_s + _STARTUP_S + _CONNECT_WAIT_S
+
+
+def _harness_exec(sandbox: Sandbox) -> Callable[..., ExecResult]:
+    """The sandbox's harness exec server when it has one, else a plain exec as the harness."""
+    server = getattr(sandbox, "exec_server", None)
+    if callable(server):
+        return server("harness").exec
+    return functools.partial(sandbox.exec, as_user="harness")
 
 
 def _user_exec(sandbox: Sandbox) -> Callable[..., ExecResult]:

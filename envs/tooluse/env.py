@@ -52,6 +52,27 @@ class TypedToolActions(spaces.Dict):
         return action
 
 
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_plain(value: Any) -> bool:
+    """Whether ``value`` holds only JSON types (a set, a range, a bytearray or a complex from a
+    Python agent is not: such an action goes through the schema check, which converts or refuses
+    it, so nothing unserialisable reaches the tool-call log of ``snapshot()``)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            if not all(type(k) is str for k in item):
+                return False
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+        elif type(item) not in _JSON_SCALARS:  # exact types: a bool subclass or str subclass is no JSON either
+            return False
+    return True
+
+
 class ToolUseEnv(gym.Env[dict, dict]):
     """Serve a simulated customer with a domain's tools, under the domain's policy.
 
@@ -192,7 +213,8 @@ class ToolUseEnv(gym.Env[dict, dict]):
             return False
         if len(action) == 2 and type(action.get("arguments")) is dict:
             tool = action.get("tool")  # a list here is unhashable: check the type before the set
-            return type(tool) is str and tool in self._shown_names and all(type(k) is str for k in action["arguments"])
+            return (type(tool) is str and tool in self._shown_names and all(type(k) is str for k in action["arguments"])
+                    and _json_plain(action["arguments"]))
         message = action.get("message")
         return len(action) == 1 and type(message) is str and len(message) > 0
 

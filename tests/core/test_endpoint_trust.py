@@ -246,3 +246,26 @@ def test_provider_messages_lose_litellms_prefixes_and_keep_the_reason():
     body = Wrapped("litellm.AuthenticationError: AuthenticationError: OpenAIException - Error code: 401 - "
                    "{'error': {'message': 'Incorrect API key provided: sk-***.', 'type': 'invalid_request_error'}}")
     assert provider_message(body) == "Incorrect API key provided: sk-***."
+
+
+@pytest.mark.parametrize("calls_tools, chosen, used", [(True, "tools", "tools"), (False, "json", "json_schema")],
+                         ids=["answers-with-a-call", "answers-in-text"])
+def test_tool_mode_auto_is_decided_by_a_probe_call_and_said(capsys, tmp_path, calls_tools, chosen, used):
+    def model(request):  # LiteLLM's map does not know this model: only the probe can tell
+        if request.get("tools") and calls_tools:
+            probed = "ok" in request["tools"][0]["function"]["parameters"]["properties"]
+            return tool_call("act", {"ok": True} if probed else {"guess": 50})
+        return Behaviour(content='{"guess": 50}')
+
+    with FakeOpenAI(default=model) as server:
+        path = llm_scenario(tmp_path, server.api_base, tasks={"split": "test", "limit": 1}, seeds=[0])
+        path.write_text(path.read_text().replace("tool_mode: tools", "tool_mode: auto"))
+        status, out, err = run_cli(capsys, tmp_path, path, "--concurrency", "1")
+        probe = server.requests[1]
+    assert status == 0 and probe["tools"][0]["function"]["name"] == "act"
+    assert "endpoint check: 1 endpoint answered before the first episode (2 calls" in err
+    assert f"rsigym: agent llm: tool_mode auto chose {used} (probe call)" in err
+    [record] = read_records(tmp_path / "out" / RECORDS_FILE).records
+    assert record.tool_mode == used
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["tool_modes"] == {"llm": f"{used} (auto: probe call)"}

@@ -4,7 +4,8 @@ Shared by ``tests/security/test_env_fuzz.py``, ``tests/test_env_conformance.py``
 ``benchmarks/env_fuzz.py`` (which runs 2,000 actions per env id). The actions are those of the
 review that made ``ToolUse-v0`` raise: unhashable values (``{"tool": ["x"]}``), unknown or null
 kinds, missing keys, nesting 1,000 deep, strings of megabytes, integers of thousands of digits,
-NaN and infinities, non-string keys, objects that are no JSON at all; plus valid-shaped actions
+NaN and infinities, non-string keys, objects that are no JSON at all (bytearray, range, complex,
+sets, also inside a tool call's arguments); plus valid-shaped actions
 drawn from the env's own ``action_schema`` and typed actions from its ``action_space``, whole or
 with one part broken.
 """
@@ -27,7 +28,7 @@ import rsigym.envs  # noqa: F401  (registers the ids)
 from rsigym.action_limits import short_repr
 from rsigym.records import canonical_json
 
-__all__ = ["registered_env_ids", "env_variants", "make_env", "actions_for", "hostile_values",
+__all__ = ["registered_env_ids", "env_variants", "make_env", "actions_for", "hostile_values", "PYTHON_OBJECTS",
            "FuzzResult", "fuzz_env", "step_checked", "Episodes", "AnalyticTrials"]
 
 
@@ -104,6 +105,11 @@ class _Opaque:
         return "<opaque>"
 
 
+# What a Python agent may put anywhere in an action: objects with no JSON form (issue 27, item 8).
+PYTHON_OBJECTS = st.sampled_from([bytearray(b"\x00ab"), bytearray(), range(3), range(10**12), complex(1, 2),
+                                  complex(float("nan"), float("inf")), {1, 2}, frozenset({"a", "b"}), {3.5, "x"},
+                                  [range(2), {1}], {"inner": bytearray(b"x")}, (complex(0, 1),)])
+
 _SCALARS = (st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats()
             | st.text(max_size=20) | st.binary(max_size=8))
 
@@ -119,6 +125,7 @@ def hostile_values() -> st.SearchStrategy[Any]:
         st.sampled_from([2**64, -(2**70), 10**5000, float("nan"), float("inf"), -float("inf")]),
         st.sampled_from(["\x00", "\ud800", "\u202e" * 10, "null", "[]", "{}", "NaN", '{"a": [1, 2'], ),
         st.builds(_Opaque),
+        PYTHON_OBJECTS,
         st.sampled_from([{1, 2}, frozenset({"a"}), (1, 2), b"\xff\xfe", np.arange(3), np.array([np.nan]),
                          np.array([[1, 2]], dtype=object), {(1, 2): "tuple key"}, {1: "int key"},
                          {None: 1}]),
@@ -230,9 +237,27 @@ def actions_for(env: gym.Env[Any, Any]) -> st.SearchStrategy[Any]:
             action = {**action, key: draw(st.builds(_nested, st.integers(33, 1200), st.sampled_from(["list", "dict"])))}
         return action
 
+    @st.composite
+    def python_objects_inside(draw: st.DrawFn) -> Any:
+        """A valid shape with a Python object as one value, or as one value of a mapping inside
+        it (a tool call's arguments): the schema check must convert or refuse it, and the env's
+        snapshot stay serialisable."""
+        action = draw(valid | typed)
+        if isinstance(action, dict) and action:
+            key = draw(st.sampled_from(sorted(action, key=repr)))
+            inner = action[key]
+            if isinstance(inner, dict) and draw(st.booleans()):
+                inner_keys = sorted((k for k in inner if isinstance(k, str)), key=repr)
+                inner_key = draw(st.sampled_from(inner_keys) if inner_keys and draw(st.booleans())
+                                 else st.text(max_size=6))
+                action = {**action, key: {**inner, inner_key: draw(PYTHON_OBJECTS)}}
+            else:
+                action = {**action, key: draw(PYTHON_OBJECTS)}
+        return action
+
     as_text = (valid | keyed).map(_json_text) | st.builds(
         lambda n: "[" * n + "]" * n, st.integers(1000, 200_000))
-    return st.one_of(valid, typed, broken(), deep_inside(), keyed, hostile_values(), as_text)
+    return st.one_of(valid, typed, broken(), deep_inside(), python_objects_inside(), keyed, hostile_values(), as_text)
 
 
 # -- the loop ------------------------------------------------------------------------------------

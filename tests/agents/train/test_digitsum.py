@@ -52,3 +52,52 @@ def test_bad_settings_and_names_fail_clearly():
     with pytest.raises(ValueError, match="bogus"):
         make_task("bogus")
     assert make_task("addition").name == "addition" and make_task("digitsum", length=4).response_length == 4
+
+
+def test_held_out_targets_never_enter_training_and_are_what_evaluation_draws():
+    task = DigitSumTask(5, held_out_every=3)
+    train, held = set(task.train_targets()), set(task.held_out_targets())
+    assert train & held == set() and train | held == set(range(46)) and len(held) == 15
+    drawn = set(task.sample_problems(4000, torch.Generator().manual_seed(0))[:, 0].tolist())
+    assert drawn == train  # every training target, no held-out one
+    demos = task.demonstrations(task.sample_problems(64, torch.Generator().manual_seed(1)), torch.Generator())
+    assert demos.shape == (64, 5)
+    evaluation = task.eval_problems(30)[:, 0].tolist()
+    assert set(evaluation) == held and all(evaluation.count(t) == 2 for t in held)  # each held-out target equally
+    with pytest.raises(ValueError, match="held_out_every"):
+        DigitSumTask(5, held_out_every=1)
+
+
+def test_per_target_favoured_answers_are_fixed_valid_and_differ_between_targets():
+    task = DigitSumTask(5, canonical_share=1.0, favoured="per_target")
+    answers = {t: task.favoured_answer(t) for t in range(46)}
+    assert answers == {t: task.favoured_answer(t) for t in range(46)}  # a fixed answer per target value
+    assert all(sum(a) == t for t, a in answers.items())
+    middle = [tuple(answers[t]) for t in range(10, 36)]
+    assert len({tuple(a[:2]) for a in middle}) > 10  # no shared rule such as nines first
+    demos = task.demonstrations(torch.tensor([[17], [17]]), torch.Generator().manual_seed(0))
+    assert demos.tolist() == [answers[17], answers[17]]
+    with pytest.raises(ValueError, match="favoured"):
+        DigitSumTask(5, favoured="bogus")
+
+
+def test_a_larger_base_widens_the_vocabulary_and_the_verifier():
+    task = DigitSumTask(3, base=16)
+    assert task.tokenizer.vocab_size == 18 and task.top == 45 and task.prompt_length == 3
+    responses = torch.tensor([task.tokenizer.encode(s) for s in ("ff0", "a50")])
+    assert task.score(responses, torch.tensor([[30], [15]])).tolist() == [1.0, 1.0]  # f+f+0 = 30, a+5+0 = 15
+    assert task.valid_answers(45) == 1 and task.valid_answers(1) == 3
+    with pytest.raises(ValueError, match="base"):
+        DigitSumTask(3, base=1)
+
+
+def test_completable_marks_the_first_mistake_and_everything_after_it():
+    task = DigitSumTask(3)
+    responses = torch.tensor([task.tokenizer.encode(s) for s in ("900", "990", "090", "0+9")])
+    problems = torch.tensor([[9], [9], [18], [9]])
+    assert task.completable(responses, problems).tolist() == [
+        [True, True, True],     # 9 + 0 + 0 = 9
+        [True, False, False],   # 9 + 9 overshoots 9
+        [True, True, False],    # 0 + 9 leaves 9 for the last digit: fine; 0 then misses it
+        [True, False, False],   # '+' is no digit
+    ]

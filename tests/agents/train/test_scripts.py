@@ -1,5 +1,6 @@
 """In-process smoke runs of the training scripts and the two benchmarks, with tiny budgets."""
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -24,13 +25,13 @@ def test_sft_smoke_and_cache(tmp_path):
 def test_grpo_smoke(tmp_path, name):
     out = grpo.main(grpo.Args(filter=name, steps=2, prompts_per_step=3, group_size=4, sft_steps=5, eval_every=1,
                               eval_size=10, sample_k=2, kl_coef=0.1, log_dir=str(tmp_path)))
-    lines = [json.loads(line) for line in (tmp_path / f"grpo_{name}_s0.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (tmp_path / f"grpo_{name}_w0_s0.jsonl").read_text().splitlines()]
     assert [r["step"] for r in lines] == [1, 2]
     for record in lines:
         assert {"reward", "accuracy", "entropy", "rollouts_used", "rollouts_used_informative", "distinct_share",
                 "drops_with_copy", "kl", "eval_accuracy"} <= set(record)
         assert 0 < record["rollouts_used"] <= 4
-    assert (tmp_path / f"grpo_{name}_s0.png").stat().st_size > 0
+    assert (tmp_path / f"grpo_{name}_w0_s0.png").stat().st_size > 0
     assert 0.0 <= out["final_accuracy"] <= 1.0
 
 
@@ -46,48 +47,44 @@ def test_opd_smoke(tmp_path, name):
     assert 0.0 <= out["final_accuracy"] <= 1.0
 
 
-def test_grpo_dropout_benchmark_smoke(tmp_path, capsys):
+def _quick(module, tmp_path, name, **changes):
+    args = dataclasses.replace(module.PRESETS["quick"], blocks=(0,), out_dir=str(tmp_path / name),
+                               results=str(tmp_path / f"{name}.json"), **changes)
+    return module.main(args), (tmp_path / f"{name}.json").read_text()
+
+
+@pytest.mark.parametrize("module_name", ["grpo_dropout", "dial_opd"])
+def test_benchmark_command_run_twice_writes_identical_results(tmp_path, capsys, module_name):
+    """Fresh folders (no cache shared), the same settings: the same bytes."""
+    module = __import__(module_name)
+    results, first = _quick(module, tmp_path, "one")
+    _, second = _quick(module, tmp_path, "two")
+    assert first == second
+    assert set(results["stability"]) == set(module.VARIANTS)
+    assert results["claims"] and all(c["verdict"] == "insufficient data" for c in results["claims"])  # 2 warm starts
+    regime = results["blocks"]["A"]["regime"]
+    assert regime["held_out_overlap"] == 0 and regime["held_out_targets"] > 0
+    assert "Claims:" in capsys.readouterr().out
+    assert results["settings"]["threads"] == 1  # the tables' thread count, recorded (2 threads sum differently)
+
+
+def test_benchmarks_refuse_a_grid_without_their_baseline():
+    import dial_opd
     import grpo_dropout
 
-    results = grpo_dropout.main(grpo_dropout.Args(seeds=(0, 1), steps=2, prompts_per_step=2, group_size=4, sft_steps=5,
-                                                  eval_size=6, out_dir=str(tmp_path),
-                                                  results=str(tmp_path / "grpo.json")))
-    assert set(results["variants"]) == set(grpo_dropout.VARIANTS)
-    assert (tmp_path / "grpo.json").read_text() == json.dumps(results, indent=1) + "\n"  # NaN-safe comparison
-    none = results["variants"]["none"]["vs_none"]["mean_at_8"]
-    assert none["deltas"] == [0.0, 0.0] and none["ci"] == [0.0, 0.0]  # vanilla against itself
-    assert "rollouts/prompt" in capsys.readouterr().out and (tmp_path / "grpo_dropout.png").exists()
     with pytest.raises(ValueError, match="none"):
-        grpo_dropout.main(grpo_dropout.Args(variants=("dropout",)))
+        grpo_dropout.main(dataclasses.replace(grpo_dropout.PRESETS["quick"], variants=("dropout",)))
+    with pytest.raises(ValueError, match="all"):
+        dial_opd.main(dataclasses.replace(dial_opd.PRESETS["quick"], variants=("dial_b0.5",)))
 
 
-def test_dial_opd_benchmark_smoke(tmp_path, capsys):
+def test_runs_are_cached_by_their_arguments(tmp_path):
     import dial_opd
 
-    results = dial_opd.main(dial_opd.Args(seeds=(0,), steps=2, prompts_per_step=4, student_sft_steps=5,
-                                          teacher_sft_steps=5, eval_size=6, out_dir=str(tmp_path),
-                                          results=str(tmp_path / "dial.json")))
-    assert set(results["variants"]) == set(dial_opd.VARIANTS)
-    for name, entry in results["variants"].items():
-        assert entry["mean"]["selected_share"] == pytest.approx(1.0 if name == "all" else 0.4), name
-    assert "Mean@8" in capsys.readouterr().out
-    # every run is cached by its arguments: a second call (a resumed or spread-out benchmark) reruns nothing
+    args = dataclasses.replace(dial_opd.PRESETS["quick"], blocks=(0,), variants=("all", "top_signal"),
+                               out_dir=str(tmp_path), results="")
+    results = dial_opd.main(args)
     cached = sorted((tmp_path / "run-cache").glob("opd-*.json"))
-    assert len(cached) == len(dial_opd.VARIANTS)
+    assert len(cached) == 2 * 2  # 2 variants x 2 warm starts x 1 seed
     stamps = [p.stat().st_mtime_ns for p in cached]
-    again = dial_opd.main(dial_opd.Args(seeds=(0,), steps=2, prompts_per_step=4, student_sft_steps=5,
-                                        teacher_sft_steps=5, eval_size=6, out_dir=str(tmp_path),
-                                        results=str(tmp_path / "dial.json")))
-    assert again == json.loads(json.dumps(results)) and [p.stat().st_mtime_ns for p in cached] == stamps
-
-
-def test_regime_script_smoke(tmp_path, capsys):
-    import posttrain_regime
-
-    results = posttrain_regime.main(posttrain_regime.Args(
-        steps=2, before_sft_steps=5, before_teacher_sft_steps=5, after_sft_steps=5, after_teacher_sft_steps=5,
-        eval_size=6, out_dir=str(tmp_path), results=str(tmp_path / "regime.json")))
-    assert len(results["regimes"]) == 2
-    for regime in results["regimes"].values():
-        assert 0 < regime["distinct_share"] <= 1 and 0 <= regime["low_low_share"] <= 1
-    assert "distinct rollouts" in capsys.readouterr().out
+    assert dial_opd.main(args) == results and [p.stat().st_mtime_ns for p in cached] == stamps
