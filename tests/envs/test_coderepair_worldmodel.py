@@ -111,3 +111,14 @@ def test_headroom_shows_an_oracle_over_static_when_the_relation_flips():
     assert before["static"]["rate"] > 0.5 and after["static"]["rate"] < 0.2
     assert after["oracle:logistic"]["delta"] > 0.5 and after["oracle:logistic"]["ci"][0] > 0
     assert after["random"]["rate"] == pytest.approx(0.25) and "mdd" in after["fixed"]
+
+
+def test_hidden_assertions_that_repeat_a_public_call_are_flagged_for_hidden_only():
+    from rsigym.envs.coderepair.overlap import overlap_table, overlapping
+
+    problem = Problem(task_id="HumanEval/901", entry="double", prompt="", reference="", prelude="",
+                      hidden=["assert candidate([1,2]) == [2, 4]", "assert candidate([5]) == [10]",
+                              "x = [1, 2]\nassert candidate(x) == [2, 4]"],
+                      public_calls=["double([1, 2])"])
+    assert overlapping(problem) == [True, False, False]  # a non-literal argument is not a repeat
+    assert overlap_table([problem])[0]["repeat_public"] == 1
