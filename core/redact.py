@@ -39,6 +39,8 @@ _SECRET_WORD = re.compile(r"cookie|authori[sz]ation|password|passwd|secret|signa
 # ``X-Api-Key``, ``session_token``); ``episode_key`` is the record's join key, not a secret.
 _KEY_SUFFIX = re.compile(r"^[\w.-]*[_.-](?:key|token)$", re.IGNORECASE)
 _NOT_SECRET = frozenset({"episode_key"})
+# ``api_key_env: MY_KEY_VAR`` names the variable that holds the secret, never the secret itself.
+_NAMES_A_VARIABLE = re.compile(r"_env$", re.IGNORECASE)
 _HEADERS_KEY = re.compile(r"^(?:.*[_-])?headers$", re.IGNORECASE)
 # Provider configuration: here any key that mentions key, token or code with a string value is a
 # credential (``subscription_key``, ``auth_code``); elsewhere ``code`` is a program's text.
@@ -61,8 +63,10 @@ _PAIR_VALUE = re.compile(r"((?:^|&|;)[^=&;#]*=)([^&;#]*)")
 # A header line or a quoted header pair in text: ``Cookie: a=1; b=2``, ``'X-Api-Key': 'v'``,
 # ``"Ocp-Apim-Subscription-Key": "v"``. A name ends with its secret word (``secret-test: ...``, a
 # model name, is no header); the value runs to its quote, or to a comma, brace or line end.
+# "credentials" alone is prose ("needs credentials: set OPENAI_API_KEY"), not a header: only a joined
+# name (``x-credentials``, ``aws_credentials``) counts.
 _HEADER_NAME = (r"(?:set-cookie|cookie|proxy-authori[sz]ation|authori[sz]ation|[\w-]*(?:password|passwd|secret|"
-                r"signature|credentials?)|[\w-]+[_-](?:key|token)|api[_-]?key|apikey|token)")
+                r"signature)|[\w-]+[_-]credentials?|[\w-]+[_-](?:key|token)|api[_-]?key|apikey|token)")
 _HEADER_TEXT = re.compile(
     r"(?P<name>(?P<q>['\"]?)\b" + _HEADER_NAME + r"(?P=q)\s*:\s*)"
     r"(?:(?P<vq>['\"])(?P<quoted>(?:(?!(?P=vq)).)*)(?P=vq)|(?P<bare>[^\s'\",}{\]\[][^\n\r'\",}]*))",
@@ -77,7 +81,7 @@ _MIN_SECRET_CHARS = 8  # shorter values ("1", "true") would redact ordinary text
 
 def is_secret_key(name: str) -> bool:
     """Whether a mapping key (a param, a header, a variable name) names a secret."""
-    if name in _NOT_SECRET:
+    if name in _NOT_SECRET or _NAMES_A_VARIABLE.search(name):
         return False
     return (bool(_SECRET_KEY.match(name)) or bool(_SECRET_WORD.search(name)) or bool(_KEY_SUFFIX.match(name))
             or name.upper().endswith(("_API_KEY", "_TOKEN", "_SECRET")))
@@ -85,7 +89,7 @@ def is_secret_key(name: str) -> bool:
 
 def _is_config_secret(name: str, value: Any) -> bool:
     return (isinstance(value, str) and bool(_CONFIG_WORD.search(name)) and name not in _NOT_SECRET
-            and not _NOT_CONFIG_SECRET.search(name))
+            and not _NOT_CONFIG_SECRET.search(name) and not _NAMES_A_VARIABLE.search(name))
 
 
 def register_secret(value: str | None) -> None:
