@@ -37,21 +37,22 @@ class StaticPredictor:
         return 1.0 / (1.0 + np.exp(-(X @ weights + self.BIAS)))
 
 
-class LogisticPredictor:
-    """L2-regularised logistic regression (scikit-learn), weighted by inverse propensity."""
+class _ScikitPredictor:
+    """A scikit-learn classifier's probability of the positive class, or the smoothed rate of the
+    one class seen when the labels hold only one (scikit-learn refuses to fit those)."""
 
-    def __init__(self, C: float = 1.0) -> None:
-        self.C = C
-        self._model = None
+    def __init__(self) -> None:
+        self._model: Any = None
         self._constant: float | None = None
 
-    def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> "LogisticPredictor":
-        from sklearn.linear_model import LogisticRegression
+    def _estimator(self) -> Any:
+        raise NotImplementedError
 
+    def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> "_ScikitPredictor":
         if len(np.unique(y)) < 2:  # one class only: predict its (smoothed) rate
             self._constant = float((np.sum(w * y) + 1) / (np.sum(w) + 2))
             return self
-        self._model = LogisticRegression(C=self.C, max_iter=500).fit(X, y, sample_weight=w)
+        self._model = self._estimator().fit(X, y, sample_weight=w)
         self._constant = None
         return self
 
@@ -61,6 +62,19 @@ class LogisticPredictor:
         if self._model is None:
             raise RuntimeError("predict before fit")
         return self._model.predict_proba(X)[:, 1]
+
+
+class LogisticPredictor(_ScikitPredictor):
+    """L2-regularised logistic regression (scikit-learn), weighted by inverse propensity."""
+
+    def __init__(self, C: float = 1.0) -> None:
+        super().__init__()
+        self.C = C
+
+    def _estimator(self) -> Any:
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression(C=self.C, max_iter=500)
 
 
 class TorchPredictor:
@@ -101,33 +115,19 @@ class TorchPredictor:
             return torch.sigmoid(self._net(torch.as_tensor(X, dtype=torch.float32)).squeeze(-1)).numpy().astype(float)
 
 
-class BoostingPredictor:
+class BoostingPredictor(_ScikitPredictor):
     """Gradient-boosted trees (scikit-learn's histogram boosting): a non-linear world model that can
     learn interactions (e.g. "outputs agree *and* the agreeing group is large")."""
 
     def __init__(self, max_iter: int = 150, max_depth: int = 3, learning_rate: float = 0.1, seed: int = 0) -> None:
+        super().__init__()
         self.max_iter, self.max_depth, self.learning_rate, self.seed = max_iter, max_depth, learning_rate, seed
-        self._model: Any = None
-        self._constant: float | None = None
 
-    def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> "BoostingPredictor":
+    def _estimator(self) -> Any:
         from sklearn.ensemble import HistGradientBoostingClassifier
 
-        if len(np.unique(y)) < 2:
-            self._constant = float((np.sum(w * y) + 1) / (np.sum(w) + 2))
-            return self
-        self._model = HistGradientBoostingClassifier(max_iter=self.max_iter, max_depth=self.max_depth,
-                                                     learning_rate=self.learning_rate, random_state=self.seed
-                                                     ).fit(X, y, sample_weight=w)
-        self._constant = None
-        return self
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        if self._constant is not None:
-            return np.full(len(X), self._constant)
-        if self._model is None:
-            raise RuntimeError("predict before fit")
-        return self._model.predict_proba(X)[:, 1]
+        return HistGradientBoostingClassifier(max_iter=self.max_iter, max_depth=self.max_depth,
+                                              learning_rate=self.learning_rate, random_state=self.seed)
 
 
 PREDICTOR_KINDS = ("logistic", "torch", "boosting")
