@@ -4,6 +4,7 @@ verifier."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,7 +38,7 @@ class StaticPredictor:
         return 1.0 / (1.0 + np.exp(-(X @ weights + self.BIAS)))
 
 
-class _ScikitPredictor:
+class _ScikitPredictor(ABC):
     """A scikit-learn classifier's probability of the positive class, or the smoothed rate of the
     one class seen when the labels hold only one (scikit-learn refuses to fit those)."""
 
@@ -45,8 +46,9 @@ class _ScikitPredictor:
         self._model: Any = None
         self._constant: float | None = None
 
+    @abstractmethod
     def _estimator(self) -> Any:
-        raise NotImplementedError
+        """A fresh, unfitted scikit-learn classifier with ``predict_proba``."""
 
     def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> "_ScikitPredictor":
         if len(np.unique(y)) < 2:  # one class only: predict its (smoothed) rate

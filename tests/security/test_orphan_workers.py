@@ -16,7 +16,7 @@ import yaml
 from ..conftest import rsigym_cmd
 
 # How long the test waits for what must happen within seconds: "never" on a broken build, and
-# no wall-clock claim (the latency is printed; see the report).
+# no wall-clock claim (benchmarks/orphan_exit.py measures how fast workers go).
 PATIENCE_S = 120.0
 
 
@@ -52,9 +52,10 @@ def test_workers_end_and_release_their_containers_when_the_runner_is_killed(prov
         argv += ["--concurrency", "2"]
     proc = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + PATIENCE_S
+        # Patience is counted in polls, not read off a clock: this test bounds a hang, it times nothing
+        # (how fast workers go is the benchmark's business).
         workers: set[int] = set()
-        while time.monotonic() < deadline:
+        for _ in range(int(PATIENCE_S / 0.2)):
             assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
             children = psutil.Process(proc.pid).children()
             workers = {c.pid for c in children if "resource_tracker" not in " ".join(c.cmdline())}
@@ -64,13 +65,13 @@ def test_workers_end_and_release_their_containers_when_the_runner_is_killed(prov
         else:
             pytest.fail(f"never two workers{' with containers' if client else ''}: {workers}")
         os.kill(proc.pid, signal.SIGKILL)  # the runner only
-        killed = time.monotonic()
         proc.wait(timeout=30)
         alive = set(workers)
-        while alive and time.monotonic() < killed + PATIENCE_S:
+        for _ in range(int(PATIENCE_S / 0.05)):
             alive = {pid for pid in alive if _running(pid)}
+            if not alive:
+                break
             time.sleep(0.05)
-        print(f"workers gone {time.monotonic() - killed:.2f} s after the runner's SIGKILL")
         assert not alive, f"workers {alive} outlived their killed runner"
         if client is not None:
             assert _containers_of(client, workers) == [], "the dead workers' containers are still there"
