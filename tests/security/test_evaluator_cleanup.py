@@ -4,15 +4,12 @@ sandbox cannot be cleared, the candidate that left the files is charged, not the
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import pytest
 
-from rsigym.envs.evolution import EVOLUTION_LIMITS, SandboxEvaluator, make_task
+from rsigym.envs.evolution import SandboxEvaluator, make_task
 from rsigym.envs.evolution import evaluator as evaluator_module
-from rsigym.sandbox import LocalSandbox, Sandbox
 
-from .test_evaluator_attacks import SEED_SCORE, _docker_or_skip
+from .test_evaluator_attacks import SEED_SCORE, sandbox  # noqa: F401  (the same fixture: a fresh sandbox of each provider)
 
 # 3,000 directories nested in the work dir (past Python's recursion limit and past PATH_MAX), one
 # of them locked, a file at the bottom; then the seed program, so the leaver itself scores.
@@ -29,21 +26,6 @@ for _level in range(3000):
 open("bottom", "w").write("x")
 os.fchdir(_top)
 '''
-
-
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local"])
-def sandbox(request) -> Iterator[Sandbox]:
-    if request.param == "docker":
-        _docker_or_skip()
-        from rsigym.sandbox import open_sandbox
-
-        box: Sandbox = open_sandbox("docker", EVOLUTION_LIMITS)
-    else:
-        box = LocalSandbox(EVOLUTION_LIMITS)
-    try:
-        yield box
-    finally:
-        box.close()
 
 
 def test_a_directory_3000_levels_deep_breaks_no_later_evaluation(sandbox):
