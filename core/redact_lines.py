@@ -59,12 +59,12 @@ def _parse(text: str) -> Any:
         return _UNPARSED
 
 
-def _closed(text: str) -> str:
-    """A torn JSON text closed where it stopped: the open string, a dangling key or comma, and every
-    open object and list (innermost first). Not every cut can be closed; those stay unparsed."""
+def _scan(text: str) -> tuple[list[str], bool, bool, int]:
+    """Where a JSON text stops: the closers of its open objects and lists (outermost first), whether
+    it stops inside a string and right after a backslash there, and where its last string began."""
     stack: list[str] = []
     in_string = escaped = False
-    start = 0
+    start = -1
     for i, char in enumerate(text):
         if in_string:
             if escaped:
@@ -79,6 +79,13 @@ def _closed(text: str) -> str:
             stack.append("}" if char == "{" else "]")
         elif char in "}]" and stack:
             stack.pop()
+    return stack, in_string, escaped, start
+
+
+def _closed(text: str) -> str:
+    """A torn JSON text closed where it stopped: the open string, a dangling key or comma, and every
+    open object and list (innermost first). Not every cut can be closed; those stay unparsed."""
+    stack, in_string, escaped, start = _scan(text)
     if in_string:
         text = text[:start] + _cut_string(text[start:-1] if escaped else text[start:]) + '"'
     else:
@@ -105,16 +112,5 @@ def _cut_string(fragment: str) -> str:
 
 def _dangling_key(text: str) -> bool:
     """Whether the string that ``text`` ends with is an object key (it follows ``{`` or ``,``)."""
-    in_string = escaped = False
-    start = -1
-    for i, char in enumerate(text[:-1]):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string, start = True, i
+    start = _scan(text[:-1])[3]  # without its closing quote, the text stops inside that string
     return start >= 0 and text[:start].rstrip().endswith(("{", ","))
