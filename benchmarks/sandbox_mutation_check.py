@@ -164,6 +164,9 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "exec server kill after each command": _exec_server_text("def sweep():\n", "def sweep():\n    return\n"),
     "exec server inherited-state check": _exec_server_text("if inherited() != INHERITED:", "if False:"),
     "exec server I/O priority check": _exec_server_text("io_priority(), sched_attr())", "sched_attr())"),
+    "exec server: a forked program gets only its own three fds": _exec_server_text("        os.closerange(3, MAX_FD)\n", ""),
+    "exec server: each command's stdin zeroed before the next fork": _exec_server_text(
+        "    data[:] = bytes(len(data))", "    pass"),
     "code repair: fresh interpreter per test": _coderepair_one_process,
     "evolution clearing without recursion": _recursive_clearing,
     "evolution clean-up fallback (reset, charge the leaver)": _no_cleanup_fallback,
@@ -225,8 +228,40 @@ def _pytest_args(name: str, tests: list[str]) -> list[str]:
     if name in REDACTION_MUTATIONS:
         _propagate_to_subprocesses(name)
         return REDACTION_TESTS
+    if name in ORPHAN_MUTATIONS:
+        _propagate_to_subprocesses(name)
+        return ORPHAN_TESTS
     return ["-m", "docker", "-k", DESELECT, *tests]
 # ---- end of the issue 27 item 4 block ---------------------------------------------------------
+
+
+# ---- issue 27 item 6: a run's workers never outlive it (``rsigym.runner.orphans``) -------------
+# Two lines, each removed alone and then both; the runs the tests start are subprocesses, so the
+# mutation reaches them through ``sitecustomize`` as the redaction rows do. Local and docker tests.
+def _no_watchdog() -> None:
+    from rsigym.runner import orphans
+
+    orphans.WATCHDOG = "import sys\nfor line in sys.stdin:\n    pass\n"  # reads the pids, ends nothing
+
+
+def _no_parent_watch() -> None:
+    from rsigym.runner import orphans
+
+    orphans._start = lambda wait, name: None  # type: ignore[assignment]
+
+
+def _no_orphan_defence() -> None:
+    _no_watchdog()
+    _no_parent_watch()
+
+
+ORPHAN_MUTATIONS: dict[str, Callable[[], None]] = {
+    "orphans: the run's watchdog process": _no_watchdog,
+    "orphans: each worker's parent watch": _no_parent_watch,
+    "orphans: both (workers outlive a killed run)": _no_orphan_defence,
+}
+ORPHAN_TESTS = ["tests/security/test_orphan_workers.py"]
+MUTATIONS.update(ORPHAN_MUTATIONS)
 
 
 class _Failures:

@@ -24,6 +24,15 @@ kills every process of the user and the next command starts a new server. A stop
 timeout and handled the same way. ``tests/security/test_exec_server.py`` runs each of these as
 an attack.
 
+``run_python(program)`` runs a Python program as ``python3 -I -S -c program`` would, without an
+interpreter's start (~20 ms here): the server (itself started ``-I -S``) forks, and the fork runs the
+program. The server has run no command's code, so the fork starts from a fresh interpreter's state;
+it closes every fd but its own three pipes before the program's first line (the host's stream and
+the server's pipe ends never reach it), and the server reads each command's stdin into one buffer
+that it zeroes once the command ended, so a later fork finds no earlier command's stdin in its
+memory (code repair's runners get one-time tokens that way). Everything else (timeout, sweep,
+inherited-settings check) is the spawned command's. Attacks: ``test_a_forked_program_*``.
+
 The server holds the user identity (``ExecTracker``) only while a command runs, like any exec: a
 plain ``exec`` as the user between two commands works, and its end-of-exec kill ends the idle
 server too, which the next command notices (before it runs: the server acknowledges each request
@@ -123,7 +132,7 @@ class ExecServer:
         try:
             with engine_errors(sandbox.container_id):
                 exec_id = sandbox._api.exec_create(
-                    sandbox.container_id, ["python3", "-I", "-c", EXEC_SERVER], stdin=True, user=self._uid,
+                    sandbox.container_id, ["python3", "-I", "-S", "-c", EXEC_SERVER], stdin=True, user=self._uid,
                     environment={"HOME": self._home}, workdir=self._home,
                 )["Id"]  # fmt: skip
                 self._response = sandbox._api.exec_start(exec_id, socket=True)
@@ -259,8 +268,34 @@ class ExecServer:
         command = args.argv
         if command[0] == "python":
             command[0] = "python3"
-        data = args.stdin or b""
-        request = json.dumps({"argv": command, "env": args.env, "timeout": args.timeout,
+        return self._request({"argv": command}, args.stdin or b"", args.timeout, args.env)
+
+    def run_python(
+        self,
+        program: str,
+        *,
+        stdin: bytes | str | None = None,
+        timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run ``program`` as ``python3 -I -S -c program`` would, in a fork of the server.
+
+        The same contract as ``exec`` (own stdin/stdout/stderr, timeout, exit status, every other
+        process of the identity killed at its end), without an interpreter's start: the server is
+        a pristine interpreter that runs no command's code itself, and the fork gets only its own
+        three pipes (see ``container_scripts.EXEC_SERVER``). For short Python programs run many
+        times (code repair's per-test runner).
+
+        Raises:
+            TypeError, ValueError: bad arguments, before anything runs.
+            SandboxError, SandboxUnavailable: as ``exec``.
+        """
+        args = validate_exec_args(["python3", "-I", "-S", "-c", program], stdin=stdin, timeout=timeout, env=env)
+        return self._request({"python": program}, args.stdin or b"", args.timeout, args.env)
+
+    def _request(self, what: dict[str, Any], data: bytes, timeout: float, env: dict[str, str]) -> ExecResult:
+        """Send one request (``what``: its argv, or a program to fork) and return its result."""
+        request = json.dumps({**what, "env": env, "timeout": timeout,
                               "cap": self._sandbox.limits.output_bytes, "stdin": len(data)}).encode()
         frame = len(request).to_bytes(4, "big") + request + data
         with self._lock, self._sandbox._tracker.running(self.identity, False):
@@ -273,7 +308,7 @@ class ExecServer:
                 if self._sock is None:
                     self._start()
                 started = time.monotonic()
-                deadline = started + args.timeout + GUARD_S
+                deadline = started + timeout + GUARD_S
                 acknowledged = False
                 try:
                     self._pump(deadline, frame)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import marshal
 import secrets
@@ -82,7 +81,8 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
     a program an agent chose or a model wrote.
 
     See ``sandbox_program`` for the two sides. The host starts the collector (as the harness
-    identity, in a thread), then one runner per test as the user, one after another, each after
+    identity, in a thread), then one runner per test as the user (docker: a fork of the user's
+    exec server, ``ExecServer.run_python``), one after another, each after
     the previous one and everything it left were killed; the runner's own output and exit status
     are ignored. In check mode a test whose runner ran past the test's timeout ends its job: the
     rest read ``timeout`` unrun (one endless loop costs one timeout, as a forked child did).
@@ -117,7 +117,7 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
 
     def collect() -> None:
         try:
-            outcome["run"] = run_harness(["python3", "-I", "-S", "-c", COLLECTOR], stdin=config, timeout=budget_s + 10.0)
+            outcome["run"] = run_harness(COLLECTOR, stdin=config, timeout=budget_s + 10.0)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             outcome["error"] = exc
 
@@ -129,7 +129,7 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
         for job, tokens in zip(jobs, plan):
             for index, token in enumerate(tokens):
                 header = f"{socket_name} {token} {_CONNECT_WAIT_S}"
-                run = run_user(["python3", "-I", "-S", "-c", RUNNER], stdin=header, timeout=_runner_timeout_s(job))
+                run = run_user(RUNNER, stdin=header, timeout=_runner_timeout_s(job))
                 if job.mode == "check" and (run.timed_out or run.duration_s >= job.timeout_s):
                     skipped.update(tokens[index + 1:])
                     break
@@ -139,7 +139,7 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
         thread.join(timeout=0.0 if skipped else _COLLECTOR_GRACE_S)
         if thread.is_alive():
             end = f"{socket_name} {end_token} {_COLLECTOR_GRACE_S}"
-            run_user(["python3", "-I", "-S", "-c", END_PROGRAM], stdin=end, timeout=30.0)
+            run_user(END_PROGRAM, stdin=end, timeout=30.0)
             thread.join()
     if "error" in outcome:
         raise outcome["error"]
@@ -176,17 +176,25 @@ def _runner_timeout_s(job: Job) -> float:
 
 
 def _harness_exec(sandbox: Sandbox) -> Callable[..., ExecResult]:
-    """The sandbox's harness exec server when it has one, else a plain exec as the harness."""
-    server = getattr(sandbox, "exec_server", None)
-    if callable(server):
-        return server("harness").exec
-    return functools.partial(sandbox.exec, as_user="harness")
+    """Runs a Python program (``python3 -I -S -c``) as the harness identity: see ``_user_exec``."""
+    return _python_runner(sandbox, "harness")
 
 
 def _user_exec(sandbox: Sandbox) -> Callable[..., ExecResult]:
-    """The sandbox's exec server when it has one (a spawn per runner, not an engine exec)."""
+    """Runs a Python program (``python3 -I -S -c``) as the user: a fork of the sandbox's pristine
+    exec server when it has one (no interpreter start, no engine exec), else a fresh interpreter."""
+    return _python_runner(sandbox, "user")
+
+
+def _python_runner(sandbox: Sandbox, identity: str) -> Callable[..., ExecResult]:
     server = getattr(sandbox, "exec_server", None)
-    return server().exec if callable(server) else sandbox.exec
+    if callable(server):
+        return server(identity).run_python
+
+    def run(program: str, **kwargs: Any) -> ExecResult:
+        return sandbox.exec(["python3", "-I", "-S", "-c", program], as_user=identity, **kwargs)  # type: ignore[arg-type]
+
+    return run
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
