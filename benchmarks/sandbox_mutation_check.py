@@ -109,6 +109,14 @@ def _exec_server_text(old: str, new: str) -> Callable[[], None]:
     return apply
 
 
+def _batch_read_ahead() -> None:
+    """The server reads every stdin of a batch before its first fork (as one read would)."""
+    for old, new in (('    for size in req["runs"]:', '    ahead = iter([read_payload(n) for n in req["runs"]])\n    for size in req["runs"]:'),
+                     ("    data = read_payload(size)\n", "    data = next(ahead)\n"),
+                     ("            read_payload(size)[:] = bytes(size)", "            next(ahead)[:] = bytes(size)")):
+        _exec_server_text(old, new)()
+
+
 def _coderepair_one_process() -> None:
     """Every code repair batch in one process, each job a fork of it (the runner before issue 27)."""
     from rsigym.envs.coderepair import execution
@@ -167,6 +175,7 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "exec server: a forked program gets only its own three fds": _exec_server_text("        os.closerange(3, MAX_FD)\n", ""),
     "exec server: each command's stdin zeroed before the next fork": _exec_server_text(
         "    data[:] = bytes(len(data))", "    pass"),
+    "exec server: a batch's later stdins read only when their fork starts": _batch_read_ahead,
     "code repair: fresh interpreter per test": _coderepair_one_process,
     "evolution clearing without recursion": _recursive_clearing,
     "evolution clean-up fallback (reset, charge the leaver)": _no_cleanup_fallback,

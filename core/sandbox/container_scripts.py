@@ -345,6 +345,10 @@ def run(req, data):
     env = dict(os.environ, **req["env"])
     cap, deadline = req["cap"], time.monotonic() + req["timeout"]
     in_r, in_w = os.pipe(); out_r, out_w = os.pipe(); err_r, err_w = os.pipe()
+    pending = memoryview(data)
+    if len(data) <= 4096:  # fits the pipe: written before the start, so the command never waits for it
+        os.write(in_w, pending)
+        pending = pending[len(data):]
     try:
         if "python" in req:
             pid = os.fork()
@@ -365,7 +369,7 @@ def run(req, data):
     pidfd = os.pidfd_open(pid)
     kept = {out_r: bytearray(), err_r: bytearray()}
     dropped = 0
-    pending, status, timed_out = memoryview(data), None, False
+    status, timed_out = None, False
     if not pending:
         os.close(in_w); in_w = None
     else:
@@ -431,21 +435,36 @@ def inherited():
     return (limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)),
             io_priority(), sched_attr())
 
-INHERITED = inherited()
-send({"ready": True, "pid": os.getpid()})
-while True:
-    req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
-    data = read_payload(req["stdin"])
+def serve(req, size):
+    # One command: its stdin is read only now (a batch's later stdins wait in the host's stream,
+    # out of a fork's reach), and zeroed once the command ended.
+    data = read_payload(size)
     if inherited() != INHERITED:
         sys.exit("rsigym exec server: a command changed what the next one would inherit; exiting")
     send({"started": True})  # from here on the command, not the server's past, owns what happens
     before = oom_kills()
+    started = time.monotonic()
     header, out, err = run(req, data)
+    data[:] = bytes(len(data))  # a later forked command inherits none of this one's stdin
     if header["exit_code"] == 137:
         header["oom_kills"] = oom_kills()
         header["oom"] = header["oom_kills"] > before
-    header.update(out=len(out), err=len(err))
+    header.update(out=len(out), err=len(err), duration_s=time.monotonic() - started)
     send(header, out, err)
-    out = err = None
-    data[:] = bytes(len(data))  # a later forked command inherits none of this one's stdin
+    return header
+
+INHERITED = inherited()
+send({"ready": True, "pid": os.getpid()})
+while True:
+    req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
+    # {runs: [stdin sizes]}: one command per stdin (a batch: one after another); after one that
+    # timed out or ran `stop_after` seconds the rest are read, zeroed and skipped
+    stop = False
+    for size in req["runs"]:
+        if stop:
+            read_payload(size)[:] = bytes(size)
+            send({"skipped": True})
+            continue
+        header = serve(req, size)
+        stop = header["timed_out"] or header["duration_s"] >= req.get("stop_after", 1e18)
 """

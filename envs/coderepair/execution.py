@@ -123,16 +123,15 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
 
     thread = threading.Thread(target=collect, name="rsigym-coderepair-collector", daemon=True)
     thread.start()
-    run_user = _user_exec(sandbox)
+    run_user, run_job = _user_exec(sandbox), _job_runner(sandbox)
     skipped: set[str] = set()
     try:
         for job, tokens in zip(jobs, plan):
-            for index, token in enumerate(tokens):
-                header = f"{socket_name} {token} {_CONNECT_WAIT_S}"
-                run = run_user(RUNNER, stdin=header, timeout=_runner_timeout_s(job))
-                if job.mode == "check" and (run.timed_out or run.duration_s >= job.timeout_s):
-                    skipped.update(tokens[index + 1:])
-                    break
+            headers = [f"{socket_name} {token} {_CONNECT_WAIT_S}" for token in tokens]
+            # check mode: a test whose runner ran past the test's timeout ends its job
+            runs = run_job(RUNNER, headers, timeout=_runner_timeout_s(job),
+                           stop_after_s=job.timeout_s if job.mode == "check" else None)
+            skipped.update(token for token, run in zip(tokens, runs) if run is None)
     finally:
         # The collector ends by itself once every test reported; when one did not (skipped, or its
         # runner never connected), the end token tells it to print what it has.
@@ -184,6 +183,30 @@ def _user_exec(sandbox: Sandbox) -> Callable[..., ExecResult]:
     """Runs a Python program (``python3 -I -S -c``) as the user: a fork of the sandbox's pristine
     exec server when it has one (no interpreter start, no engine exec), else a fresh interpreter."""
     return _python_runner(sandbox, "user")
+
+
+def _job_runner(sandbox: Sandbox) -> Callable[..., list[ExecResult | None]]:
+    """Runs one job's runners as the user, one after another: one request to the exec server
+    (``run_python_many``: each a fork that gets only its own stdin) when the sandbox has one."""
+    server = getattr(sandbox, "exec_server", None)
+    if callable(server):
+        return server().run_python_many
+    run_user = _user_exec(sandbox)
+
+    def run(program: str, stdins: Sequence[str], *, timeout: float, stop_after_s: float | None) -> list[ExecResult | None]:
+        results: list[ExecResult | None] = []
+        for stdin in stdins:
+            if results and stop_after_s is not None and _stopped(results[-1], stop_after_s):
+                results.append(None)
+                continue
+            results.append(run_user(program, stdin=stdin, timeout=timeout))
+        return results
+
+    return run
+
+
+def _stopped(run: ExecResult | None, stop_after_s: float) -> bool:
+    return run is None or run.timed_out or run.duration_s >= stop_after_s
 
 
 def _python_runner(sandbox: Sandbox, identity: str) -> Callable[..., ExecResult]:

@@ -279,3 +279,23 @@ def test_a_forked_program_keeps_the_exec_contract(own_sandbox):
     pids = json.loads(server.run_python(SPAWN).stdout)
     assert len(pids) == 4
     assert json.loads(server.run_python(ALIVE.replace("sys.argv[1:]", repr(list(map(str, pids.values()))))).stdout) == []
+
+
+def test_a_forked_program_finds_no_later_stdin_of_its_batch_in_its_memory(own_sandbox):
+    """``run_python_many``: the later runs' stdins (code repair: the next tests' one-time tokens)
+    are in the host's stream, not in the server, while the first run runs."""
+    program = "import sys\nif sys.stdin.read() != 'scan':\n    raise SystemExit(0)\n" + SCAN_MEMORY
+    stdins = ["scan"] + [f"rsigym-planted-{i:032x}" for i in range(1, 4)]
+    runs = own_sandbox.exec_server().run_python_many(program, stdins, timeout=60)
+    assert all(run is not None and run.ok for run in runs), runs
+    assert runs[0] is not None and runs[0].stdout.strip() == "0", runs[0]
+
+
+def test_a_batch_stops_after_a_run_that_reached_its_limit(own_sandbox):
+    server = own_sandbox.exec_server()
+    program = "import sys, time\ntime.sleep(float(sys.stdin.read()))\nprint('ran')\n"
+    runs = server.run_python_many(program, ["0", "30", "0"], timeout=0.5, stop_after_s=0.4)
+    assert runs[0] is not None and runs[0].stdout == "ran\n", runs
+    assert runs[1] is not None and runs[1].timed_out and runs[2] is None, runs
+    after = server.run_python_many(program, ["0", "0"], timeout=5)
+    assert [run.stdout if run else None for run in after] == ["ran\n", "ran\n"]
