@@ -19,8 +19,11 @@ a subset of the test files, when only some walls are checked). Needs a Docker en
 
 Issue 27 added code repair's runner (every test in a fresh interpreter, judged by the harness
 identity: removed, every batch runs in one process again), the evolution clearing without recursion
-and its fallback (reset the sandbox, charge the candidate that left the files), and the exec
-server's I/O priority check.
+and its fallback (reset the sandbox, charge the candidate that left the files), the exec
+server's I/O priority check, the walls of its forked programs (``run_python``: only their own
+three fds, no earlier command's stdin, no later stdin of their batch), and the two lines that end
+a killed run's workers (the watchdog process, each worker's parent watch; both run as
+subprocesses of the tests, so these rows reach them through ``sitecustomize``).
 """
 
 from __future__ import annotations

@@ -292,8 +292,7 @@ class ExecServer:
             TypeError, ValueError: bad arguments, before anything runs.
             SandboxError, SandboxUnavailable: as ``exec``.
         """
-        args = validate_exec_args(["python3", "-I", "-S", "-c", program], stdin=stdin, timeout=timeout, env=env)
-        (result,) = self._request({"python": program}, [args.stdin or b""], args.timeout, args.env)
+        (result,) = self.run_python_many(program, [b"" if stdin is None else stdin], timeout=timeout, env=env)
         assert result is not None  # only a batch with stop_after_s skips
         return result
 
