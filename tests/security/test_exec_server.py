@@ -248,7 +248,10 @@ def test_a_forked_program_cannot_reach_the_server_or_its_stream(own_sandbox):
 def test_a_forked_program_finds_no_earlier_commands_stdin_in_its_memory(own_sandbox):
     server = own_sandbox.exec_server()
     for i in range(3):
-        planted = server.run_python("import sys\nsys.stdin.buffer.read()\n", stdin=f"rsigym-planted-{i:032x}")
+        # past the allocator's free-list pointers, which overwrite the first bytes of a freed block;
+        # large enough to come from malloc, not Python's small-object pools (reused at once)
+        planted = server.run_python("import sys\nsys.stdin.buffer.read()\n",
+                                    stdin="." * 64 + f"rsigym-planted-{i:032x}" + "." * 4000)
         assert planted.ok, planted
     scan = server.run_python(SCAN_MEMORY, timeout=60)
     assert scan.ok and scan.stdout.strip() == "0", scan
