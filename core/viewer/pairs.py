@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from ..records import Trajectory, canonical_json
 from ..report import condition_label
 
-__all__ = ["paired_episodes", "BASELINE_NAMES"]
+__all__ = ["paired_episodes", "renamed_to_original", "BASELINE_NAMES"]
 
 BASELINE_NAMES = frozenset({"identity", "none"})  # both mean the unmodified env
 
@@ -29,7 +29,7 @@ def _join_key(record: Trajectory) -> str:
     return canonical_json([env.id, env.kwargs, env.task_id, asdict(record.agent), record.seed, record.rep])
 
 
-def _renamed_to_original(record: Trajectory) -> dict[str, str]:
+def renamed_to_original(record: Trajectory) -> dict[str, str]:
     """{renamed: original} tool names of a record: its condition's mapping, else its snapshot's."""
     params = (record.env.condition or {}).get("params") or {}
     mapping = params.get("mapping")
@@ -41,7 +41,7 @@ def _renamed_to_original(record: Trajectory) -> dict[str, str]:
 
 
 def _actions(record: Trajectory) -> list[str]:
-    reverse = _renamed_to_original(record)
+    reverse = renamed_to_original(record)
     out = []
     for step in record.steps:
         action = step.action
