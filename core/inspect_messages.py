@@ -17,7 +17,7 @@ from typing import Any
 
 from .records import Step, Trajectory
 from .spaces import INVALID_ACTION_KEY
-from .viewer.pairs import renamed_to_original
+from .viewer.pairs import NO_SUCH_TOOL, renamed_away, renamed_to_original
 
 __all__ = ["observation_text", "sample_messages", "ACT_FUNCTION"]
 
@@ -49,6 +49,7 @@ def sample_messages(record: Trajectory) -> list[Any]:
     from inspect_ai.tool import ToolCall
 
     originals = renamed_to_original(record)
+    originals.update({name: NO_SUCH_TOOL for name in renamed_away(record)})  # a renamed-away name calls nothing
     model = record.agent.model or f"rsigym/{record.agent.kind}"
     messages: list[Any] = []
     if record.system_prompt:
