@@ -343,11 +343,14 @@
     var counter = document.getElementById("shown-count");
     counter.textContent = shownRows.length + " of " + EPISODES.length + " episodes shown";
     counter.setAttribute("data-shown", String(shownRows.length));
-    document.querySelectorAll("#pair-table tbody tr").forEach(function (row) {
-      var p = PAIRS[Number(row.getAttribute("data-pair"))], base = EPISODES[p.baseline];
-      row.hidden = !(matches(base, Object.assign({}, state, {condition: "", score: ""}), null) &&
-                     (!state.condition || p.condition === state.condition || base.condition === state.condition));
+    var pairState = Object.assign({}, state, {condition: "", score: ""});
+    var pairs = PAIRS.filter(function (p) {
+      var base = EPISODES[p.baseline];
+      return matches(base, pairState, null) &&
+             (!state.condition || p.condition === state.condition || base.condition === state.condition);
     });
+    var pairTarget = state.pair !== undefined && state.pair !== "" ? Number(state.pair) : -1;
+    renderPairRows(pairs, Math.max(PAGE_ROWS, pairs.findIndex(function (p) { return p.n === pairTarget; }) + 1));
     var wanted = target >= 0 ? "episode:" + target : state.pair !== undefined && state.pair !== "" ? "pair:" + state.pair : null;
     var scroll = wanted !== null && wanted !== opened;  // a new target: go there; a filter change: stay
     opened = wanted;
@@ -476,19 +479,30 @@
     document.getElementById("pairs-section").hidden = false;
     document.querySelector("#pair-table thead").appendChild(el("tr", {}, ["#", "agent", "task", "seed", "rep",
       "treatment", "behaviour", "differing steps", "end state"].map(function (h) { return el("th", {text: h}); })));
+  }
+  // Only the first rows of the matching pairs are in the table (a 50,000-episode run has tens of
+  // thousands of pairs): "show more" adds the next ones, and a linked pair is always rendered.
+  var shownPairs = [], renderedPairs = 0;
+  function renderPairRows(list, upTo) {
     var body = document.querySelector("#pair-table tbody");
-    PAIRS.forEach(function (p) {
-      var row = el("tr", {"data-pair": String(p.n)}, [el("td", {cls: "num", text: String(p.n)}), el("td", {text: p.agent}),
-        el("td", {text: p.task}), el("td", {cls: "num", text: String(p.seed)}), el("td", {cls: "num", text: String(p.rep)}),
-        el("td", {text: p.condition}),
-        el("td", {}, [el("span", {cls: "badge" + (p.changed ? " changed" : ""), text: p.changed ? "changed" : "same"})]),
-        el("td", {text: p.diff_steps.map(function (t, n) { return t + " (" + p.diff_kinds[n] + ")"; }).join(", ")}),
-        el("td", {text: p.state_changed ? "differs" : "same"})]);
-      row.addEventListener("click", function () {
-        var state = currentState(); delete state.episode; state.pair = String(p.n); writeHash(state); showPair(p.n, false);
-      });
-      body.appendChild(row);
+    if (list) { shownPairs = list; renderedPairs = 0; body.textContent = ""; }
+    for (; renderedPairs < Math.min(upTo, shownPairs.length); renderedPairs++) body.appendChild(pairRow(shownPairs[renderedPairs]));
+    var more = document.getElementById("more-pairs");
+    more.hidden = renderedPairs >= shownPairs.length;
+    more.textContent = "show " + Math.min(PAGE_ROWS, shownPairs.length - renderedPairs) + " more of " +
+      (shownPairs.length - renderedPairs) + " pairs";
+  }
+  function pairRow(p) {
+    var row = el("tr", {"data-pair": String(p.n)}, [el("td", {cls: "num", text: String(p.n)}), el("td", {text: p.agent}),
+      el("td", {text: p.task}), el("td", {cls: "num", text: String(p.seed)}), el("td", {cls: "num", text: String(p.rep)}),
+      el("td", {text: p.condition}),
+      el("td", {}, [el("span", {cls: "badge" + (p.changed ? " changed" : ""), text: p.changed ? "changed" : "same"})]),
+      el("td", {text: p.diff_steps.map(function (t, n) { return t + " (" + p.diff_kinds[n] + ")"; }).join(", ")}),
+      el("td", {text: p.state_changed ? "differs" : "same"})]);
+    row.addEventListener("click", function () {
+      var state = currentState(); delete state.episode; state.pair = String(p.n); writeHash(state); showPair(p.n, false);
     });
+    return row;
   }
   function showPair(n, scroll) {
     var p = PAIRS[n];
@@ -516,6 +530,7 @@
     input.addEventListener("input", function () { var s = currentState(); writeHash(s); applyState(s); });
   });
   document.getElementById("more").addEventListener("click", function () { renderRows(rendered + PAGE_ROWS); });
+  document.getElementById("more-pairs").addEventListener("click", function () { renderPairRows(null, renderedPairs + PAGE_ROWS); });
   document.getElementById("filters").addEventListener("submit", function (ev) { ev.preventDefault(); });
   window.addEventListener("hashchange", function () {
     var state = readHash();
