@@ -177,3 +177,22 @@ def test_inspect_logs_read_back_give_the_reports_mean_per_agent_and_condition(tm
     assert any(o != m for o, m in zip(originals, [m.tool_calls[0].function for s in misled.samples
                                                    for m in s.messages if m.role == "assistant" and m.tool_calls]))
 
+
+
+def test_a_grader_regraded_with_another_version_gives_two_named_scores(tmp_path):
+    log_module = pytest.importorskip("inspect_ai.log")
+    records = _records()[:2]
+    records[0].grades.append(Grade("reward", "2", 0.25, source="regrade"))
+    records[1].grades.append(Grade("reward", "2", 0.75, source="regrade"))
+    with RecordWriter(tmp_path / "run" / "records.jsonl") as writer:
+        for record in records:
+            writer.write(record)
+    folder = export_run(tmp_path / "run", "inspect")
+    means = {}
+    for path in folder.glob("*.eval"):
+        log = log_module.read_eval_log(str(path))
+        for score in log.results.scores:
+            means[(log.eval.task_args["condition"], score.name)] = score.metrics["mean"].value
+    # one ruler per version, as the report's summary keeps them apart; "judge" has one version
+    assert means == {("none", "reward v1"): 1.0, ("none", "reward v2"): 0.25,
+                     ("rename_tools", "reward v1"): 0.0, ("rename_tools", "reward v2"): 0.75}
