@@ -113,12 +113,12 @@ def _build_parser() -> argparse.ArgumentParser:
     view.add_argument("run_dir", type=Path, help="a run folder (holds records.jsonl)")
     view.add_argument("--out", type=Path, help="HTML file to write (default RUN_DIR/view.html)")
 
-    export = commands.add_parser("export", parents=[importing], help="export a run folder's records as parquet, JSONL or an inspect_ai log")
+    export = commands.add_parser("export", parents=[importing], help="export a run folder's records as parquet, JSONL or inspect_ai logs")
     export.add_argument("run_dir", type=Path, help="a run folder (holds records.jsonl)")
     export.add_argument("--format", required=True, choices=["parquet", "jsonl", "inspect"],
                         help="parquet: one row per (episode, grade), needs the 'export' extra; jsonl: full "
-                        "records, references resolved; inspect: an inspect_ai eval log, needs the 'inspect' extra")
-    export.add_argument("--out", type=Path, help="file to write (default RUN_DIR/export.<ext>)")
+                        "records, references resolved; inspect: a folder of inspect_ai eval logs, one per agent x condition, needs the 'inspect' extra")
+    export.add_argument("--out", type=Path, help="file to write (default RUN_DIR/export.<ext>; for inspect a folder, default RUN_DIR/export_inspect)")
 
     lister = commands.add_parser("list", parents=[importing], help="list what is installed, each with one line about it")
     lister.add_argument("what", nargs="?", choices=[*LIST_KINDS, "offline-policies"],

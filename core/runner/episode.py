@@ -116,6 +116,8 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
                 record.error = (record.error + "; " if record.error else "") + f"close: {_short_error(exc)}"
     record.usage_by_role = by_role
     record.tool_mode = getattr(agent, "tool_mode_used", None)
+    prompt = getattr(agent, "system_prompt_text", None)
+    record.system_prompt = prompt if isinstance(prompt, str) else None
     record.usage = sum((u for role, u in by_role.items() if role != "agent"), agent_usage)
     record.finished_at = utc_now()
     if record.termination != "infra_error":
