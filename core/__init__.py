@@ -14,8 +14,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 # LiteLLM downloads its model price map at import unless told to read its bundled copy; any code
 # that imports rsigym first (the CLI, workers, a user's script with a custom handler) then never
-# tries the network for it. A value the user set is kept.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# tries the network for it. A value the user set ("False" to fetch it) is kept.
+if not os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"):  # unset or empty
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 from typing import TYPE_CHECKING
 

@@ -133,6 +133,14 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     lister.add_argument("what", nargs="?", choices=[*LIST_KINDS, "offline-policies"],
                         help="one kind (default: all)")
 
+    new = commands.add_parser("new", help="write a working skeleton to start from (rsigym new family NAME)")
+    new_commands = new.add_subparsers(dest="new_command", metavar="WHAT", parser_class=_Parser)
+    new_commands.required = True
+    family = new_commands.add_parser("family", help="an env family as its own package: env, tasks, agent, grader, "
+                                     "analysis with a control, scenario, tests (rsigym.testing.check_family)")
+    family.add_argument("name", help="the package name: lowercase letters, digits and _")
+    family.add_argument("--out", type=Path, default=Path("."), help="parent folder (default: the current one)")
+
     sandbox = commands.add_parser("sandbox", help="build, check or clean the Docker sandbox")
     sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", metavar="ACTION", parser_class=_Parser)
     sandbox_commands.required = True
@@ -250,7 +258,7 @@ def _import_user_modules(modules: list[str]) -> None:
             raise UserError(f"--import {name}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
 
 
-_COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export")
+_COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export", "new")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -261,7 +269,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_command(args)
     if args.command == "regrade":
         return regrade_command(args, _records_or_error)
-    handlers = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export}
+    handlers = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export,
+                "new": _new}
     if args.command not in handlers:  # a command a family registers (entry points, rsigym.commands)
         from .registry import COMMANDS
 
@@ -326,6 +335,15 @@ def _export(args: argparse.Namespace) -> int:
     from .export import export_run
 
     print(f"export: {export_run(args.run_dir, args.format, args.out)}")
+    return 0
+
+
+def _new(args: argparse.Namespace) -> int:
+    from .scaffold import new_family
+
+    root = new_family(args.name, args.out)
+    print(f"new family: {root}\nnext: pip install -e {root} && python -m pytest {root / 'tests'} && "
+          f"rsigym run {root / 'scenarios' / (args.name + '.yaml')}")
     return 0
 
 
