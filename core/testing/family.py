@@ -24,6 +24,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
@@ -175,13 +176,12 @@ def check_family(source: str | ModuleType, *, env_kwargs: Mapping[str, KwargsSpe
                 continue
             if name == "fuzz":
                 if fuzz_actions:
-                    run(name, env_id, lambda check=check, make=make: check(make, actions=fuzz_actions))
+                    run(name, env_id, partial(check, make, actions=fuzz_actions))
                 continue
-            run(name, env_id, lambda check=check, make=make: check(make))
+            run(name, env_id, partial(check, make))
     for condition in family.conditions:
         for env_id in family.envs[:1]:
-            run("condition", condition, lambda env_id=env_id: _check_condition(env_id, _kwargs(kwargs_of[env_id]),
-                                                                               condition))
+            run("condition", condition, partial(_check_condition, env_id, _kwargs(kwargs_of[env_id]), condition))
     if family.envs:
         from .records_check import check_episodes
 

@@ -190,8 +190,9 @@ def actions_for(env: gym.Env[Any, Any]) -> st.SearchStrategy[Any]:
             inner = action[key]
             if isinstance(inner, dict) and draw(st.booleans()):
                 inner_keys = sorted((k for k in inner if isinstance(k, str)), key=repr)
-                inner_key = draw(st.sampled_from(inner_keys) if inner_keys and draw(st.booleans())
-                                 else st.text(max_size=6))
+                use_known = bool(inner_keys) and draw(st.booleans())
+                names: st.SearchStrategy[str] = st.sampled_from(inner_keys) if use_known else st.text(max_size=6)
+                inner_key = draw(names)
                 action = {**action, key: {**inner, inner_key: draw(PYTHON_OBJECTS)}}
             else:
                 action = {**action, key: draw(PYTHON_OBJECTS)}

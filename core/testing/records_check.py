@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +117,7 @@ def check_episodes(family: "Family", report: "FamilyReport", run: Run, kwargs_of
 
                     run("episode", f"{agent.id} on {env_id} seed {seed}", episode)
         for name in family.analyses:
-            run("analysis", name, lambda name=name: _analyse(name, records, folder))
+            run("analysis", name, partial(_analyse, name, records, folder))
 
 
 def _first_task_into(task: list[str | None], env_id: str, kwargs: dict[str, Any]) -> str | None:
