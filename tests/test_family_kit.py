@@ -99,14 +99,26 @@ def test_new_family_refuses_bad_names_and_existing_folders_in_one_line(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
 
 
+# Small settings beyond tests/security/env_fuzz_support.py's: the episodes' task where the first
+# listed one is large, HyperparamSearch's episodes on the tiny preset (a record stores JSON kwargs,
+# not the analytic trial runner), the LLM judge on an offline model.
+TASKS = {"rsigym/ProgramEvolution-v0": "bin_packing_online"}
+EPISODES = {"rsigym/HyperparamSearch-v0": {"preset": "tiny", "budget": 2}}
+GRADERS = {"llm_judge": {"model": "rsigym/judge_lenient"}}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", BUNDLED)
 def test_every_bundled_family_passes_check_family(family):
-    """The conformance checks with a short fuzz (tests/test_env_conformance.py fuzzes 200 actions per
-    env id), every condition, an episode of each agent kind and of ``random``, records round-tripped
-    and regraded, every analysis of the family."""
+    """``check_env`` on each env id (the other env checks run per env id in
+    tests/test_env_conformance.py, through the same functions), every condition, an episode of the
+    family's first agent kind and of ``random``, records round-tripped and regraded by every grader
+    of the family, every analysis."""
     members = family_members(f"rsigym.envs.{family}")
     assert members.envs, family
     kwargs = {env_id: env_kwargs(env_id)[0][1] for env_id in members.envs}
-    report = check_family(f"rsigym.envs.{family}", env_kwargs=kwargs, fuzz_actions=10, max_steps=10)
-    assert {r.check for r in report.results} >= {"check_env", "fuzz", "episode"}
+    agents = [{"kind": kind} for kind in [*members.agents[:1], "random"]]
+    report = check_family(f"rsigym.envs.{family}", env_kwargs=kwargs, episode_kwargs=EPISODES, task_ids=TASKS,
+                          agents=agents, grader_params=GRADERS, checks=["check_env"], max_steps=5)
+    assert {r.check for r in report.results} >= {"check_env", "episode"}
+    assert sum(r.check == "episode" for r in report.results) == len(agents) * len(members.envs)

@@ -119,7 +119,7 @@ def _kwargs(spec: KwargsSpec | None) -> dict[str, Any]:
 
 def check_family(source: str | ModuleType, *, env_kwargs: Mapping[str, KwargsSpec] | None = None,
                  episode_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-                 agents: Sequence[Mapping[str, Any]] | None = None,
+                 task_ids: Mapping[str, str | None] | None = None, agents: Sequence[Mapping[str, Any]] | None = None,
                  grader_params: Mapping[str, Mapping[str, Any]] | None = None, skip: Sequence[str] = (),
                  seeds: Sequence[int] = (0,), max_steps: int = 20, fuzz_actions: int = 50,
                  checks: Sequence[str] | None = None, raise_on_failure: bool = True) -> FamilyReport:
@@ -134,6 +134,8 @@ def check_family(source: str | ModuleType, *, env_kwargs: Mapping[str, KwargsSpe
         grader_params: Parameters per grader name (e.g. an offline model for a judge).
         skip: Names (env ids, agent kinds, graders, analyses, conditions) left out; each is
             reported as a skipped row, never silently.
+        task_ids: The task the episodes of an env id run (default: the first of its ``test`` split,
+            else of ``list_tasks()``; None where the env lists no tasks).
         agents: Agent specs (``{"id", "kind", "model", "params"}``) to run instead of the family's
             agent kinds with no parameters plus ``random``.
         seeds: Seeds of the episodes each agent runs on each env.
@@ -186,7 +188,8 @@ def check_family(source: str | ModuleType, *, env_kwargs: Mapping[str, KwargsSpe
         from .records_check import check_episodes
 
         kwargs = {e: dict((episode_kwargs or {}).get(e) or _kwargs(k)) for e, k in kwargs_of.items()}
-        check_episodes(family, report, run, kwargs, agents=agents, grader_params=grader_params or {},
+        check_episodes(family, report, run, kwargs, task_ids=task_ids or {}, agents=agents,
+                       grader_params=grader_params or {},
                        seeds=seeds, max_steps=max_steps)
     if raise_on_failure and not report.ok:
         raise AssertionError(report.text())

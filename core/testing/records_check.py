@@ -75,7 +75,8 @@ def _agent_specs(family: "Family", agents: Sequence[Mapping[str, Any]] | None) -
 
 
 def check_episodes(family: "Family", report: "FamilyReport", run: Run, kwargs_of: dict[str, dict[str, Any]], *,
-                   agents: Sequence[Mapping[str, Any]] | None, grader_params: Mapping[str, Mapping[str, Any]],
+                   task_ids: Mapping[str, str | None], agents: Sequence[Mapping[str, Any]] | None,
+                   grader_params: Mapping[str, Mapping[str, Any]],
                    seeds: Sequence[int], max_steps: int) -> None:
     """Append the episode, round-trip, regrade and analysis rows of ``family`` to ``report``."""
     from rsigym.grader import get_grader, grade_record
@@ -92,8 +93,9 @@ def check_episodes(family: "Family", report: "FamilyReport", run: Run, kwargs_of
         for env_id in family.envs:
             kwargs = kwargs_of.get(env_id) or {}
             graders = [g for g in family.graders if grader_fits(GRADERS[g], env_id)]
-            task: list[str | None] = [None]
-            run("tasks", env_id, lambda: f"first task {_first_task_into(task, env_id, kwargs)!r}")
+            task: list[str | None] = [task_ids.get(env_id)]
+            if env_id not in task_ids:
+                run("tasks", env_id, lambda: f"first task {_first_task_into(task, env_id, kwargs)!r}")
             specs = tuple(NamedSpec(g, dict(grader_params.get(g) or {})) for g in graders)
             for agent in _agent_specs(family, agents):
                 for seed in seeds:
