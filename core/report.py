@@ -23,7 +23,7 @@ from .reply_quality import WARN_RATE, reply_rates, reply_warnings
 from .stats import bootstrap_ci
 
 __all__ = ["ReportSection", "register_analysis", "available_analyses", "summary", "write_report",
-           "bootstrap_ci", "condition_label", "md_text"]
+           "bootstrap_ci", "condition_label", "md_text", "md_code", "md_file_name"]
 
 Analysis = Callable[..., "ReportSection"]
 
@@ -50,9 +50,10 @@ def available_analyses() -> list[str]:
     return list(ANALYSES)
 
 
-# Enough to keep a name literal: no link or image ([, ], !), no HTML or entity (<, >, &), no cell
-# break (|), no code or emphasis (`, *), no escape (\\); "_" inside a word is already literal.
-_MD_ACTIVE = re.compile(r"([\\`*\[\]<>!|&])")
+# Enough to keep a name literal: no link or image ([, ], !), no HTML or entity (<, &), no cell
+# break (|), no code or emphasis (`, *), no escape (\\); "_" inside a word is already literal. ">"
+# opens nothing inside a line (a name never starts one), so an adaptation "adv0.4->adv1.0" stays as typed.
+_MD_ACTIVE = re.compile(r"([\\`*\[\]<!|&])")
 
 
 def md_text(value: Any) -> str:
@@ -60,6 +61,26 @@ def md_text(value: Any) -> str:
     every character Markdown, a table or an HTML renderer acts on is escaped and line breaks become
     spaces, so an id like ``[x](http://...)``, ``<img>`` or a ``|`` before a line break stays text."""
     return _MD_ACTIVE.sub(r"\\\1", " ".join(str(value).splitlines()))
+
+
+def md_code(value: Any) -> str:
+    """A name as inline code (a code span shows ``<``, ``[`` and ``*`` literally), or as ``md_text``
+    when it holds what a code span cannot: a backtick, a line break, or a ``|`` (a cell break in a
+    table, even inside code)."""
+    text = str(value)
+    return md_text(text) if not text or re.search(r"[`|\r\n]", text) else f"`{text}`"
+
+
+def md_file_name(*parts: Any) -> str:
+    """A plot's file name from names in records: only ``[A-Za-z0-9._-]`` (no path, no space or
+    parenthesis to break the report's image link), with a digest of the parts so that two names
+    that differ only in other characters do not share a file."""
+    raw = "_".join(str(p) for p in parts)
+    stem, dot, suffix = raw.rpartition(".")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", stem if dot else raw).strip("._")[:80] or "plot"
+    if safe != (stem if dot else raw):
+        safe += "_" + hashlib.sha256(raw.encode()).hexdigest()[:6]
+    return f"{safe}.{re.sub(r'[^A-Za-z0-9]', '', suffix)}" if dot else safe
 
 
 def condition_label(condition: dict[str, Any] | None) -> str:
@@ -150,7 +171,7 @@ def _plot_scores(out_dir: Path, grader: str, version: str, params: str,
     ax.set_title(f"{grader} {params}: mean with {confidence:.0%} CI".replace("  ", " "), fontsize=9)
     fig.tight_layout()
     digest = hashlib.sha256(params.encode()).hexdigest()[:6]
-    name = f"summary_{grader}_v{version}_{digest}.png".replace("/", "_")
+    name = md_file_name(f"summary_{grader}_v{version}_{digest}.png")
     fig.savefig(out_dir / name, dpi=110)
     plt.close(fig)
     return name
@@ -174,7 +195,7 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
         _run_analyses(analyses, records, out_dir, sections, errors)
     _distinct_titles(sections, analyses)
     sections.append(usage_section(records, out_dir))  # every report says what its results cost
-    text = [f"# {title}", ""]
+    text = [f"# {md_text(title)}", ""]  # a scenario or folder name
     text += [f"> **Warning:** {md_text(line)}" for line in reply_warnings(reply_rates(records))]
     if text[-1].startswith(">"):
         text.append("")
@@ -222,4 +243,4 @@ def _run_analyses(analyses: Sequence[Any], records: Sequence[Trajectory], out_di
             line = f"analysis {name!r} failed: {type(exc).__name__}: {exc}".replace("\n", " ")[:300]
             if errors is not None:
                 errors.append(line)
-            sections.append(ReportSection(f"{name} (failed)", f"`{line}`", verdict="not computed: the analysis raised"))
+            sections.append(ReportSection(f"{md_text(name)} (failed)", md_code(line), verdict="not computed: the analysis raised"))
