@@ -181,6 +181,7 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     sections: list[ReportSection] = []
     with matplotlib.rc_context({"text.parse_math": False}):  # "$" in an agent id is a dollar, not mathtext
         _run_analyses(analyses, records, out_dir, sections, errors)
+    _distinct_titles(sections, analyses)
     sections.append(usage_section(records, out_dir))  # every report says what its results cost
     text = [f"# {md_text(title)}", ""]  # a scenario or folder name
     text += [f"> **Warning:** {md_text(line)}" for line in reply_warnings(reply_rates(records))]
@@ -196,6 +197,27 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     path = out_dir / "report.md"
     path.write_text(redact_text("\n".join(text)))
     return path
+
+
+def _distinct_titles(sections: list[ReportSection], analyses: Sequence[Any]) -> None:
+    """Give sections that share a title (one analysis named twice with other parameters, e.g.
+    ``trace`` on two graders) the parameters that set them apart, so no two read alike."""
+    params = [{} if isinstance(spec, str) else dict(spec.params) for spec in analyses]
+    titles = [section.title for section in sections]
+    for i, section in enumerate(sections):
+        twins = [j for j, title in enumerate(titles) if title == section.title and j != i]
+        if not twins:
+            continue
+        differing = sorted(k for k in params[i].keys() | {k for j in twins for k in params[j]}
+                           if any(params[i].get(k) != params[j].get(k) for j in twins))
+        label = ", ".join(f"{k}={_param_text(params[i].get(k, '(default)'))}" for k in differing)
+        section.title = f"{section.title} ({md_text(label)})" if label else f"{section.title} ({i + 1})"
+
+
+def _param_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "/".join(_param_text(v) for v in value) or "none"
+    return str(value)
 
 
 def _run_analyses(analyses: Sequence[Any], records: Sequence[Trajectory], out_dir: Path,
