@@ -32,6 +32,17 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _kill_group(node: dict[str, object]) -> None:
+    """Kill a node's ``ray start`` and everything it started (its own process group)."""
+    process = node["process"]
+    assert isinstance(process, subprocess.Popen)
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=30)
+
+
 class _StartFailed(RuntimeError):
     pass
 
@@ -71,14 +82,7 @@ class LocalRayCluster:
             except _StartFailed:
                 if attempt == tries - 1:
                     raise
-                failed = self.nodes.pop()
-                process = failed["process"]
-                assert isinstance(process, subprocess.Popen)
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                process.wait(timeout=30)
+                _kill_group(self.nodes.pop())
 
     def _start(self, *, head: bool, num_cpus: int) -> None:
         node_manager_port = _free_port()
@@ -143,13 +147,7 @@ class LocalRayCluster:
         import psutil
 
         for node in self.nodes:
-            process = node["process"]
-            assert isinstance(process, subprocess.Popen)
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait(timeout=30)
+            _kill_group(node)
         marker = str(self.temp_dir)
         for _ in range(3):
             left = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
