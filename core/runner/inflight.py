@@ -24,12 +24,13 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import queue
 import resource
 import threading
 from collections import Counter, deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_for
 from typing import Any, Callable, Sequence
 
 from rsigym import limits
@@ -40,7 +41,7 @@ from .backends import MAX_ATTEMPTS, infra_error_record
 from .episode import run_episode
 from .orphans import RunWatchdog, exit_with_parent
 
-__all__ = ["WorkerStats", "run_in_process", "run_in_workers"]
+__all__ = ["WorkerStats", "drain", "run_in_process", "run_in_workers"]
 
 log = logging.getLogger(__name__)
 OnRecord = Callable[[Trajectory], None]
@@ -126,17 +127,25 @@ def _room(spec: EpisodeSpec, concurrency: int) -> int:
     return concurrency if spec.env.id in _warm_envs else 1
 
 
-def _worker_main(worker_id: int, inbox: Any, results: Any, concurrency: int,
+def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: int,
                  limits_config: limits.LimitsConfig) -> None:
-    """A worker process: run what arrives in ``inbox`` (None ends) on ``concurrency`` threads."""
+    """A worker process: run what arrives in ``inbox`` (None ends) on ``concurrency`` threads.
+
+    Messages go back over this worker's own pipe, one writer thread at a time.
+    """
     exit_with_parent()
     from rsigym.registry import register_gym_envs
 
     register_gym_envs()
     limits.configure(limits_config, default_cap=concurrency)
+    sending = threading.Lock()
+
+    def send(message: tuple[str, int, Any]) -> None:
+        with sending:
+            results.send(message)
 
     def run(spec: EpisodeSpec) -> None:
-        results.put(("record", worker_id, _safe_episode(spec)))
+        send(("record", worker_id, _safe_episode(spec)))
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rsigym-episode") as pool:
         for spec in iter(inbox.get, None):
@@ -144,20 +153,53 @@ def _worker_main(worker_id: int, inbox: Any, results: Any, concurrency: int,
                 pool.submit(run, spec)
             else:
                 run(spec)  # the first one alone, in this thread: see the module's docstring
-    results.put(("stats", worker_id, WorkerStats(limits.snapshot(), _peak_rss_mb())))
+    send(("stats", worker_id, WorkerStats(limits.snapshot(), _peak_rss_mb())))
+    results.close()
 
 
 class _Worker:
-    def __init__(self, context: Any, worker_id: int, results: Any, concurrency: int,
-                 limits_config: limits.LimitsConfig) -> None:
+    """One worker process, its inbox and its own result pipe.
+
+    A pipe per worker, not one queue shared by all: a ``multiprocessing.Queue`` has one write lock
+    across its writers, and a worker SIGKILLed while sending holds it for ever, so every later
+    worker blocks on its first record (a run that hangs). A dead worker's pipe just reads EOF.
+    """
+
+    def __init__(self, context: Any, worker_id: int, concurrency: int, limits_config: limits.LimitsConfig) -> None:
         self.id, self.inbox = worker_id, context.Queue()
+        self.results, writer = context.Pipe(duplex=False)
         # not a daemon: an episode may start processes of its own (multiprocessing forbids that to
         # daemons); a worker ends with its inbox's None, a kill, or its parent (``orphans.exit_with_parent``)
         self.process = context.Process(target=_worker_main, name=f"rsigym-worker-{worker_id}",
-                                       args=(worker_id, self.inbox, results, concurrency, limits_config))
+                                       args=(worker_id, self.inbox, writer, concurrency, limits_config))
         self.process.start()
+        writer.close()  # the worker holds the only write end: its death reads as EOF here
         self.in_flight: dict[str, EpisodeSpec] = {}
         self.closed = False
+        self.eof = False
+
+    def receive(self) -> list[tuple[str, int, Any]]:
+        """Every message already in this worker's pipe (see ``drain``)."""
+        if self.eof:
+            return []
+        messages, self.eof = drain(self.results)
+        return messages
+
+
+def drain(pipe: Connection) -> tuple[list[Any], bool]:
+    """The messages waiting in ``pipe`` and whether its writer is gone (EOF; the pipe is then closed).
+
+    A message cut short by its writer's death reads as EOF and is dropped: its episode is still in
+    flight, so it is given back, never half-recorded.
+    """
+    messages = []
+    try:
+        while pipe.poll():
+            messages.append(pipe.recv())
+    except (EOFError, OSError):
+        pipe.close()
+        return messages, True
+    return messages, False
 
 
 def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int, concurrency: int,
@@ -172,7 +214,6 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
     config = limits_config or limits.LimitsConfig()
     # spawn, not fork: the parent may hold threads (progress bar, docker client sockets).
     context = multiprocessing.get_context("spawn")
-    results = context.Queue()
     pending, attempts = deque(episodes), Counter[str]()
     next_id = 0
 
@@ -181,7 +222,7 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
     def start() -> _Worker:
         nonlocal next_id
         next_id += 1
-        worker = _Worker(context, next_id - 1, results, concurrency, config)
+        worker = _Worker(context, next_id - 1, concurrency, config)
         watchdog.add([worker.process.pid])
         return worker
 
@@ -219,20 +260,14 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
     try:
         feed()
         while any(w.process.exitcode is None or w.in_flight for w in pool):
-            try:
-                handle(results.get(timeout=POLL_S))
-                while True:
-                    handle(results.get_nowait())
-            except queue.Empty:
-                pass
+            for ready in wait_for([w.results for w in pool if not w.eof], timeout=POLL_S):
+                for message in next(w for w in pool if w.results is ready).receive():
+                    handle(message)
             for worker in list(pool):
                 if worker.process.exitcode is None:
                     continue
-                while True:  # what it sent before dying is still in the pipe
-                    try:
-                        handle(results.get_nowait())
-                    except queue.Empty:
-                        break
+                for message in worker.receive():  # what it sent before dying is still in the pipe
+                    handle(message)
                 write_arrived()
                 if worker.in_flight:
                     log.warning("worker %s died (exit %s) with %d episodes in flight", worker.id,

@@ -20,6 +20,7 @@ from rsigym.errors import UserError
 from rsigym.jsonl import read_records
 from rsigym.runner import RECORDS_FILE, run_scenario
 from rsigym.runner.capacity import HOSTED_CONCURRENCY, plan_capacity
+from rsigym.runner.inflight import drain
 from rsigym.scenario import expand, load_scenario, parse_scenario
 
 from ..conftest import rsigym_cmd, write_scenario
@@ -98,6 +99,25 @@ def test_a_worker_killed_with_episodes_in_flight_loses_none_and_repeats_none(tmp
     counts = Counter(r.episode_key for r in read_records(out / RECORDS_FILE))
     assert set(counts) == {e.key for e in expand(load_scenario(path))} and set(counts.values()) == {1}
     assert summary.peak_rss_mb and summary.peak_rss_mb > 0
+
+
+def test_a_worker_killed_mid_send_reads_as_eof_and_holds_up_no_other_worker():
+    """The hang CI saw: a worker SIGKILLed while sending held the shared result queue's lock."""
+    context = multiprocessing.get_context("spawn")
+    pipes, senders = [], []
+    for size in (10_000_000, 10):  # the first blocks mid-message: a pipe holds 64 KiB
+        reader, writer = context.Pipe(duplex=False)
+        sender = context.Process(target=writer.send, args=(("record", 0, b"x" * size),))
+        sender.start()
+        writer.close()
+        pipes.append(reader)
+        senders.append(sender)
+    assert pipes[0].poll(60)  # it has begun writing
+    os.kill(senders[0].pid, signal.SIGKILL)
+    senders[0].join()
+    assert drain(pipes[0]) == ([], True)  # the cut message is dropped, the pipe reads EOF
+    senders[1].join()
+    assert drain(pipes[1]) == ([("record", 0, b"x" * 10)], True)  # the other worker's record arrives
 
 
 def test_a_429_storm_loses_no_episode_and_the_cap_adapts(sequential, tmp_path):
