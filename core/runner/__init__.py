@@ -232,10 +232,11 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                                     cpu_heavy=plan.cpu_heavy, stop=guard.stop, admit=guard.admit)
                 stats = WorkerStats(ray_stats.limits, ray_stats.peak_rss_mb)
                 summary.workers = ray_stats.runners
-                summary.notes = [*summary.notes, *ray_stats.notes,
-                                 f"ray: {ray_stats.runners} runner{'s' if ray_stats.runners != 1 else ''} on "
-                                 f"{ray_stats.nodes} node{'s' if ray_stats.nodes != 1 else ''} "
-                                 f"({ray_stats.docker_nodes} with Docker)"]
+                summary.notes = [*summary.notes, *ray_stats.notes]
+                if ray_stats.runners:
+                    summary.notes.append(f"ray: {ray_stats.runners} runner{'s' if ray_stats.runners != 1 else ''} "
+                                         f"on {ray_stats.nodes} node{'s' if ray_stats.nodes != 1 else ''} "
+                                         f"({ray_stats.docker_nodes} with Docker)")
             else:
                 raise ValueError(f"unknown backend {backend!r}; use local or ray")
         summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None

@@ -191,6 +191,8 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
         raise UserError("the ray backend needs the ray extra: pip install 'rsigym[ray]'") from exc
     from .ray_actors import needs_docker
 
+    if not episodes:  # a resume with nothing left to run starts no runner
+        return RayStats()
     driver_pid = _connect(ray, address, workers)
     config = limits_config or limits.LimitsConfig()
     pool = _pool_for(ray, max(1, workers), concurrency, cpu_heavy, config, driver_pid)

@@ -120,7 +120,7 @@ def test_200_episodes_with_a_node_killed_mid_run_then_resume(cluster, tmp_path, 
         resumed = run_scenario(battery_, out, backend="ray", address=cluster.address, workers=1,
                                concurrency=8, progress=False, report=False)
     assert resumed.skipped == 208 - first.infra_errors and resumed.ran == first.infra_errors
-    assert resumed.workers == 2  # the runners of the nodes still alive
+    assert resumed.workers == (2 if first.infra_errors else 0)  # runners on the nodes still alive, if needed
     records = read_records(out / RECORDS_FILE).records
     assert set(keys_once(out)) == expected
     assert all(r.termination != "infra_error" and r.grades for r in records)
