@@ -111,7 +111,10 @@ def _start_pool(ray: Any, key: tuple[Any, ...], workers: int, concurrency: int, 
     if not plan:
         raise UserError("the Ray cluster has no live node that can run an episode"
                         + (" (a CPU-heavy env needs a node with CPUs)" if cpu_heavy else ""))
-    here = ray.get_runtime_context().get_node_id()
+    # the limiter lives on the head node, whose loss ends the cluster anyway (the driver's own node
+    # may be any node: several nodes on one host share its address)
+    here = next((n["NodeID"] for n in nodes if "node:__internal_head__" in (n.get("Resources") or {})),
+                ray.get_runtime_context().get_node_id())
     limiter = ray.remote(ProviderLimiter).options(
         num_cpus=0, max_concurrency=len(plan) * concurrency + 16,  # every call waiting, plus releases
         scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),

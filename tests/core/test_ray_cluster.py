@@ -115,7 +115,7 @@ def test_200_episodes_with_a_node_killed_mid_run_then_resume(cluster, tmp_path, 
         assert killed and killed[0] < 208, "the test never killed a node mid-run"
         lost = [r.getMessage() for r in caplog.records if "died with" in r.getMessage()]
         assert lost, caplog.text  # the node's runner died with episodes in flight: they ran again elsewhere
-        assert first.ran == 208 and first.workers == 3
+        assert first.ran == 208 and first.workers == 3, (first.stopped, first.infra_causes, first.not_run)
         assert set(keys_once(out)) == expected  # nothing lost, nothing twice
         resumed = run_scenario(battery_, out, backend="ray", address=cluster.address, workers=1,
                                concurrency=8, progress=False, report=False)
