@@ -19,8 +19,10 @@ a subset of the test files, when only some walls are checked). Needs a Docker en
 
 Issue 27 added code repair's runner (every test in a fresh interpreter, judged by the harness
 identity: removed, every batch runs in one process again), the evolution clearing without recursion
-and its fallback (reset the sandbox, charge the candidate that left the files), and the exec
-server's I/O priority check.
+and its fallback (reset the sandbox, charge the candidate that left the files), the exec
+server's I/O priority check, and the workflow env's walls (``tests/security/test_workflow_walls.py``:
+the workspace listing isolated and capped, a bad listing as the agent's error, the answer key from
+a per-run secret).
 """
 
 from __future__ import annotations
@@ -147,6 +149,69 @@ def _no_cleanup_fallback() -> None:
     SandboxEvaluator._cleared = lambda self, kind, cost, session, result: result  # type: ignore[method-assign]
 
 
+def _workflow_listing_not_isolated() -> None:
+    """The workspace listing as ``python3 -S`` (the cwd on sys.path: a planted json.py is imported)."""
+    from rsigym.envs.workflow import aec_workspace
+
+    original = aec_workspace.Workspace._list
+
+    def _list(self: Any, sandbox: Any) -> Any:
+        class NotIsolated:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(sandbox, name)
+
+            def exec(self, argv: list[str], **kwargs: Any) -> Any:
+                return sandbox.exec(["-S" if arg == "-I" else arg for arg in argv], **kwargs)
+
+        return original(self, NotIsolated())
+
+    aec_workspace.Workspace._list = _list  # type: ignore[method-assign]
+
+
+def _workflow_listing_uncapped() -> None:
+    """The listing copies back every file whole: no count or size cap, no fitting under the output limit."""
+    from rsigym.envs.workflow import aec_workspace
+
+    for old, new in (("if info.st_size > max_file or len(out) >= max_files or total + info.st_size > max_total:",
+                      "if False:"), ("data = handle.read(max_file + 1)", "data = handle.read()"),
+                     ("while len(text.encode()) > cap and out:", "while False:")):
+        assert old in aec_workspace._COLLECT, old
+        aec_workspace._COLLECT = aec_workspace._COLLECT.replace(old, new)
+
+
+def _workflow_bad_listing_raises() -> None:
+    """A listing that cannot be read back raises (the env fails, recorded as infra_error) instead of
+    being the agent's error observation."""
+    from rsigym.envs.workflow import aec_workspace
+
+    original = aec_workspace.Workspace._list
+
+    def _list(self: Any, sandbox: Any) -> Any:
+        listing, problem = original(self, sandbox)
+        if listing is None:
+            raise RuntimeError(f"the workspace listing failed: {problem}")
+        return listing, problem
+
+    aec_workspace.Workspace._list = _list  # type: ignore[method-assign]
+
+
+def _workflow_key_from_task_id() -> None:
+    """Tasks drawn from the public task id alone (crc32 seed, as before issue 27): no run secret."""
+    import zlib
+
+    import numpy as np
+
+    from rsigym.envs.workflow import aec, graders, tasks
+
+    def make_task(task_id: str, salt: str) -> Any:
+        _, family = tasks._family(task_id)
+        files, key = family.generate(np.random.default_rng(zlib.crc32(task_id.encode())))
+        return tasks.WorkflowTask(task_id, family, {**files, "task.md": tasks.task_brief(task_id)}, key, salt)
+
+    for module in (tasks, aec, graders):
+        module.make_task = make_task  # type: ignore[attr-defined]
+
+
 MUTATIONS: dict[str, Callable[[], None]] = {
     "network_mode=none": _drop_host_config("network_mode"),
     "read_only root": _drop_host_config("read_only"),
@@ -167,6 +232,10 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "code repair: fresh interpreter per test": _coderepair_one_process,
     "evolution clearing without recursion": _recursive_clearing,
     "evolution clean-up fallback (reset, charge the leaver)": _no_cleanup_fallback,
+    "workflow: workspace listing isolated (python3 -I)": _workflow_listing_not_isolated,
+    "workflow: listing caps (count, size, output fit)": _workflow_listing_uncapped,
+    "workflow: a bad listing is an error observation": _workflow_bad_listing_raises,
+    "workflow: answer key from a per-run secret": _workflow_key_from_task_id,
 }
 
 

@@ -128,7 +128,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         backend: ``local`` (process pool) or ``ray``.
         workers: Worker processes (0: this process); on Ray, runner actors per node.
         address: Ray cluster address.
-        progress: ``bar``, ``plain`` (a line every 5%) or ``none`` (or True/False for bar/none).
+        progress: ``bar`` (``plain`` when stderr is no terminal), ``plain`` (a line every 5%) or ``none``
+            (or True/False for bar/none).
         report: Write ``report.md`` at the end.
         retry_infra_errors: Run episodes recorded as ``infra_error`` again.
         tasks: Only these task ids of the scenario.
