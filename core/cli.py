@@ -62,8 +62,10 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--force-new", action="store_true",
                      help="start a new run folder (OUT-2, OUT-3, ...) when OUT already holds a run")
     run.add_argument("--backend", choices=["local", "ray"], help="default: the scenario's, else local")
-    run.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
-    run.add_argument("--workers", type=int, help="parallel episodes (0: in this process)")
+    run.add_argument("--address", help="Ray cluster address HOST:PORT, as `ray start --head` printed it "
+                     "(default: start a Ray on this machine)")
+    run.add_argument("--workers", type=int, help="worker processes (0: in this process); with --backend ray, "
+                     "runner actors per node")
     run.add_argument("--model", help="LiteLLM model string for every agent of the scenario that uses a model "
                      "(kind llm, and any agent that names a model, e.g. oneshot_llm, evoalloc)")
     run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for the same agents as --model")
@@ -101,7 +103,8 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, help="episodes in flight per worker (default: the scenario's "
                      "runner.concurrency, else 16 when it calls a hosted model, else 1; always 1 for envs "
                      "that declare CPU-heavy steps)")
-    run.add_argument("--max-connections", type=int, help="LLM calls in flight per provider and worker (a cap "
+    run.add_argument("--max-connections", type=int, help="LLM calls in flight per provider and worker, or for "
+                     "the whole cluster with --backend ray (a cap "
                      "that halves on 429 and recovers; default: the episodes in flight)")
 
     report = commands.add_parser("report", parents=[importing], help="write report.md for a run folder")
