@@ -20,9 +20,13 @@ a subset of the test files, when only some walls are checked). Needs a Docker en
 Issue 27 added code repair's runner (every test in a fresh interpreter, judged by the harness
 identity: removed, every batch runs in one process again), the evolution clearing without recursion
 and its fallback (reset the sandbox, charge the candidate that left the files), the exec
-server's I/O priority check, and the workflow env's walls (``tests/security/test_workflow_walls.py``:
+server's I/O priority check, the workflow env's walls (``tests/security/test_workflow_walls.py``:
 the workspace listing isolated and capped, a bad listing as the agent's error, the answer key from
-a per-run secret).
+a per-run secret), the walls of the exec server's forked programs (``run_python``: only their own
+three fds, no later stdin of their batch; the zeroing of an earlier command's stdin has no row:
+with it removed the attack test still finds nothing, the allocator reuses the freed buffer), and
+the two lines that end a killed run's workers (the watchdog process, each worker's parent watch;
+both run as subprocesses of the tests, so these rows reach them through ``sitecustomize``).
 """
 
 from __future__ import annotations
@@ -109,6 +113,14 @@ def _exec_server_text(old: str, new: str) -> Callable[[], None]:
         exec_server.EXEC_SERVER = exec_server.EXEC_SERVER.replace(old, new)
 
     return apply
+
+
+def _batch_read_ahead() -> None:
+    """The server reads every stdin of a batch before its first fork (as one read would)."""
+    for old, new in (('    for size in req["runs"]:', '    ahead = iter([read_payload(n) for n in req["runs"]])\n    for size in req["runs"]:'),
+                     ("    data = read_payload(size)\n", "    data = next(ahead)\n"),
+                     ("            read_payload(size)[:] = bytes(size)", "            next(ahead)[:] = bytes(size)")):
+        _exec_server_text(old, new)()
 
 
 def _coderepair_one_process() -> None:
@@ -229,6 +241,8 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "exec server kill after each command": _exec_server_text("def sweep():\n", "def sweep():\n    return\n"),
     "exec server inherited-state check": _exec_server_text("if inherited() != INHERITED:", "if False:"),
     "exec server I/O priority check": _exec_server_text("io_priority(), sched_attr())", "sched_attr())"),
+    "exec server: a forked program gets only its own three fds": _exec_server_text("        os.closerange(3, MAX_FD)\n", ""),
+    "exec server: a batch's later stdins read only when their fork starts": _batch_read_ahead,
     "code repair: fresh interpreter per test": _coderepair_one_process,
     "evolution clearing without recursion": _recursive_clearing,
     "evolution clean-up fallback (reset, charge the leaver)": _no_cleanup_fallback,
@@ -294,8 +308,40 @@ def _pytest_args(name: str, tests: list[str]) -> list[str]:
     if name in REDACTION_MUTATIONS:
         _propagate_to_subprocesses(name)
         return REDACTION_TESTS
+    if name in ORPHAN_MUTATIONS:
+        _propagate_to_subprocesses(name)
+        return ORPHAN_TESTS if tests == TESTS else tests
     return ["-m", "docker", "-k", DESELECT, *tests]
 # ---- end of the issue 27 item 4 block ---------------------------------------------------------
+
+
+# ---- issue 27 item 6: a run's workers never outlive it (``rsigym.runner.orphans``) -------------
+# Two lines, each removed alone and then both; the runs the tests start are subprocesses, so the
+# mutation reaches them through ``sitecustomize`` as the redaction rows do. Local and docker tests.
+def _no_watchdog() -> None:
+    from rsigym.runner import orphans
+
+    orphans.WATCHDOG = "import sys\nfor line in sys.stdin:\n    pass\n"  # reads the pids, ends nothing
+
+
+def _no_parent_watch() -> None:
+    from rsigym.runner import orphans
+
+    orphans._start = lambda wait, name: None  # type: ignore[assignment]
+
+
+def _no_orphan_defence() -> None:
+    _no_watchdog()
+    _no_parent_watch()
+
+
+ORPHAN_MUTATIONS: dict[str, Callable[[], None]] = {
+    "orphans: the run's watchdog process": _no_watchdog,
+    "orphans: each worker's parent watch": _no_parent_watch,
+    "orphans: both (workers outlive a killed run)": _no_orphan_defence,
+}
+ORPHAN_TESTS = ["tests/security/test_orphan_workers.py"]
+MUTATIONS.update(ORPHAN_MUTATIONS)
 
 
 class _Failures:

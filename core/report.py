@@ -93,20 +93,12 @@ def condition_label(condition: dict[str, Any] | None) -> str:
 @register_analysis("summary")
 def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float = 0.95) -> ReportSection:
     """Mean score per grader x agent x condition with bootstrap CIs; termination counts."""
-    scores: dict[tuple[str, str, str], dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
-    failed: Counter[tuple[str, str, str, str, str]] = Counter()
+    from .score_cells import score_cells
+
+    scores, failed = score_cells(records)
     terminations: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for record in records:
-        cell = (record.agent.id, condition_label(record.env.condition))
-        terminations[cell][record.termination] += 1
-        latest: dict[tuple[str, str, str], Any] = {}
-        for grade in record.grades:  # one rule = name, version and params; its latest grade counts
-            latest[(grade.grader, grade.version, _params_label(grade.params))] = grade
-        for rule, grade in latest.items():
-            if grade.score is None:
-                failed[(*rule, *cell)] += 1
-            else:
-                scores[rule][cell].append(float(grade.score))
+        terminations[(record.agent.id, condition_label(record.env.condition))][record.termination] += 1
 
     repeats = sum(n - 1 for n in Counter(r.episode_key for r in records).values())
     lines = [f"{len(records)} episodes. Scores: mean and {confidence:.0%} bootstrap CI "
@@ -121,7 +113,7 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
         for (agent, condition), values in sorted(cells.items()):
             low, high = bootstrap_ci(values, confidence=confidence)
             lines.append(f"| {md_text(agent)} | {md_text(condition)} | {len(values)} | {np.mean(values):.3f} | "
-                         f"{low:.3f} | {high:.3f} | {failed[(grader, version, params, agent, condition)]} |")
+                         f"{low:.3f} | {high:.3f} | {failed[((grader, version, params), (agent, condition))]} |")
         lines.append("")
         plots.append(_plot_scores(out_dir, grader, version, params, cells, confidence))
     all_terms = sorted({t for c in terminations.values() for t in c})
@@ -147,10 +139,6 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
         if reply_warnings(rates):
             verdict += f" (WARNING: above {WARN_RATE:.0%}, see the report's first lines)"
     return ReportSection("Summary", "\n".join(lines), verdict, [p for p in plots if p])
-
-
-def _params_label(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
 
 
 def _plot_scores(out_dir: Path, grader: str, version: str, params: str,
@@ -193,6 +181,7 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     sections: list[ReportSection] = []
     with matplotlib.rc_context({"text.parse_math": False}):  # "$" in an agent id is a dollar, not mathtext
         _run_analyses(analyses, records, out_dir, sections, errors)
+    _distinct_titles(sections, analyses)
     sections.append(usage_section(records, out_dir))  # every report says what its results cost
     text = [f"# {md_text(title)}", ""]  # a scenario or folder name
     text += [f"> **Warning:** {md_text(line)}" for line in reply_warnings(reply_rates(records))]
@@ -208,6 +197,27 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     path = out_dir / "report.md"
     path.write_text(redact_text("\n".join(text)))
     return path
+
+
+def _distinct_titles(sections: list[ReportSection], analyses: Sequence[Any]) -> None:
+    """Give sections that share a title (one analysis named twice with other parameters, e.g.
+    ``trace`` on two graders) the parameters that set them apart, so no two read alike."""
+    params = [{} if isinstance(spec, str) else dict(spec.params) for spec in analyses]
+    titles = [section.title for section in sections]
+    for i, section in enumerate(sections):
+        twins = [j for j, title in enumerate(titles) if title == section.title and j != i]
+        if not twins:
+            continue
+        differing = sorted(k for k in params[i].keys() | {k for j in twins for k in params[j]}
+                           if any(params[i].get(k) != params[j].get(k) for j in twins))
+        label = ", ".join(f"{k}={_param_text(params[i].get(k, '(default)'))}" for k in differing)
+        section.title = f"{section.title} ({md_text(label)})" if label else f"{section.title} ({i + 1})"
+
+
+def _param_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "/".join(_param_text(v) for v in value) or "none"
+    return str(value)
 
 
 def _run_analyses(analyses: Sequence[Any], records: Sequence[Trajectory], out_dir: Path,

@@ -118,7 +118,8 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
         lines.append(f"| {md_text(row.agent)} | {name} | {e.n} ({e.n_pairs}) | {e.mean_baseline:.3f} "
                      f"| {e.mean_treatment:.3f} | {e.delta:+.3f} | [{e.ci_low:+.3f}, {e.ci_high:+.3f}] "
                      f"| {e.p_value:.3g} | {e.tost.p_value:.3g} | {a.behaviour.rate:.0%} ({noise_rate}) "
-                     f"| {flips} | {grader_part} | {behaviour_part} | {missing} | **{row.verdict.label}** |")
+                     f"| {flips} | {grader_part} | {behaviour_part} | {missing} | **{row.verdict.label}**: "
+                     f"{md_text(decided_by(row.verdict))} |")
     lines += ["", "missing = ungraded pairs / infra-error records / unpaired records; a verdict is "
               "withheld when filling them at an extreme (either grader's worst or best case, unknown behaviour "
               "changed or not) could change it. Grader flips: tasks where a pair with identical behaviour "
@@ -133,6 +134,19 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
         params.append(min_tasks)
     name = plot_name("trace_effects", params, ["identity", None, "reward", None, 0.10, [], 0.95])
     return ReportSection("TRACE", "\n".join(lines), summary, [_plot_effects(out_dir / name, rows, margin)])
+
+
+# What decided a label whose rule states nothing beyond the label (the others carry their own text).
+_RULES = {
+    "indistinguishable from noise": "rule 7: neither the CI over tasks nor the sign-flip test establishes a change",
+    "detected": "positive control: the CI lies beyond the margin, or |delta| does and the score moved",
+    "not detected": "positive control: neither the CI nor |delta| with a moved score goes beyond the margin",
+}
+
+
+def decided_by(verdict: Verdict) -> str:
+    """The rule that decided ``verdict`` and what held for it, for the verdict cell of a row."""
+    return verdict.rule or _RULES.get(verdict.label, "see the sentence below the table")
 
 
 def plot_name(stem: str, params: list[Any], defaults: list[Any]) -> str:

@@ -64,6 +64,7 @@ ATTRIBUTIONS = ("behaviour change", "measurement artifact", "mixed")  # labels t
 class Verdict:
     label: str
     sentence: str
+    rule: str = ""  # what held for the rule that decided the label (the report's table shows it)
 
 
 @dataclass(frozen=True)
@@ -250,7 +251,7 @@ def attribute(pairs: Pairs, grader: str, *, agent: str | None = None, baseline: 
                 f"McNemar p={effect.mcnemar_p:.3g} on task majority, TOST p={effect.tost.p_value:.3g}, "
                 f"margin {margin:.2f}); {observed.behaviour.text()}; {observed.flips.text()}; {missing.text()}"
                 + notes + (f"; {holds}" if holds else ""))
-    return Attribution(effect, regrade, observed.behaviour, missing, Verdict(label, sentence), positive_control,
+    return Attribution(effect, regrade, observed.behaviour, missing, Verdict(label, sentence, holds), positive_control,
                        observed.flips)
 
 
