@@ -109,6 +109,12 @@ class LLMAgent:
         self._pending_tool_calls: tuple[str, ...] = ()
         self.retry_log = []
 
+    @property
+    def system_prompt_text(self) -> str | None:
+        """The system prompt of the current episode (the runner records it), None before reset."""
+        messages = getattr(self, "messages", None)
+        return messages[0]["content"] if messages and messages[0].get("role") == "system" else None
+
     def _resolve_mode(self) -> str:
         if self.tool_mode != "auto":
             return self.tool_mode

@@ -13,6 +13,11 @@ LiteLLM's client), then times ``run_scenario`` on the battery:
 * the process pool, ``--workers 4`` at concurrency 1, timed with its workers' start-up (that is
   what the pool costs);
 
+* with ``--backend ray``, the same battery on a Ray started by the child (one runner actor with
+  each level's episodes in flight, its warm-up episode run through the same runner, which later
+  runs reuse), next to the local row of the same level: the ratio ray / local is printed (target
+  >= 0.8 at 32 in flight);
+
 and reports episodes/s, the ratio to concurrency 1, the ideal latency-bound rate
 (concurrency / (calls per episode x latency)) and the share of it reached, the worker's peak
 resident memory, and whether every record (keys, actions, grades, termination) equals the
@@ -25,8 +30,9 @@ The table also shows the worker's CPU time per episode and how many cores it kep
 the worker is CPU-bound (LiteLLM's client and the env), not waiting on the runner.
 
 Run: ``python benchmarks/concurrency.py [--episodes 64] [--repeats 3] [--latency 0.5]
-[--levels 1,8,32,64] [--storm 10] [--no-pool]``. Targets: concurrency 32 >= 20x concurrency 1;
-peak memory at 32 < 2x that at 1; no episode lost in the storm.
+[--levels 1,8,32,64] [--storm 10] [--no-pool] [--backend ray]``. Targets: concurrency 32 >= 20x
+concurrency 1; peak memory at 32 < 2x that at 1; no episode lost in the storm; Ray at 32 >= 0.8x
+local at 32.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from rich.table import Table
 
 HERE = Path(__file__).resolve().parent
 SPEEDUP_TARGET = 20.0   # concurrency 32 vs 1
+RAY_TARGET = 0.8        # the Ray backend at 32 in flight vs the local in-flight runner at 32
 MEMORY_TARGET = 2.0     # peak RSS at 32 vs at 1
 TASKS = 16
 
@@ -84,16 +91,27 @@ def measure(config: dict[str, Any]) -> dict[str, Any]:
     from rsigym.scenario import parse_scenario
 
     api_base, out = config["api_base"], Path(config["out"])
+    backend = config.get("backend", "local")
+    if backend == "ray":
+        import ray
+
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     warm = parse_scenario(battery(config.get("warm_api_base", api_base), 1, name="warm-up", seeds=[10_000], tasks=1))
-    # through the in-flight runner (concurrency 2, one episode), so that it counts the env as warm
-    run_scenario(warm, out / "warm", workers=0, progress=False, report=False, concurrency=2)
+    # through the in-flight runner (concurrency 2, one episode), so that it counts the env as warm;
+    # on Ray through the runner the timed run reuses (same workers and concurrency)
+    run_scenario(warm, out / "warm", progress=False, report=False, backend=backend,
+                 workers=config["workers"] if backend == "ray" else 0,
+                 concurrency=config["concurrency"] if backend == "ray" else 2)
     scenario = parse_scenario(battery(api_base, config["episodes"], backoff_base_s=config.get("backoff_base_s", 1.0)))
     started, cpu_started = time.perf_counter(), _cpu_s(config["workers"])
     summary = run_scenario(scenario, out / "run", workers=config["workers"], concurrency=config["concurrency"],
-                           progress=False, report=False)
+                           progress=False, report=False, backend=backend)
     seconds = time.perf_counter() - started
     cpu_s = _cpu_s(config["workers"]) - cpu_started
     who = resource.RUSAGE_CHILDREN if config["workers"] else resource.RUSAGE_SELF
+    peak_rss_mb = resource.getrusage(who).ru_maxrss / 1024.0
+    if backend == "ray":  # the runner is Ray's process, not a child of this one
+        cpu_s, peak_rss_mb = float("nan"), summary.peak_rss_mb or float("nan")
     records = read_records(out / "run" / "records.jsonl").records
     from rsigym.limits import format_stats
 
@@ -101,7 +119,7 @@ def measure(config: dict[str, Any]) -> dict[str, Any]:
             "infra_errors": sum(r.termination == "infra_error" for r in records),
             "calls": sum(r.usage.model_calls for r in records),
             "retries": sum(r.usage.provider_retries for r in records),
-            "peak_rss_mb": resource.getrusage(who).ru_maxrss / 1024.0,
+            "peak_rss_mb": peak_rss_mb,
             "limits": [format_stats(s) for s in summary.limits],
             "signatures": {r.episode_key: list(signature(r)) for r in records},
             # the api_base is part of the agent's spec, so a second server means other keys
@@ -153,22 +171,24 @@ class Server:
 
 # -- the table ---------------------------------------------------------------------------------
 def main(episodes: int = 64, repeats: int = 3, latency_s: float = 0.5, levels: tuple[int, ...] = (1, 8, 32, 64),
-         storm_s: float = 10.0, pool: bool = True) -> dict[str, Any]:
+         storm_s: float = 10.0, pool: bool = True, backends: tuple[str, ...] = ("local",)) -> dict[str, Any]:
     console = Console(width=160)
     rows: dict[str, dict[str, Any]] = {}
-    configs = [(f"concurrency {c}, 1 worker (this process)", 0, c) for c in levels]
+    configs = [(f"concurrency {c}, 1 worker (this process)", 0, c, "local") for c in levels]
+    if "ray" in backends:
+        configs += [(f"ray, concurrency {c}, 1 runner actor", 1, c, "ray") for c in levels if c > 1]
     if pool:
-        configs.append(("process pool, --workers 4, concurrency 1", 4, 1))
+        configs.append(("process pool, --workers 4, concurrency 1", 4, 1, "local"))
     with Server(latency_s) as server, tempfile.TemporaryDirectory() as scratch:
-        for label, workers, concurrency in configs:
+        for label, workers, concurrency, backend in configs:
             runs = []
             for repeat in range(repeats):
-                out = Path(scratch) / f"{workers}-{concurrency}-{repeat}"
+                out = Path(scratch) / f"{backend}-{workers}-{concurrency}-{repeat}"
                 runs.append(run_child({"api_base": server.api_base, "out": str(out), "episodes": episodes,
-                                       "workers": workers, "concurrency": concurrency}))
+                                       "workers": workers, "concurrency": concurrency, "backend": backend}))
                 console.log(f"{label}: {runs[-1]['episodes'] / runs[-1]['seconds']:.2f} episodes/s "
                             f"({runs[-1]['seconds']:.1f} s, peak {runs[-1]['peak_rss_mb']:.0f} MiB)")
-            rows[label] = {"runs": runs, "workers": workers, "concurrency": concurrency,
+            rows[label] = {"runs": runs, "workers": workers, "concurrency": concurrency, "backend": backend,
                            "eps": statistics.median(r["episodes"] / r["seconds"] for r in runs),
                            "rss": statistics.median(r["peak_rss_mb"] for r in runs),
                            "cpu_per_episode": statistics.median(r["cpu_s"] / r["episodes"] for r in runs),
@@ -185,12 +205,15 @@ def main(episodes: int = 64, repeats: int = 3, latency_s: float = 0.5, levels: t
     results: dict[str, Any] = {}
     for label, row in rows.items():
         in_flight = max(row["workers"], 1) * row["concurrency"]
+        ray_row = row["backend"] == "ray"
         ideal = in_flight / (calls_per_episode * latency_s)
         same = all(r["signatures"] == sequential and r["infra_errors"] == 0 and r["episodes"] == episodes
                    for r in row["runs"])
         speedup, memory = row["eps"] / reference["eps"], row["rss"] / reference["rss"]
         table.add_row(label, f"{row['eps']:.2f}", f"{speedup:.1f}x", f"{ideal:.2f}", f"{row['eps'] / ideal:.0%}",
-                      f"{row['cpu_per_episode'] * 1000:.0f}", f"{row['core_share']:.2f}", f"{row['rss']:.0f}", f"{memory:.2f}x" if row["workers"] == 0 else "(4 workers)",
+                      "-" if ray_row else f"{row['cpu_per_episode'] * 1000:.0f}",
+                      "-" if ray_row else f"{row['core_share']:.2f}", f"{row['rss']:.0f}",
+                      f"{memory:.2f}x" if row["workers"] == 0 or ray_row else "(4 workers)",
                       "yes" if same else "NO")
         results[label] = {"eps": row["eps"], "speedup": speedup, "memory_ratio": memory, "identical": same}
     console.print(table)
@@ -201,6 +224,15 @@ def main(episodes: int = 64, repeats: int = 3, latency_s: float = 0.5, levels: t
                       f"{at32['memory_ratio']:.2f}x (target < {MEMORY_TARGET:.0f}x: "
                       f"{'PASS' if at32['memory_ratio'] < MEMORY_TARGET else 'MISS'}); records identical: "
                       f"{'PASS' if at32['identical'] else 'FAIL'}")
+    for level in levels:
+        local, remote = results.get(f"concurrency {level}, 1 worker (this process)"), \
+            results.get(f"ray, concurrency {level}, 1 runner actor")
+        if local is not None and remote is not None:
+            ratio = remote["eps"] / local["eps"]
+            results[f"ray/local at {level}"] = ratio
+            verdict = ("PASS" if ratio >= RAY_TARGET else "MISS") if level == 32 else "no target"
+            console.print(f"ray vs local at {level} in flight: {ratio:.2f}x (target >= {RAY_TARGET} at 32: {verdict}); "
+                          f"records identical: {'PASS' if remote['identical'] else 'FAIL'}")
     if storm_s > 0:
         results["storm"] = storm(episodes, latency_s, storm_s, sequential_by_task, console)
     return results
@@ -241,9 +273,11 @@ if __name__ == "__main__":
     parser.add_argument("--levels", default="1,8,32,64")
     parser.add_argument("--storm", type=float, default=10.0, help="seconds of 429 storm (0: skip)")
     parser.add_argument("--no-pool", action="store_true")
+    parser.add_argument("--backend", action="append", choices=["local", "ray"], default=None,
+                        help="add rows for this backend (ray: next to the local rows); repeatable")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(json.loads(args.child))))
     else:
         main(args.episodes, args.repeats, args.latency, tuple(int(c) for c in args.levels.split(",")), args.storm,
-             not args.no_pool)
+             not args.no_pool, tuple(args.backend or ["local"]))

@@ -108,6 +108,15 @@ class FakeProvider:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 throttle = provider._arrive()
+                done = False
+
+                def leave() -> None:  # before the answer goes out: a client that has it may call again at once
+                    nonlocal done
+                    if not done:
+                        done = True
+                        with provider._lock:
+                            provider.in_flight -= 1
+
                 try:
                     time.sleep(provider.latency_s)
                     if throttle:
@@ -115,6 +124,7 @@ class FakeProvider:
                                    if provider.retry_after_s is not None else {})
                         error = {"error": {"message": "rate limited (storm)", "type": "rate_limit_error",
                                            "code": "rate_limit_exceeded"}}
+                        leave()
                         self._send(429, json.dumps(error).encode(), headers)
                         return
                     message = reply_for(body)
@@ -124,10 +134,10 @@ class FakeProvider:
                                "choices": [{"index": 0, "message": message,
                                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
                                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+                    leave()
                     self._send(200, json.dumps(payload).encode(), {})
                 finally:
-                    with provider._lock:
-                        provider.in_flight -= 1
+                    leave()
 
             def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
                 try:

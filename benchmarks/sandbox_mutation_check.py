@@ -19,8 +19,14 @@ a subset of the test files, when only some walls are checked). Needs a Docker en
 
 Issue 27 added code repair's runner (every test in a fresh interpreter, judged by the harness
 identity: removed, every batch runs in one process again), the evolution clearing without recursion
-and its fallback (reset the sandbox, charge the candidate that left the files), and the exec
-server's I/O priority check.
+and its fallback (reset the sandbox, charge the candidate that left the files), the exec
+server's I/O priority check, the workflow env's walls (``tests/security/test_workflow_walls.py``:
+the workspace listing isolated and capped, a bad listing as the agent's error, the answer key from
+a per-run secret), the walls of the exec server's forked programs (``run_python``: only their own
+three fds, no later stdin of their batch; the zeroing of an earlier command's stdin has no row:
+with it removed the attack test still finds nothing, the allocator reuses the freed buffer), and
+the two lines that end a killed run's workers (the watchdog process, each worker's parent watch;
+both run as subprocesses of the tests, so these rows reach them through ``sitecustomize``).
 """
 
 from __future__ import annotations
@@ -109,6 +115,14 @@ def _exec_server_text(old: str, new: str) -> Callable[[], None]:
     return apply
 
 
+def _batch_read_ahead() -> None:
+    """The server reads every stdin of a batch before its first fork (as one read would)."""
+    for old, new in (('    for size in req["runs"]:', '    ahead = iter([read_payload(n) for n in req["runs"]])\n    for size in req["runs"]:'),
+                     ("    data = read_payload(size)\n", "    data = next(ahead)\n"),
+                     ("            read_payload(size)[:] = bytes(size)", "            next(ahead)[:] = bytes(size)")):
+        _exec_server_text(old, new)()
+
+
 def _coderepair_one_process() -> None:
     """Every code repair batch in one process, each job a fork of it (the runner before issue 27)."""
     from rsigym.envs.coderepair import execution
@@ -147,6 +161,69 @@ def _no_cleanup_fallback() -> None:
     SandboxEvaluator._cleared = lambda self, kind, cost, session, result: result  # type: ignore[method-assign]
 
 
+def _workflow_listing_not_isolated() -> None:
+    """The workspace listing as ``python3 -S`` (the cwd on sys.path: a planted json.py is imported)."""
+    from rsigym.envs.workflow import aec_workspace
+
+    original = aec_workspace.Workspace._list
+
+    def _list(self: Any, sandbox: Any) -> Any:
+        class NotIsolated:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(sandbox, name)
+
+            def exec(self, argv: list[str], **kwargs: Any) -> Any:
+                return sandbox.exec(["-S" if arg == "-I" else arg for arg in argv], **kwargs)
+
+        return original(self, NotIsolated())
+
+    aec_workspace.Workspace._list = _list  # type: ignore[method-assign]
+
+
+def _workflow_listing_uncapped() -> None:
+    """The listing copies back every file whole: no count or size cap, no fitting under the output limit."""
+    from rsigym.envs.workflow import aec_workspace
+
+    for old, new in (("if info.st_size > max_file or len(out) >= max_files or total + info.st_size > max_total:",
+                      "if False:"), ("data = handle.read(max_file + 1)", "data = handle.read()"),
+                     ("while len(text.encode()) > cap and out:", "while False:")):
+        assert old in aec_workspace._COLLECT, old
+        aec_workspace._COLLECT = aec_workspace._COLLECT.replace(old, new)
+
+
+def _workflow_bad_listing_raises() -> None:
+    """A listing that cannot be read back raises (the env fails, recorded as infra_error) instead of
+    being the agent's error observation."""
+    from rsigym.envs.workflow import aec_workspace
+
+    original = aec_workspace.Workspace._list
+
+    def _list(self: Any, sandbox: Any) -> Any:
+        listing, problem = original(self, sandbox)
+        if listing is None:
+            raise RuntimeError(f"the workspace listing failed: {problem}")
+        return listing, problem
+
+    aec_workspace.Workspace._list = _list  # type: ignore[method-assign]
+
+
+def _workflow_key_from_task_id() -> None:
+    """Tasks drawn from the public task id alone (crc32 seed, as before issue 27): no run secret."""
+    import zlib
+
+    import numpy as np
+
+    from rsigym.envs.workflow import aec, graders, tasks
+
+    def make_task(task_id: str, salt: str) -> Any:
+        _, family = tasks._family(task_id)
+        files, key = family.generate(np.random.default_rng(zlib.crc32(task_id.encode())))
+        return tasks.WorkflowTask(task_id, family, {**files, "task.md": tasks.task_brief(task_id)}, key, salt)
+
+    for module in (tasks, aec, graders):
+        module.make_task = make_task  # type: ignore[attr-defined]
+
+
 MUTATIONS: dict[str, Callable[[], None]] = {
     "network_mode=none": _drop_host_config("network_mode"),
     "read_only root": _drop_host_config("read_only"),
@@ -164,9 +241,15 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "exec server kill after each command": _exec_server_text("def sweep():\n", "def sweep():\n    return\n"),
     "exec server inherited-state check": _exec_server_text("if inherited() != INHERITED:", "if False:"),
     "exec server I/O priority check": _exec_server_text("io_priority(), sched_attr())", "sched_attr())"),
+    "exec server: a forked program gets only its own three fds": _exec_server_text("        os.closerange(3, MAX_FD)\n", ""),
+    "exec server: a batch's later stdins read only when their fork starts": _batch_read_ahead,
     "code repair: fresh interpreter per test": _coderepair_one_process,
     "evolution clearing without recursion": _recursive_clearing,
     "evolution clean-up fallback (reset, charge the leaver)": _no_cleanup_fallback,
+    "workflow: workspace listing isolated (python3 -I)": _workflow_listing_not_isolated,
+    "workflow: listing caps (count, size, output fit)": _workflow_listing_uncapped,
+    "workflow: a bad listing is an error observation": _workflow_bad_listing_raises,
+    "workflow: answer key from a per-run secret": _workflow_key_from_task_id,
 }
 
 
@@ -225,8 +308,40 @@ def _pytest_args(name: str, tests: list[str]) -> list[str]:
     if name in REDACTION_MUTATIONS:
         _propagate_to_subprocesses(name)
         return REDACTION_TESTS
+    if name in ORPHAN_MUTATIONS:
+        _propagate_to_subprocesses(name)
+        return ORPHAN_TESTS if tests == TESTS else tests
     return ["-m", "docker", "-k", DESELECT, *tests]
 # ---- end of the issue 27 item 4 block ---------------------------------------------------------
+
+
+# ---- issue 27 item 6: a run's workers never outlive it (``rsigym.runner.orphans``) -------------
+# Two lines, each removed alone and then both; the runs the tests start are subprocesses, so the
+# mutation reaches them through ``sitecustomize`` as the redaction rows do. Local and docker tests.
+def _no_watchdog() -> None:
+    from rsigym.runner import orphans
+
+    orphans.WATCHDOG = "import sys\nfor line in sys.stdin:\n    pass\n"  # reads the pids, ends nothing
+
+
+def _no_parent_watch() -> None:
+    from rsigym.runner import orphans
+
+    orphans._start = lambda wait, name: None  # type: ignore[assignment]
+
+
+def _no_orphan_defence() -> None:
+    _no_watchdog()
+    _no_parent_watch()
+
+
+ORPHAN_MUTATIONS: dict[str, Callable[[], None]] = {
+    "orphans: the run's watchdog process": _no_watchdog,
+    "orphans: each worker's parent watch": _no_parent_watch,
+    "orphans: both (workers outlive a killed run)": _no_orphan_defence,
+}
+ORPHAN_TESTS = ["tests/security/test_orphan_workers.py"]
+MUTATIONS.update(ORPHAN_MUTATIONS)
 
 
 class _Failures:

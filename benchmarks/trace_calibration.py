@@ -5,14 +5,18 @@ whether the agent's actions and end state changed, what the fixed ruler says, ho
 reruns vary), runs the verdict code on them and compares the label with the truth. The last line
 is ``verdicts matching constructed truth: K/N``.
 
-Run: ``python benchmarks/trace_calibration.py``.
+Run: ``python benchmarks/trace_calibration.py`` (``--datasets N`` per family, ``--only TEXT`` for
+the families whose name contains TEXT, ``--results FILE`` to write the label counts as JSON; the
+README's rates come from ``benchmarks/results/trace_calibration_*.json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,15 +194,24 @@ def simulate(family: Family, datasets: int, seed: int = 0) -> Counter[str]:
     return labels
 
 
-def family_table(datasets: int, seed: int = 0, console: Console | None = None) -> tuple[int, int]:
-    """Print the label rates of every family; return (families on target, families with a target)."""
+def family_table(datasets: int, seed: int = 0, console: Console | None = None,
+                 families: list[Family] | None = None) -> tuple[int, int]:
+    """Print the label rates of every family (or of ``families``); return (families on target,
+    families with a target)."""
+    chosen = FAMILIES if families is None else families
+    return print_families({f.name: simulate(f, datasets, seed) for f in chosen}, datasets, console)
+
+
+def print_families(counts: dict[str, Counter[str]], datasets: int, console: Console | None = None) -> tuple[int, int]:
+    """Print the label rates of the families in ``counts`` (family name -> label counts over
+    ``datasets`` data sets); return (families on target, families with a target)."""
     console = console or Console(width=160)
     table = Table(title=f"TRACE verdicts on simulated data sets ({datasets} per family)")
     for column in ("family", "truth", "label rates", "right", "target", "met"):
         table.add_column(column)
     met = targeted = 0
-    for family in FAMILIES:
-        labels = simulate(family, datasets, seed)
+    for family in (f for f in FAMILIES if f.name in counts):
+        labels = counts[family.name]
         right = sum(labels[g] for g in family.good) / datasets
         ok = right >= family.target
         if family.target > 0:
@@ -219,10 +232,22 @@ def main(argv: list[str] | None = None) -> tuple[int, int]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=50, help="simulated data sets per family (0: none)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="only the simulated families whose name contains TEXT (repeatable)")
+    parser.add_argument("--results", type=Path, help="write the label counts and the K/N line to this JSON file")
     args = parser.parse_args(argv)
+    if args.datasets < 0:
+        parser.error(f"--datasets must be >= 0, got {args.datasets}")
+    chosen = [f for f in FAMILIES if not args.only or any(t in f.name for t in args.only)]
+    if not chosen:
+        parser.error(f"no simulated family's name contains any of {args.only}")
     console = Console(width=160)
+    counts: dict[str, Counter[str]] = {}
+    started = time.process_time()
     if args.datasets > 0:
-        family_table(args.datasets, args.seed, console)
+        counts = {f.name: simulate(f, args.datasets, args.seed) for f in chosen}
+        print_families(counts, args.datasets, console)
+    family_seconds = time.process_time() - started
     table = Table(title="TRACE verdicts on constructed records")
     for column in ("case", "truth", "verdict", "match"):
         table.add_column(column)
@@ -235,6 +260,13 @@ def main(argv: list[str] | None = None) -> tuple[int, int]:
         table.add_row(case.name, case.truth, label, "yes" if ok else "NO")
     console.print(table)
     console.print(f"verdicts matching constructed truth: {matched}/{len(all_cases)}", highlight=False)
+    if args.results:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps({
+            "datasets_per_family": args.datasets, "seed": args.seed, "family_cpu_seconds": round(family_seconds, 1),
+            "families": {name: dict(sorted(c.items())) for name, c in counts.items()},
+            "constructed": {"matched": matched, "total": len(all_cases)}}, indent=1) + "\n")
+        console.print(f"results: {args.results}", highlight=False)
     return matched, len(all_cases)
 
 

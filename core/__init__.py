@@ -9,11 +9,23 @@ generic graders (``rsigym.graders``) join through entry points, as plug-ins do.
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import PackageNotFoundError, version
 
+# LiteLLM downloads its model price map at import unless told to read its bundled copy; any code
+# that imports rsigym first (the CLI, workers, a user's script with a custom handler) then never
+# tries the network for it. A value the user set ("False" to fetch it) is kept.
+if not os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"):  # unset or empty
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+from typing import TYPE_CHECKING
+
 from .errors import InfraError, RsigymError, SandboxError, SandboxUnavailable, UserError
-from .records import (SCHEMA_VERSION, AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory,
-                      Usage, episode_key)
+
+if TYPE_CHECKING:
+    from .export import records_frame
+    from .records import (SCHEMA_VERSION, AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory,
+                          Usage, episode_key)
 
 try:
     __version__ = version("rsigym")
@@ -27,8 +39,17 @@ __all__ = [
 ]
 
 
+_RECORDS = ("SCHEMA_VERSION", "AgentSpec", "EnvRef", "FinalSnapshot", "Grade", "Step", "Trajectory", "Usage",
+            "episode_key")
+
+
 def __getattr__(name: str) -> object:
-    # records_frame imports the report module (numpy, the registries): only when asked for
+    # Imported on first use: records imports numpy, which `rsigym --version` has no use for, and
+    # records_frame the report module (numpy, the registries).
+    if name in _RECORDS:
+        from . import records
+
+        return getattr(records, name)
     if name == "records_frame":
         from .export import records_frame
 

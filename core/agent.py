@@ -10,7 +10,7 @@ from rsigym.records import AgentSpec, Usage
 from .redact import redact, redact_text
 from .registry import AGENTS
 
-__all__ = ["Agent", "register_agent", "make_agent", "available_agents"]
+__all__ = ["Agent", "register_agent", "make_agent", "available_agents", "task_info"]
 
 
 @runtime_checkable
@@ -33,6 +33,22 @@ class Agent(Protocol):
     def reset(self, task_info: dict[str, Any], seed: int) -> None: ...
 
     def act(self, observation: dict[str, Any]) -> Any: ...
+
+
+def task_info(env: Any, *, info: dict[str, Any] | None = None, task_id: str | None = None,
+              condition: dict[str, Any] | None = None, rep: int = 0) -> dict[str, Any]:
+    """What ``Agent.reset`` receives for ``env`` (a made Gymnasium env), as the runner builds it.
+
+    In your own ``env.step`` loop: ``observation, info = env.reset(seed=s, options={"task_id": t})``,
+    then ``agent.reset(task_info(env, info=info, task_id=t), s)``.
+    """
+    unwrapped = env.unwrapped
+    return {
+        "env_id": env.spec.id if env.spec is not None else type(unwrapped).__name__, "task_id": task_id,
+        "condition": condition, "action_space": env.action_space, "observation_space": env.observation_space,
+        "action_schema": getattr(unwrapped, "action_schema", None), "info": info or {},
+        "tools": getattr(unwrapped, "tools", None), "rep": rep,
+    }
 
 
 def register_agent(kind: str) -> Callable[[Callable[[AgentSpec], Agent]], Callable[[AgentSpec], Agent]]:

@@ -36,7 +36,17 @@ def _version() -> str:
     return f"rsigym {__version__}"
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _needs_family_commands(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` may name a command a family adds: not for a built-in command, nor for
+    ``--version``. Their modules belong to the families (the forecast one pulls in torch through
+    its package), and ``rsigym --version`` or ``rsigym run ...`` must not pay for them."""
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    if command is None:
+        return "--version" not in argv
+    return command not in _COMMANDS
+
+
+def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="rsigym", description="Simulation environments for research agents.")
     parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
@@ -52,8 +62,10 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force-new", action="store_true",
                      help="start a new run folder (OUT-2, OUT-3, ...) when OUT already holds a run")
     run.add_argument("--backend", choices=["local", "ray"], help="default: the scenario's, else local")
-    run.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
-    run.add_argument("--workers", type=int, help="parallel episodes (0: in this process)")
+    run.add_argument("--address", help="Ray cluster address HOST:PORT, as `ray start --head` printed it "
+                     "(default: start a Ray on this machine)")
+    run.add_argument("--workers", type=int, help="worker processes (0: in this process); with --backend ray, "
+                     "runner actors per node")
     run.add_argument("--model", help="LiteLLM model string for every agent of the scenario that uses a model "
                      "(kind llm, and any agent that names a model, e.g. oneshot_llm, evoalloc)")
     run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for the same agents as --model")
@@ -74,7 +86,6 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--keep-infra-errors", action="store_true",
                      help="do not run episodes recorded as infra_error again (by default they are retried, "
                      "their old records kept in infra_errors.jsonl)")
-    run.add_argument("--retry-infra-errors", action="store_true", help=argparse.SUPPRESS)  # the default now
     run.add_argument("--no-progress", action="store_true",
                      help="no progress output (default: a bar in a terminal, a line every 5%% elsewhere)")
     run.add_argument("--cost-limit", type=float, metavar="USD",
@@ -92,7 +103,8 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, help="episodes in flight per worker (default: the scenario's "
                      "runner.concurrency, else 16 when it calls a hosted model, else 1; always 1 for envs "
                      "that declare CPU-heavy steps)")
-    run.add_argument("--max-connections", type=int, help="LLM calls in flight per provider and worker (a cap "
+    run.add_argument("--max-connections", type=int, help="LLM calls in flight per provider and worker, or for "
+                     "the whole cluster with --backend ray (a cap "
                      "that halves on 429 and recovers; default: the episodes in flight)")
 
     report = commands.add_parser("report", parents=[importing], help="write report.md for a run folder")
@@ -113,16 +125,24 @@ def _build_parser() -> argparse.ArgumentParser:
     view.add_argument("run_dir", type=Path, help="a run folder (holds records.jsonl)")
     view.add_argument("--out", type=Path, help="HTML file to write (default RUN_DIR/view.html)")
 
-    export = commands.add_parser("export", parents=[importing], help="export a run folder's records as parquet, JSONL or an inspect_ai log")
+    export = commands.add_parser("export", parents=[importing], help="export a run folder's records as parquet, JSONL or inspect_ai logs")
     export.add_argument("run_dir", type=Path, help="a run folder (holds records.jsonl)")
     export.add_argument("--format", required=True, choices=["parquet", "jsonl", "inspect"],
                         help="parquet: one row per (episode, grade), needs the 'export' extra; jsonl: full "
-                        "records, references resolved; inspect: an inspect_ai eval log, needs the 'inspect' extra")
-    export.add_argument("--out", type=Path, help="file to write (default RUN_DIR/export.<ext>)")
+                        "records, references resolved; inspect: a folder of inspect_ai eval logs, one per agent x condition, needs the 'inspect' extra")
+    export.add_argument("--out", type=Path, help="file to write (default RUN_DIR/export.<ext>; for inspect a folder, default RUN_DIR/export_inspect)")
 
     lister = commands.add_parser("list", parents=[importing], help="list what is installed, each with one line about it")
     lister.add_argument("what", nargs="?", choices=[*LIST_KINDS, "offline-policies"],
                         help="one kind (default: all)")
+
+    new = commands.add_parser("new", help="write a working skeleton to start from (rsigym new family NAME)")
+    new_commands = new.add_subparsers(dest="new_command", metavar="WHAT", parser_class=_Parser)
+    new_commands.required = True
+    family = new_commands.add_parser("family", help="an env family as its own package: env, tasks, agent, grader, "
+                                     "analysis with a control, scenario, tests (rsigym.testing.check_family)")
+    family.add_argument("name", help="the package name: lowercase letters, digits and _")
+    family.add_argument("--out", type=Path, default=Path("."), help="parent folder (default: the current one)")
 
     sandbox = commands.add_parser("sandbox", help="build, check or clean the Docker sandbox")
     sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", metavar="ACTION", parser_class=_Parser)
@@ -134,6 +154,8 @@ def _build_parser() -> argparse.ArgumentParser:
     clean = sandbox_commands.add_parser("clean", help="remove rsigym sandbox containers")
     clean.add_argument("--orphans", action="store_true", help="only those whose owner process is gone")
 
+    if argv is not None and not _needs_family_commands(argv):
+        return parser
     from .registry import COMMANDS   # sub-commands families add through the entry-point group rsigym.commands
     for name in COMMANDS:
         command = COMMANDS[name]
@@ -180,9 +202,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     Run as the program (``argv`` None), a Ctrl-C ends the process within ``EXIT_GRACE_S`` seconds
     with status 130, even when a thread (an episode in flight, a plug-in's) would hold it open.
     """
-    parser = _build_parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(argv)
+        parser = _build_parser(arguments)
+        args = parser.parse_args(arguments)
         if args.command is None:
             parser.print_usage(sys.stderr)
             raise UserError(f"choose a command: {', '.join(_COMMANDS)} (rsigym --help says more)")
@@ -238,7 +261,7 @@ def _import_user_modules(modules: list[str]) -> None:
             raise UserError(f"--import {name}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
 
 
-_COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export")
+_COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export", "new")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -249,7 +272,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_command(args)
     if args.command == "regrade":
         return regrade_command(args, _records_or_error)
-    handlers = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export}
+    handlers = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export,
+                "new": _new}
     if args.command not in handlers:  # a command a family registers (entry points, rsigym.commands)
         from .registry import COMMANDS
 
@@ -314,6 +338,15 @@ def _export(args: argparse.Namespace) -> int:
     from .export import export_run
 
     print(f"export: {export_run(args.run_dir, args.format, args.out)}")
+    return 0
+
+
+def _new(args: argparse.Namespace) -> int:
+    from .scaffold import new_family
+
+    root = new_family(args.name, args.out)
+    print(f"new family: {root}\nnext: pip install -e {root} && python -m pytest {root / 'tests'} && "
+          f"rsigym run {root / 'scenarios' / (args.name + '.yaml')}")
     return 0
 
 

@@ -126,7 +126,9 @@ def _pigeonhole(filled: np.ndarray, present: np.ndarray, rng: np.random.Generato
         else np.ones((resamples, S))                                  # (B, S)
     problem_counts = rng.multinomial(P, np.full(P, 1.0 / P), size=resamples) if resample_problems \
         else np.ones((resamples, P))                                  # (B, P)
-    numerator = np.einsum("bs,sp,bp->b", seed_counts, filled, problem_counts)
-    denominator = np.einsum("bs,sp,bp->b", seed_counts, present, problem_counts)
+    # sum_s sum_p c_bs x_sp d_bp as a matrix product (einsum's plain loop was most of an analysis'
+    # time); counts and cell values are small integers, so the sums are exact either way
+    numerator = np.sum((seed_counts @ filled) * problem_counts, axis=1)
+    denominator = np.sum((seed_counts @ present) * problem_counts, axis=1)
     ok = denominator > 0                                              # a draw of only-missing cells is void
     return numerator[ok] / denominator[ok]

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["records_frame", "export_run", "FRAME_COLUMNS", "EXPORT_FORMATS"]
 
-EXPORT_FORMATS = {"parquet": ".parquet", "jsonl": ".jsonl", "inspect": ".eval"}
+EXPORT_FORMATS = {"parquet": ".parquet", "jsonl": ".jsonl", "inspect": "_inspect"}  # inspect: a folder of logs
 
 FRAME_COLUMNS = (
     "episode_key", "env_id", "task_id", "condition", "agent", "agent_kind", "model", "seed", "rep",
@@ -95,16 +95,17 @@ def records_frame(records_or_dir: Iterable[Trajectory] | str | os.PathLike[str])
 def export_run(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathLike[str] | None = None) -> Path:
     """Write the records of ``run_dir`` as ``fmt`` (parquet, jsonl or inspect) to ``out``.
 
-    The default ``out`` is ``RUN_DIR/export.<parquet|jsonl|eval>``. An inspect log named without
-    ``.eval`` or ``.json`` gets ``.eval`` added: inspect_ai reads a log's format from its suffix.
-    Returns the path written.
+    The default ``out`` is ``RUN_DIR/export.<parquet|jsonl>``, and for inspect the folder
+    ``RUN_DIR/export_inspect`` holding one ``.eval`` log per (agent, condition)
+    (``inspect view --log-dir FOLDER``). Returns the path written (the folder for inspect).
     """
     if fmt not in EXPORT_FORMATS:
         raise UserError(f"unknown export format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
     run_dir = Path(run_dir)
     target = Path(out) if out is not None else run_dir / f"export{EXPORT_FORMATS[fmt]}"
-    if fmt == "inspect" and target.suffix.lower() not in (".eval", ".json"):
-        target = target.with_name(target.name + ".eval")
+    if fmt == "inspect" and target.suffix.lower() in (".eval", ".json"):
+        raise UserError(f"export --format inspect writes a folder (one log per agent x condition); "
+                        f"--out {target} names a log file: give a folder")
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401  (pandas writes parquet through it)
@@ -115,14 +116,17 @@ def export_run(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathLike
         frame.to_parquet(target, index=False)
         return target
     records = _load(run_dir)
+    if target.exists() and (target.is_dir() != (fmt == "inspect")):
+        raise UserError(f"{target} exists and is {'a folder' if target.is_dir() else 'a file'}; "
+                        f"export --format {fmt} writes {'a folder' if fmt == 'inspect' else 'a file'} there")
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "jsonl":  # every reference resolved: the file stands alone, like a record of old
         with open(target, "w", encoding="utf-8") as f:
             for record in records:
                 f.write(record.to_json() + "\n")
         return target
-    from .export_inspect import write_inspect_log
+    from .export_inspect import write_inspect_logs
 
-    write_inspect_log(records, target, task=run_dir.resolve().name)
+    write_inspect_logs(records, target, task=run_dir.resolve().name)
     return target
 

@@ -30,6 +30,7 @@ from typing import Iterable, Iterator
 from .errors import UserError
 from .records import Trajectory, non_finite_marker, utc_now
 from .redact import redact
+from .redact_lines import redact_line
 from .shared_text import SharedText
 
 __all__ = ["RecordWriter", "ReadResult", "read_records", "rewrite_records", "move_bad_lines",
@@ -137,7 +138,7 @@ class RecordWriter:
                 return
             cut = data.rfind(b"\n") + 1
             with open(self.path.with_name(self.path.name + ".torn"), "ab") as torn:
-                torn.write(data[cut:] + b"\n")
+                torn.write(redact_line(data[cut:]) + b"\n")  # kept for forensics, secrets out
             f.truncate(cut)
             f.flush()
             os.fsync(f.fileno())
@@ -267,7 +268,8 @@ def _replace(path: Path, lines: Iterable[bytes]) -> None:
 def move_bad_lines(path: str | os.PathLike[str]) -> int:
     """Move every unreadable line of a records file to ``<file>.bad``; returns how many.
 
-    Each moved line is written as its line number, a tab, and the line as it was, under a header that
+    Each moved line is written as its line number, a tab, and the line with its secrets redacted by
+    structure (``rsigym.redact_lines``), under a header that
     names the file and the time; the records file is then rewritten without them (atomically,
     other lines byte for byte). A torn last line counts as unreadable here: call this when no run
     is writing (``run`` does, before it starts appending; ``RecordWriter`` holds the lock).
@@ -297,9 +299,9 @@ def move_bad_lines(path: str | os.PathLike[str]) -> int:
         bad_path = path.with_name(path.name + ".bad")
         with open(bad_path, "ab") as f:  # first: until the rewrite, a line is in both files
             f.write(f"# {utc_now()} {path.name}: {len(bad)} unreadable lines moved here; each line "
-                    "below is '<line number><TAB><the line as it was>'\n".encode())
+                    "below is '<line number><TAB><the line, secrets redacted>'\n".encode())
             for number, raw in bad:
-                f.write(f"{number}\t".encode() + raw + b"\n")
+                f.write(f"{number}\t".encode() + redact_line(raw) + b"\n")
             f.flush()
             os.fsync(f.fileno())
         _replace(path, (raw + b"\n" for raw in keep))

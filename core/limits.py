@@ -30,11 +30,11 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ContextManager, Iterator, Protocol
 from contextlib import contextmanager
 
-__all__ = ["ProviderLimits", "LimitsConfig", "ProviderGate", "GateStats", "configure", "gate_for",
-           "provider_key", "snapshot", "reset", "format_stats", "merge_stats"]
+__all__ = ["ProviderLimits", "LimitsConfig", "ProviderGate", "Gate", "GateStats", "configure", "gate_for",
+           "provider_key", "snapshot", "reset", "format_stats", "merge_stats", "use_shared_gates", "Slot", "stats_of"]
 
 TRAJECTORY_POINTS = 200  # a cap's trajectory keeps this many changes at most (first and last kept)
 
@@ -147,6 +147,14 @@ class ProviderGate:
         finally:
             self._release(ticket, outcome)
 
+    def acquire(self) -> _Ticket:
+        """Wait for a slot and take it (``release`` gives it back): for a gate held by another
+        process on callers' behalf (``rsigym.runner.ray_limits``)."""
+        return self._acquire()
+
+    def release(self, ticket: _Ticket, outcome: "_Slot") -> None:
+        self._release(ticket, outcome)
+
     def _acquire(self) -> _Ticket:
         with self._cond:
             if self._started is None:
@@ -207,10 +215,30 @@ class _Slot:
     waited_s: float = 0.0  # time spent waiting for the slot (not provider latency)
 
 
+class Gate(Protocol):
+    """What a call passes: a ``ProviderGate`` of this process, or one shared by many (Ray)."""
+
+    def slot(self) -> ContextManager["_Slot"]: ...
+
+
 _lock = threading.Lock()
 _config = LimitsConfig()
 _default_cap = 64
 _gates: dict[str, ProviderGate] = {}
+_shared: Callable[[str], Gate] | None = None  # provider key -> a gate held outside this process
+_shared_gates: dict[str, Gate] = {}
+
+
+def use_shared_gates(factory: Callable[[str], Gate] | None) -> None:
+    """Pass every call of this process through ``factory(provider)``'s gate instead of this
+    process's own (a cluster's workers share one gate per provider); None: back to our own."""
+    global _shared
+    with _lock:
+        _shared = factory
+        _shared_gates.clear()
+
+
+Slot = _Slot
 
 
 def configure(config: LimitsConfig, *, default_cap: int = 64) -> None:
@@ -233,12 +261,16 @@ def provider_key(model: str, api_base: str | None) -> str:
     return model.split("/", 1)[0] if "/" in model else model
 
 
-def gate_for(model: str, api_base: str | None) -> ProviderGate | None:
+def gate_for(model: str, api_base: str | None) -> Gate | None:
     """The gate of the call's provider; None for in-process models (``rsigym/...``)."""
     if model.startswith("rsigym/") and not api_base:
         return None
     key = provider_key(model, api_base)
     with _lock:
+        if _shared is not None:
+            if key not in _shared_gates:
+                _shared_gates[key] = _shared(key)
+            return _shared_gates[key]
         gate = _gates.get(key)
         if gate is None:
             gate = _gates[key] = ProviderGate(key, _config.for_provider(key), default_cap=_default_cap)
@@ -249,14 +281,15 @@ def snapshot() -> list[GateStats]:
     """A copy of every gate's statistics in this process."""
     with _lock:
         gates = list(_gates.values())
-    out = []
-    for gate in gates:
-        with gate._cond:
-            stats = gate.stats
-            out.append(GateStats(stats.provider, stats.calls, stats.throttled, stats.cap_wait_s,
-                                 stats.budget_wait_s, stats.max_connections, stats.min_cap,
-                                 stats.final_cap, list(stats.trajectory)))
-    return out
+    return [stats_of(gate) for gate in gates]
+
+
+def stats_of(gate: ProviderGate) -> GateStats:
+    """A copy of one gate's statistics."""
+    with gate._cond:
+        stats = gate.stats
+        return GateStats(stats.provider, stats.calls, stats.throttled, stats.cap_wait_s, stats.budget_wait_s,
+                         stats.max_connections, stats.min_cap, stats.final_cap, list(stats.trajectory))
 
 
 def merge_stats(parts: list[GateStats]) -> list[GateStats]:

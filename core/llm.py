@@ -296,7 +296,7 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
     return LLMReply(message, str(getattr(message, "content", None) or ""), usage, response, reply_format)
 
 
-def _send(litellm: Any, request: dict[str, Any], gate: limits.ProviderGate | None) -> tuple[Any, float]:
+def _send(litellm: Any, request: dict[str, Any], gate: limits.Gate | None) -> tuple[Any, float]:
     """One request through the provider's gate; returns the response and the seconds spent waiting
     for the gate (set on a raised error as ``_rsigym_gate_wait_s``: waits are not model time)."""
     if gate is None:

@@ -279,6 +279,9 @@ class Trajectory:
     # own functions, text goes to its user), json_schema (a structured response_format), json_text
     # (the schema in the prompt only); None for agents that call no model
     tool_mode: str | None = None
+    # the system prompt the agent's model was given (None for agents that call no model): the one
+    # part of the conversation no step holds; exports show it (inspect's system message)
+    system_prompt: str | None = None
 
     @property
     def total_reward(self) -> float:
@@ -315,6 +318,7 @@ class Trajectory:
             sandbox=data.get("sandbox"), started_at=data.get("started_at", ""),
             finished_at=data.get("finished_at"), rsigym_version=data.get("rsigym_version", ""),
             schema=data["schema"], tool_mode=data.get("tool_mode"),
+            system_prompt=data.get("system_prompt"),
         )
 
     @classmethod

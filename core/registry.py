@@ -84,6 +84,10 @@ class Registry(Mapping[str, T], Generic[T]):
         self._objects[name] = obj
         return obj
 
+    def registered(self) -> dict[str, T]:
+        """The entries registered or loaded in this process so far (no entry point is imported)."""
+        return dict(self._objects)
+
     def unregister(self, name: str) -> None:
         """Forget ``name`` (registered in-process); for tests."""
         self._objects.pop(name, None)

@@ -23,7 +23,7 @@ from .reply_quality import WARN_RATE, reply_rates, reply_warnings
 from .stats import bootstrap_ci
 
 __all__ = ["ReportSection", "register_analysis", "available_analyses", "summary", "write_report",
-           "bootstrap_ci", "condition_label", "md_text"]
+           "bootstrap_ci", "condition_label", "md_text", "md_code", "md_file_name"]
 
 Analysis = Callable[..., "ReportSection"]
 
@@ -50,9 +50,10 @@ def available_analyses() -> list[str]:
     return list(ANALYSES)
 
 
-# Enough to keep a name literal: no link or image ([, ], !), no HTML or entity (<, >, &), no cell
-# break (|), no code or emphasis (`, *), no escape (\\); "_" inside a word is already literal.
-_MD_ACTIVE = re.compile(r"([\\`*\[\]<>!|&])")
+# Enough to keep a name literal: no link or image ([, ], !), no HTML or entity (<, &), no cell
+# break (|), no code or emphasis (`, *), no escape (\\); "_" inside a word is already literal. ">"
+# opens nothing inside a line (a name never starts one), so an adaptation "adv0.4->adv1.0" stays as typed.
+_MD_ACTIVE = re.compile(r"([\\`*\[\]<!|&])")
 
 
 def md_text(value: Any) -> str:
@@ -60,6 +61,26 @@ def md_text(value: Any) -> str:
     every character Markdown, a table or an HTML renderer acts on is escaped and line breaks become
     spaces, so an id like ``[x](http://...)``, ``<img>`` or a ``|`` before a line break stays text."""
     return _MD_ACTIVE.sub(r"\\\1", " ".join(str(value).splitlines()))
+
+
+def md_code(value: Any) -> str:
+    """A name as inline code (a code span shows ``<``, ``[`` and ``*`` literally), or as ``md_text``
+    when it holds what a code span cannot: a backtick, a line break, or a ``|`` (a cell break in a
+    table, even inside code)."""
+    text = str(value)
+    return md_text(text) if not text or re.search(r"[`|\r\n]", text) else f"`{text}`"
+
+
+def md_file_name(*parts: Any) -> str:
+    """A plot's file name from names in records: only ``[A-Za-z0-9._-]`` (no path, no space or
+    parenthesis to break the report's image link), with a digest of the parts so that two names
+    that differ only in other characters do not share a file."""
+    raw = "_".join(str(p) for p in parts)
+    stem, dot, suffix = raw.rpartition(".")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", stem if dot else raw).strip("._")[:80] or "plot"
+    if safe != (stem if dot else raw):
+        safe += "_" + hashlib.sha256(raw.encode()).hexdigest()[:6]
+    return f"{safe}.{re.sub(r'[^A-Za-z0-9]', '', suffix)}" if dot else safe
 
 
 def condition_label(condition: dict[str, Any] | None) -> str:
@@ -72,20 +93,12 @@ def condition_label(condition: dict[str, Any] | None) -> str:
 @register_analysis("summary")
 def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float = 0.95) -> ReportSection:
     """Mean score per grader x agent x condition with bootstrap CIs; termination counts."""
-    scores: dict[tuple[str, str, str], dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
-    failed: Counter[tuple[str, str, str, str, str]] = Counter()
+    from .score_cells import score_cells
+
+    scores, failed = score_cells(records)
     terminations: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for record in records:
-        cell = (record.agent.id, condition_label(record.env.condition))
-        terminations[cell][record.termination] += 1
-        latest: dict[tuple[str, str, str], Any] = {}
-        for grade in record.grades:  # one rule = name, version and params; its latest grade counts
-            latest[(grade.grader, grade.version, _params_label(grade.params))] = grade
-        for rule, grade in latest.items():
-            if grade.score is None:
-                failed[(*rule, *cell)] += 1
-            else:
-                scores[rule][cell].append(float(grade.score))
+        terminations[(record.agent.id, condition_label(record.env.condition))][record.termination] += 1
 
     repeats = sum(n - 1 for n in Counter(r.episode_key for r in records).values())
     lines = [f"{len(records)} episodes. Scores: mean and {confidence:.0%} bootstrap CI "
@@ -100,7 +113,7 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
         for (agent, condition), values in sorted(cells.items()):
             low, high = bootstrap_ci(values, confidence=confidence)
             lines.append(f"| {md_text(agent)} | {md_text(condition)} | {len(values)} | {np.mean(values):.3f} | "
-                         f"{low:.3f} | {high:.3f} | {failed[(grader, version, params, agent, condition)]} |")
+                         f"{low:.3f} | {high:.3f} | {failed[((grader, version, params), (agent, condition))]} |")
         lines.append("")
         plots.append(_plot_scores(out_dir, grader, version, params, cells, confidence))
     all_terms = sorted({t for c in terminations.values() for t in c})
@@ -128,10 +141,6 @@ def summary(records: Sequence[Trajectory], out_dir: Path, *, confidence: float =
     return ReportSection("Summary", "\n".join(lines), verdict, [p for p in plots if p])
 
 
-def _params_label(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
-
-
 def _plot_scores(out_dir: Path, grader: str, version: str, params: str,
                  cells: dict[tuple[str, str], list[float]], confidence: float) -> str | None:
     import matplotlib
@@ -150,7 +159,7 @@ def _plot_scores(out_dir: Path, grader: str, version: str, params: str,
     ax.set_title(f"{grader} {params}: mean with {confidence:.0%} CI".replace("  ", " "), fontsize=9)
     fig.tight_layout()
     digest = hashlib.sha256(params.encode()).hexdigest()[:6]
-    name = f"summary_{grader}_v{version}_{digest}.png".replace("/", "_")
+    name = md_file_name(f"summary_{grader}_v{version}_{digest}.png")
     fig.savefig(out_dir / name, dpi=110)
     plt.close(fig)
     return name
@@ -172,8 +181,9 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     sections: list[ReportSection] = []
     with matplotlib.rc_context({"text.parse_math": False}):  # "$" in an agent id is a dollar, not mathtext
         _run_analyses(analyses, records, out_dir, sections, errors)
+    _distinct_titles(sections, analyses)
     sections.append(usage_section(records, out_dir))  # every report says what its results cost
-    text = [f"# {title}", ""]
+    text = [f"# {md_text(title)}", ""]  # a scenario or folder name
     text += [f"> **Warning:** {md_text(line)}" for line in reply_warnings(reply_rates(records))]
     if text[-1].startswith(">"):
         text.append("")
@@ -189,6 +199,27 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
     return path
 
 
+def _distinct_titles(sections: list[ReportSection], analyses: Sequence[Any]) -> None:
+    """Give sections that share a title (one analysis named twice with other parameters, e.g.
+    ``trace`` on two graders) the parameters that set them apart, so no two read alike."""
+    params = [{} if isinstance(spec, str) else dict(spec.params) for spec in analyses]
+    titles = [section.title for section in sections]
+    for i, section in enumerate(sections):
+        twins = [j for j, title in enumerate(titles) if title == section.title and j != i]
+        if not twins:
+            continue
+        differing = sorted(k for k in params[i].keys() | {k for j in twins for k in params[j]}
+                           if any(params[i].get(k) != params[j].get(k) for j in twins))
+        label = ", ".join(f"{k}={_param_text(params[i].get(k, '(default)'))}" for k in differing)
+        section.title = f"{section.title} ({md_text(label)})" if label else f"{section.title} ({i + 1})"
+
+
+def _param_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "/".join(_param_text(v) for v in value) or "none"
+    return str(value)
+
+
 def _run_analyses(analyses: Sequence[Any], records: Sequence[Trajectory], out_dir: Path,
                   sections: list[ReportSection], errors: list[str] | None) -> None:
     for spec in analyses:
@@ -200,4 +231,4 @@ def _run_analyses(analyses: Sequence[Any], records: Sequence[Trajectory], out_di
             line = f"analysis {name!r} failed: {type(exc).__name__}: {exc}".replace("\n", " ")[:300]
             if errors is not None:
                 errors.append(line)
-            sections.append(ReportSection(f"{name} (failed)", f"`{line}`", verdict="not computed: the analysis raised"))
+            sections.append(ReportSection(f"{md_text(name)} (failed)", md_code(line), verdict="not computed: the analysis raised"))

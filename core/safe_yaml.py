@@ -6,6 +6,8 @@ its 10**9 nodes. PyYAML's composer and constructor recurse per nesting level, an
 refuses more than 4,300 digits: both end in a traceback. Here the document is first read as
 events (no recursion) to bound its depth, then composed, and its node graph is measured with
 memoised sizes (linear in the text, whatever the aliases) before anything is built.
+A mapping that names one key twice is refused too (PyYAML keeps the last value silently, so
+``seeds: [0]`` followed later by ``seeds: [1, 2]`` would run something the reader did not see).
 Each refusal is a ``UserError`` of one line.
 """
 
@@ -30,8 +32,8 @@ def load_yaml(text: str, source: str) -> Any:
 
     Raises:
         UserError: invalid YAML, nested deeper than ``MAX_YAML_DEPTH``, more than
-            ``MAX_YAML_NODES`` nodes once aliases are expanded, or an integer of more than
-            ``MAX_INT_DIGITS`` digits.
+            ``MAX_YAML_NODES`` nodes once aliases are expanded, an integer of more than
+            ``MAX_INT_DIGITS`` digits, or a mapping with the same key twice.
     """
     try:
         _check_depth(text, source)
@@ -77,6 +79,8 @@ def _check_size(root: yaml.Node, source: str) -> None:
                                 f"{sum(c.isdigit() for c in node.value)} digits; at most {MAX_INT_DIGITS} are read")
             size[id(node)] = 1
             continue
+        if isinstance(node, yaml.MappingNode) and not children_done:
+            _check_unique_keys(node, source)
         children = _children(node)
         if not children_done:
             stack.append((node, True))
@@ -88,6 +92,19 @@ def _check_size(root: yaml.Node, source: str) -> None:
             raise UserError(f"{source}:{mark.line + 1}:{mark.column + 1}: YAML expands to more than "
                             f"{MAX_YAML_NODES:,} values (aliases repeated inside aliases?); refused")
         size[id(node)] = total
+
+
+def _check_unique_keys(node: yaml.MappingNode, source: str) -> None:
+    """Refuse a mapping that names a scalar key twice (``<<`` merge keys may repeat)."""
+    seen: dict[tuple[str, str], yaml.Node] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+            continue
+        first = seen.setdefault((key.tag, key.value), key)  # 1 and "1" are two keys
+        if first is not key:
+            mark, was = key.start_mark, first.start_mark
+            raise UserError(f"{source}:{mark.line + 1}:{mark.column + 1}: duplicate key {key.value[:80]!r} "
+                            f"(first at line {was.line + 1}); YAML would keep only the last value")
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from rsigym.records import Trajectory
-from rsigym.report import ReportSection, register_analysis
+from rsigym.report import ReportSection, md_code, md_text, register_analysis
 
 __all__ = ["JudgeId", "judge_grade_name", "parse_judge_grade_name", "JudgePair", "Invariance",
            "judge_agreement", "presentation_invariance", "judges_analysis"]
@@ -179,7 +179,7 @@ def judges_analysis(records: Sequence[Trajectory], out_dir: Path, *, grader: str
     """Judge agreement (Cohen's kappa, disagreement rate, CIs over tasks) and presentation invariance."""
     pairs = judge_agreement(records, grader, confidence=confidence)
     invariance = presentation_invariance(records, grader)
-    lines = [f"Judges are grades named `{grader}/<rubric>/<model>` (`<rubric>@<presentation>` when "
+    lines = [f"Judges are grades named {md_code(str(grader) + '/<rubric>/<model>')} (`<rubric>@<presentation>` when "
              "the trajectory was re-rendered for the judge). Pass = score >= 0.5. Agreement, Cohen's "
              f"kappa and the disagreement rate on the records both judges graded, {confidence:.0%} "
              "CIs from a bootstrap over tasks.", ""]
@@ -189,7 +189,7 @@ def judges_analysis(records: Sequence[Trajectory], out_dir: Path, *, grader: str
         lines += ["| judge A | judge B | records | tasks | agreement | Cohen's kappa | 95% CI | disagreement | 95% CI |",
                   "|---|---|---:|---:|---:|---:|---|---:|---|"]
         for p in pairs:
-            lines.append(f"| `{p.first}` | `{p.second}` | {p.records} | {p.tasks} | {p.agreement:.3f} | "
+            lines.append(f"| {md_code(p.first)} | {md_code(p.second)} | {p.records} | {p.tasks} | {p.agreement:.3f} | "
                          f"{p.kappa:.3f} | [{p.kappa_ci[0]:.3f}, {p.kappa_ci[1]:.3f}] | {p.disagreement:.3f} | "
                          f"[{p.disagreement_ci[0]:.3f}, {p.disagreement_ci[1]:.3f}] |")
     if invariance:
@@ -197,9 +197,9 @@ def judges_analysis(records: Sequence[Trajectory], out_dir: Path, *, grader: str
                   "| judge | presentation | records | grade changed | pass/fail flipped | invariant |",
                   "|---|---|---:|---:|---:|---|"]
         for inv in invariance:
-            lines.append(f"| `{inv.judge}` | {inv.presentation} | {inv.records} | {inv.changed} | {inv.flipped} | "
+            lines.append(f"| {md_code(inv.judge)} | {md_text(inv.presentation)} | {inv.records} | {inv.changed} | {inv.flipped} | "
                          f"{'yes' if inv.invariant else '**no**'} |")
-    summary = "; ".join([f"{p.first} vs {p.second}: kappa {p.kappa:.2f} [{p.kappa_ci[0]:.2f}, {p.kappa_ci[1]:.2f}], "
+    summary = "; ".join([f"{md_text(p.first)} vs {md_text(p.second)}: kappa {p.kappa:.2f} [{p.kappa_ci[0]:.2f}, {p.kappa_ci[1]:.2f}], "
                          f"disagree {p.disagreement:.0%}" for p in pairs]
-                        + [f"{i.judge}@{i.presentation}: {i.changed}/{i.records} changed" for i in invariance])
+                        + [f"{md_text(i.judge)}@{md_text(i.presentation)}: {i.changed}/{i.records} changed" for i in invariance])
     return ReportSection("Judges", "\n".join(lines), summary)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rsigym.records import Trajectory, canonical_json
-from rsigym.report import ReportSection, condition_label, register_analysis
+from rsigym.report import ReportSection, condition_label, md_code, md_text, register_analysis
 
 from rsigym.stats import (flip_rate, icc_oneway, minimum_detectable_difference, pass_hat_k, single_run_difference_sd,
                           task_flip_share)
@@ -96,8 +96,8 @@ def reruns_analysis(records: Sequence[Trajectory], out_dir: Path, *, grader: str
         cells[(record.agent.id, condition_label(record.env.condition))].append(record)
     results = {key: rerun_noise(group, grader, condition) for key, group in sorted(cells.items())}
     results = {k: n for k, n in results.items() if n.configurations > 0}
-    scope = f"condition {condition}" if condition else "each condition apart"
-    lines = [f"Identical reruns of `{grader}` ({scope}): configurations that differ only in rep. "
+    scope = f"condition {md_text(condition)}" if condition else "each condition apart"
+    lines = [f"Identical reruns of {md_code(grader)} ({scope}): configurations that differ only in rep. "
              "Flip rate = share of rerun pairs whose pass/fail (score >= 0.5) disagree; task flip "
              "share = share of tasks whose reruns do not all agree (the per-task reading); both "
              "with 95% Wilson CIs. pass^k = chance that k reruns of a task all pass (tau-bench). "
@@ -113,7 +113,7 @@ def reruns_analysis(records: Sequence[Trajectory], out_dir: Path, *, grader: str
     for (agent, label), noise in results.items():
         hats = " | ".join(f"{noise.pass_hat_k[k]:.3f}" if k in noise.pass_hat_k else "-"
                           for k in range(1, most + 1))
-        lines.append(f"| {agent} | {label} | {noise.configurations} | {noise.flip_rate:.3f} | "
+        lines.append(f"| {md_text(agent)} | {md_text(label)} | {noise.configurations} | {noise.flip_rate:.3f} | "
                      f"[{noise.flip_ci_low:.3f}, {noise.flip_ci_high:.3f}] | {noise.task_flip_share:.3f} | "
                      f"[{noise.task_flip_ci_low:.3f}, {noise.task_flip_ci_high:.3f}] | {hats} | "
                      f"{noise.icc:.3f} | {noise.sd_single_run_difference:.3f} | {noise.mdd:.3f} |")
@@ -121,9 +121,9 @@ def reruns_analysis(records: Sequence[Trajectory], out_dir: Path, *, grader: str
               "| agent | condition | task | flip rate | 95% CI |", "|---|---|---|---:|---|"]
     for (agent, label), noise in results.items():
         for task, (rate, low, high) in noise.per_task.items():
-            lines.append(f"| {agent} | {label} | {task} | {rate:.3f} | [{low:.3f}, {high:.3f}] |")
+            lines.append(f"| {md_text(agent)} | {md_text(label)} | {md_text(task)} | {rate:.3f} | [{low:.3f}, {high:.3f}] |")
     lines += ["", "</details>"]
-    verdict = "; ".join(f"{a}/{c}: flip rate {n.flip_rate:.3f} [{n.flip_ci_low:.3f}, {n.flip_ci_high:.3f}], "
+    verdict = "; ".join(f"{md_text(a)}/{md_text(c)}: flip rate {n.flip_rate:.3f} [{n.flip_ci_low:.3f}, {n.flip_ci_high:.3f}], "
                         f"task flip share {n.task_flip_share:.3f}, MDD {n.mdd:.3f}"
                         for (a, c), n in results.items())
     name = plot_name("trace_flip_rates", [grader, condition], ["reward", None])

@@ -7,14 +7,16 @@ permutation test (which needs no variance, so it also decides a constant sample)
 per-task majority (a task passes when its mean score is >= 0.5) and TOST with the
 distribution-free bound for constant samples. ``Part`` is any such per-task quantity with its CI:
 the grader part and behaviour part of a drop, the behaviour-change rate above rerun noise.
+``holm`` judges the parts that can attribute one verdict as one family (Holm's step-down), so
+that a verdict with two or three routes to an attribution still errs at most at the stated level.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -22,7 +24,7 @@ from rsigym.stats import TostResult, mcnemar_exact, paired_bootstrap_ci, sign_fl
 from .trace import PASS_THRESHOLD, Pair, record_score
 
 __all__ = ["UNIT", "TaskDelta", "Part", "Effect", "RegradeEffect", "task_part", "task_effect",
-           "paired_effect", "regrade_effect", "regrade_flips"]
+           "paired_effect", "regrade_effect", "regrade_flips", "holm"]
 
 UNIT = "task"
 Scored = list[tuple[str, float, float]]  # (task id, baseline score, treatment score), one per pair
@@ -53,6 +55,21 @@ class Part:
     p_value: float  # sign-flip, two-sided
     constant: bool
     confidence: float = 0.95
+    values: tuple[float, ...] = field(default=(), repr=False, compare=False)  # per task, for ``at``
+
+    def at(self, confidence: float, seed: int = 0) -> Part:
+        """The same part judged at another ``confidence`` (the bootstrap CI recomputed at that
+        level; the sign-flip p does not depend on it)."""
+        if confidence == self.confidence or not self.values:
+            return replace(self, confidence=confidence)
+        low, high = paired_bootstrap_ci(list(self.values), confidence=confidence, seed=seed)
+        return replace(self, ci_low=low, ci_high=high, confidence=confidence)
+
+    def can_reject(self, alpha: float) -> bool:
+        """Whether the sign-flip test can reach p < ``alpha`` whatever the signs: k non-zero task
+        values give p >= 2 / 2^k, so fewer than 6 at 0.05 (a part exactly 0 everywhere) never can."""
+        k = sum(v != 0 for v in self.values)
+        return k >= 2 and 2.0 ** (1 - k) < alpha
 
     def established(self, direction: int = 0) -> bool:
         """The CI excludes 0 (``direction`` +1: lies above 0; -1: below; 0: either side) and the
@@ -82,7 +99,27 @@ def task_part(name: str, values: Sequence[float], confidence: float = 0.95, seed
         return Part(name, math.nan, math.nan, math.nan, 0, 1.0, True, confidence)
     low, high = paired_bootstrap_ci(data.tolist(), confidence=confidence, seed=seed)
     return Part(name, float(data.mean()), low, high, int(data.size), sign_flip_test(data.tolist(), seed=seed),
-                bool(np.all(data == data[0])), confidence)
+                bool(np.all(data == data[0])), confidence, tuple(float(v) for v in data))
+
+
+def holm(parts: Mapping[str, Part], confidence: float = 0.95, seed: int = 0) -> dict[str, Part]:
+    """``parts`` judged as one family at level ``1 - confidence`` (Holm's step-down on the
+    sign-flip p-values): the one with the smallest p is judged at alpha/m, the next at
+    alpha/(m-1), ..., each with its CI at that level; after the first p that misses its level,
+    every later part is judged at that same level (and misses it too). Parts whose test cannot
+    reach p < alpha whatever the signs (``Part.can_reject``, e.g. a part exactly 0 on every task)
+    are not counted in m (Tarone: the sign-flip test conditions on the absolute values) and are
+    returned as they are. The chance that any part of a family of true nulls is established is
+    then at most alpha, whatever their dependence. Ties in p are broken by name (order-free)."""
+    alpha = 1 - confidence
+    family = sorted(((p.p_value, name) for name, p in parts.items() if p.can_reject(alpha)))
+    judged = dict(parts)
+    stop: float | None = None
+    for step, (p_value, name) in enumerate(family):
+        judged[name] = parts[name].at(1 - (stop if stop is not None else alpha / (len(family) - step)), seed)
+        if stop is None and p_value >= 1 - judged[name].confidence:  # the level ``established`` uses
+            stop = 1 - judged[name].confidence
+    return judged
 
 
 @dataclass(frozen=True)
@@ -119,7 +156,7 @@ class Effect:
     def part(self) -> Part:
         constant = len(set(self.deltas)) <= 1
         return Part(self.grader, self.delta, self.ci_low, self.ci_high, self.n, self.p_value, constant,
-                    self.confidence)
+                    self.confidence, self.deltas)
 
     @property
     def moved(self) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rsigym.records import Trajectory, canonical_json
-from rsigym.report import ReportSection, condition_label, register_analysis
+from rsigym.report import ReportSection, condition_label, md_code, md_text, register_analysis
 
 from .trace import BASELINE_NAMES, matches_condition, pair_records, rerun_behaviour
 from .trace_effects import Effect, RegradeEffect
@@ -75,7 +75,7 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
     notes = []
     for treatment in wanted:
         pairs = pair_records(records, baseline, treatment)
-        notes.append(f"- {treatment}: {len(pairs)} pairs, {pairs.infra_excluded} infra-error records "
+        notes.append(f"- {md_text(treatment)}: {len(pairs)} pairs, {pairs.infra_excluded} infra-error records "
                      f"left out, {pairs.unpaired} records without a partner, {pairs.duplicates} "
                      "repeated records (same episode key) left out")
         # an agent whose every pair broke still gets its row; one that never ran the treatment does not
@@ -88,7 +88,7 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
                               positive_control=treatment in positive_controls, min_tasks=min_tasks)
             rows.append(TraceRow(agent, treatment, found))
 
-    lines = [f"Paired runs of `{grader}`: each treatment against `{baseline}` on the same task, "
+    lines = [f"Paired runs of {md_code(grader)}: each treatment against {md_code(baseline)} on the same task, "
              f"agent, seed and rep. **The task is the unit**: each task's pairs (seeds x reruns) are "
              f"averaged first, n counts tasks. Delta = treatment - baseline, {confidence:.0%} "
              "bootstrap CI over tasks; sign-flip permutation test (exact up to 14 tasks); established = "
@@ -97,7 +97,7 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
              "task, against the mean rate between identical reruns of both arms (tasks without reruns in "
              "both arms left out); where behaviour is identical in every pair and rerun, every score "
              "change is the grader's (measurement artifact, with the share of tasks it flips)."
-             + (f" Regrade grader: `{regrade_grader}`; grader part = delta - regrade delta, "
+             + (f" Regrade grader: {md_code(regrade_grader)}; grader part = delta - regrade delta, "
                 "behaviour part = regrade delta." if regrade_grader else ""), "", *notes, ""]
     if not rows:
         return ReportSection("TRACE", "\n".join(lines + ["No pairs."]), "no pairs")
@@ -109,30 +109,44 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
         e, a = row.effect, row.attribution
         grader_part = a.grader_part.text() if a.grader_part and a.regrade and a.regrade.regraded.n else "-"
         behaviour_part = a.behaviour_part.text() if a.behaviour_part and a.behaviour_part.n else "-"
-        name = row.treatment + (" (positive control)" if row.positive_control else "")
+        name = md_text(row.treatment) + (" (positive control)" if row.positive_control else "")
         noise_rate = f"{a.behaviour.noise:.0%}" if a.behaviour.reference else "-"
         f = a.flips
         flips = f"{f.flipped}/{f.tasks} tasks ({f.down} down, {f.up} up)" if f and f.tasks else "-"
         m = a.missing
         missing = f"{m.ungraded_pairs}/{m.infra_records}/{m.unpaired_records}"
-        lines.append(f"| {row.agent} | {name} | {e.n} ({e.n_pairs}) | {e.mean_baseline:.3f} "
+        lines.append(f"| {md_text(row.agent)} | {name} | {e.n} ({e.n_pairs}) | {e.mean_baseline:.3f} "
                      f"| {e.mean_treatment:.3f} | {e.delta:+.3f} | [{e.ci_low:+.3f}, {e.ci_high:+.3f}] "
                      f"| {e.p_value:.3g} | {e.tost.p_value:.3g} | {a.behaviour.rate:.0%} ({noise_rate}) "
-                     f"| {flips} | {grader_part} | {behaviour_part} | {missing} | **{row.verdict.label}** |")
+                     f"| {flips} | {grader_part} | {behaviour_part} | {missing} | **{row.verdict.label}**: "
+                     f"{md_text(decided_by(row.verdict))} |")
     lines += ["", "missing = ungraded pairs / infra-error records / unpaired records; a verdict is "
               "withheld when filling them at an extreme (either grader's worst or best case, unknown behaviour "
               "changed or not) could change it. Grader flips: tasks where a pair with identical behaviour "
               "is scored differently (down: lower under the treatment)."]
-    lines += [""] + [f"- **{r.agent} / {r.treatment}: {r.verdict.label}.** {r.verdict.sentence}."
+    lines += [""] + [f"- **{md_text(r.agent)} / {md_text(r.treatment)}: {r.verdict.label}.** {md_text(r.verdict.sentence)}."
                      for r in rows]
     lines += _flip_tables(rows) + _per_task_table(rows)
-    summary = "; ".join(f"{r.agent}/{r.treatment}: {r.verdict.label}" for r in rows)
+    summary = "; ".join(f"{md_text(r.agent)}/{md_text(r.treatment)}: {r.verdict.label}" for r in rows)
     # several trace sections may share a report: only the default one gets the plain file name
     params = [baseline, treatments, grader, regrade_grader, margin, list(positive_controls), confidence]
     if min_tasks != MIN_TASKS:
         params.append(min_tasks)
     name = plot_name("trace_effects", params, ["identity", None, "reward", None, 0.10, [], 0.95])
     return ReportSection("TRACE", "\n".join(lines), summary, [_plot_effects(out_dir / name, rows, margin)])
+
+
+# What decided a label whose rule states nothing beyond the label (the others carry their own text).
+_RULES = {
+    "indistinguishable from noise": "rule 7: neither the CI over tasks nor the sign-flip test establishes a change",
+    "detected": "positive control: the CI lies beyond the margin, or |delta| does and the score moved",
+    "not detected": "positive control: neither the CI nor |delta| with a moved score goes beyond the margin",
+}
+
+
+def decided_by(verdict: Verdict) -> str:
+    """The rule that decided ``verdict`` and what held for it, for the verdict cell of a row."""
+    return verdict.rule or _RULES.get(verdict.label, "see the sentence below the table")
 
 
 def plot_name(stem: str, params: list[Any], defaults: list[Any]) -> str:
@@ -148,7 +162,7 @@ def _per_task_table(rows: list[TraceRow]) -> list[str]:
              "|---|---|---|---:|---:|---:|---:|"]
     for row in rows:
         for t in row.effect.per_task:
-            lines.append(f"| {row.agent} | {row.treatment} | {t.task_id} | {t.n} | {t.mean_baseline:.3f} "
+            lines.append(f"| {md_text(row.agent)} | {md_text(row.treatment)} | {md_text(t.task_id)} | {t.n} | {t.mean_baseline:.3f} "
                          f"| {t.mean_treatment:.3f} | {t.delta:+.3f} |")
     return lines + ["", "</details>"]
 
@@ -163,7 +177,7 @@ def _flip_tables(rows: list[TraceRow]) -> list[str]:
         if row.regrade is None or row.effect.n_pairs == 0:
             continue
         for side, counts in row.regrade.flips.items():
-            lines.append(f"| {row.agent} | {row.treatment} | {side} | "
+            lines.append(f"| {md_text(row.agent)} | {md_text(row.treatment)} | {md_text(side)} | "
                          + " | ".join(str(counts[k]) for k in kinds) + " |")
     return lines
 

@@ -6,7 +6,11 @@ and a behaviour part (each with its CI), the behaviour-change rate against ident
 both arms, what the grader did where the agent did exactly the same, what was missing, and the
 ``Verdict``. "Established" = the bootstrap CI over tasks excludes 0 and the exact sign-flip test
 rejects 0 at the same level (a constant sample: the sign-flip test alone); "equivalent" = TOST
-within the margin; "exactly 0" = every task's value is 0. The rules, first match wins:
+within the margin; "exactly 0" = every task's value is 0. The parts that can attribute a verdict
+(the behaviour part, the grader part and the behaviour-level excess) are one family: each is
+established at its Holm level (``trace_effects.holm``; a part that cannot reach p < 0.05, such as
+one exactly 0, is not counted), so a verdict without any true part attributes at most 5% of the
+time, not 5% per part. The rules, first match wins:
 
 1. ``insufficient data``: fewer than ``min_tasks`` scored tasks.
 2. ``withheld``: filling the missing grades, infra-error and unpaired records at an extreme (the
@@ -35,19 +39,20 @@ within the margin; "exactly 0" = every task's value is 0. The rules, first match
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from rsigym.stats import TostResult, tost_paired
 
 from .trace import Pairs
 from .trace_behaviour import ArmReruns, BehaviourRate, GraderFlips, Unit, arm_reruns, behaviour_rate, grader_flips
-from .trace_effects import Effect, Part, RegradeEffect, regrade_flips, task_effect, task_part
+from .trace_effects import Effect, Part, RegradeEffect, holm, regrade_flips, task_effect, task_part
 from .trace_units import Missing, fill, fillings, holes, pair_units
 
 __all__ = ["MIN_TASKS", "VERDICT_LABELS", "ATTRIBUTIONS", "Missing", "BehaviourRate", "Verdict", "Attribution",
            "Evidence", "attribute", "evidence", "decide"]
 
+FAMILY = ("behaviour part", "grader part", "behaviour excess")  # the parts that can attribute, one family
 MIN_TASKS = 10  # the sign-flip test cannot reach p < 0.05 below 6 tasks; 10 leaves room
 VERDICT_LABELS = ("no effect", "behaviour change", "measurement artifact", "mixed", "inconclusive",
                   "indistinguishable from noise", "insufficient data", "withheld", "detected",
@@ -59,6 +64,7 @@ ATTRIBUTIONS = ("behaviour change", "measurement artifact", "mixed")  # labels t
 class Verdict:
     label: str
     sentence: str
+    rule: str = ""  # what held for the rule that decided the label (the report's table shows it)
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,11 @@ class Evidence:
     grader_part_tost: TostResult | None
     behaviour: BehaviourRate
     flips: GraderFlips
+    judged: dict[str, Part] = field(default_factory=dict)  # ``FAMILY`` parts at their Holm levels
+
+    def part(self, name: str) -> Part | None:
+        """The part ``name`` of ``FAMILY`` as judged (at its Holm level), None when not tested."""
+        return self.judged.get(name)
 
 
 @dataclass(frozen=True)
@@ -112,7 +123,11 @@ def evidence(units: Sequence[Unit], base: ArmReruns, treat: ArmReruns, *, grader
         tost = tost_paired(values, margin, alpha=1 - confidence, bound=bound)
     behaviour = behaviour_rate(units, base.behaviour, treat.behaviour, reruns_changed=bool(base.changed or treat.changed),
                                confidence=confidence, seed=seed)
-    return Evidence(effect, regraded, part, tost, behaviour, grader_flips(units, confidence))
+    tested = {"behaviour excess": behaviour.excess} if behaviour.reference else {}
+    if regraded is not None and part is not None:
+        tested.update({"behaviour part": regraded.part, "grader part": part})
+    return Evidence(effect, regraded, part, tost, behaviour, grader_flips(units, confidence),
+                    holm(tested, confidence, seed))
 
 
 def decide(ev: Evidence, *, margin: float, positive_control: bool = False,
@@ -127,12 +142,13 @@ def decide(ev: Evidence, *, margin: float, positive_control: bool = False,
         return "measurement artifact", ("behaviour is identical in every pair and every rerun of both arms, so every "
                                         "score change is the grader's, whatever the mean delta")
     equivalent = f"the score is equivalent within +-{margin:.2f} (90% CI {e.tost.ci90_low:+.3f} to {e.tost.ci90_high:+.3f})"
-    at_equal = b.reference and b.excess.established(+1)
-    if at_equal:
-        at_equal_text = (f"behaviour changed beyond identical-rerun variation at equal score ({equivalent}; "
-                         f"excess {b.excess.text()})")
+    excess = ev.part("behaviour excess")
+    at_equal = excess is not None and excess.established(+1)
+    excess_text = f"excess {b.excess.text()}, {_level(excess)}" if excess is not None else ""
+    at_equal_text = f"behaviour changed beyond identical-rerun variation at equal score ({equivalent}; {excess_text})"
     if ev.regraded is not None and ev.grader_part is not None and ev.grader_part_tost is not None:
-        r, g = ev.regraded.part, ev.grader_part
+        r, g = ev.regraded.part, ev.grader_part  # shown at 95%; decided at their Holm levels
+        r_at, g_at = ev.part("behaviour part") or r, ev.part("grader part") or g
         r_null = r.zero or ev.regraded.tost.equivalent
         g_null = g.zero or ev.grader_part_tost.equivalent
         r_word = "exactly 0" if r.zero else f"equivalent to 0 within +-{margin:.2f}"
@@ -141,20 +157,25 @@ def decide(ev: Evidence, *, margin: float, positive_control: bool = False,
             if at_equal:
                 return "behaviour change", at_equal_text
             return "no effect", equivalent + f"; behaviour part {r_word}, grader part {g_word}" + _small(e, r)
-        if r.established() and g.established():
-            return "mixed", "both the behaviour part (the fixed ruler) and the grader part are established"
-        if r.established() and g_null:
-            return "behaviour change", f"the fixed ruler moved {r.text()} and the grader part is {g_word}"
-        if g.established() and r_null:
-            return "measurement artifact", f"the grader part {g.text()} is established and the fixed ruler is {r_word}"
-        def state(name: str, part: Part, null: bool, word: str) -> str:
-            shown = "established" if part.established() else f"not established (sign-flip p={part.p_value:.3g})"
-            return f"{name} {part.text()} {shown} and {word if null else f'not equivalent to 0 within +-{margin:.2f}'}"
+        if r_at.established() and g_at.established():
+            return "mixed", ("both the behaviour part (the fixed ruler) and the grader part are established "
+                             f"({_level(r_at)}, {_level(g_at)})")
+        if r_at.established() and g_null:
+            return "behaviour change", (f"the fixed ruler moved {r.text()} ({_level(r_at)}) and the grader part "
+                                        f"is {g_word}")
+        if g_at.established() and r_null:
+            return "measurement artifact", (f"the grader part {g.text()} is established ({_level(g_at)}) and the "
+                                            f"fixed ruler is {r_word}")
+        def state(name: str, part: Part, judged: Part, null: bool, word: str) -> str:
+            shown = "established" if judged.established() else "not established"
+            return (f"{name} {part.text()} {shown} ({_level(judged)}) and "
+                    f"{word if null else f'not equivalent to 0 within +-{margin:.2f}'}")
 
-        parts = (f"{state('behaviour part', r, r_null, r_word)}; {state('grader part', g, g_null, g_word)}")
+        parts = (f"{state('behaviour part', r, r_at, r_null, r_word)}; "
+                 f"{state('grader part', g, g_at, g_null, g_word)}")
     else:
         if e.moved and at_equal:
-            return "behaviour change", (f"behaviour changes beyond identical-rerun variation (excess {b.excess.text()}); "
+            return "behaviour change", (f"behaviour changes beyond identical-rerun variation ({excess_text}); "
                                         "without a regrade the grader's share is not measured")
         parts = ("no task has identical reruns in both arms, so behaviour cannot be told from run-to-run variation"
                  if not b.reference else "behaviour changes no more than between identical reruns")
@@ -163,6 +184,16 @@ def decide(ev: Evidence, *, margin: float, positive_control: bool = False,
     if e.moved:
         return "inconclusive", f"the score moved but cannot be attributed: {parts}"
     return "indistinguishable from noise", ""
+
+
+def _level(part: Part) -> str:
+    """The sign-flip p of a judged part next to the level it was judged at (and why it cannot
+    reach that level, when its few non-zero tasks cannot)."""
+    alpha = 1 - part.confidence
+    text = f"sign-flip p={part.p_value:.3g}, Holm level {alpha:.3g}"
+    if part.n and not part.can_reject(alpha):
+        text += f"; its {sum(v != 0 for v in part.values)} non-zero tasks cannot reach it"
+    return text
 
 
 def _small(e: Effect, r: Part | None) -> str:
@@ -220,7 +251,7 @@ def attribute(pairs: Pairs, grader: str, *, agent: str | None = None, baseline: 
                 f"McNemar p={effect.mcnemar_p:.3g} on task majority, TOST p={effect.tost.p_value:.3g}, "
                 f"margin {margin:.2f}); {observed.behaviour.text()}; {observed.flips.text()}; {missing.text()}"
                 + notes + (f"; {holds}" if holds else ""))
-    return Attribution(effect, regrade, observed.behaviour, missing, Verdict(label, sentence), positive_control,
+    return Attribution(effect, regrade, observed.behaviour, missing, Verdict(label, sentence, holds), positive_control,
                        observed.flips)
 
 

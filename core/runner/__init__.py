@@ -4,7 +4,9 @@
 rerun after a crash loses nothing and duplicates nothing), runs the rest on the local process
 pool or on Ray, writes each record as it arrives, then writes the report. With ``concurrency``
 above one (or provider limits set), each local worker keeps that many episodes in flight on
-threads (``inflight``); ``capacity`` chooses the default and keeps CPU-heavy envs to the cores.
+threads (``inflight``); on Ray each runner actor does (``ray_backend``), with the provider limits
+and the cost limit held for the whole cluster. ``capacity`` chooses the default and keeps
+CPU-heavy envs to the cores.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
 from .. import limits
 from ..endpoint_check import EndpointCheck, check_endpoints
-from .backends import infra_error_record, run_local, run_ray
+from .backends import infra_error_record, run_local
 from .episode import import_user_modules, run_episode
 from .lock import RunFolderLock
 from .progress import Progress, ProgressMode
 from .capacity import plan_capacity
 from .guard import RunGuard
 from .inflight import WorkerStats, run_in_process, run_in_workers
+from .ray_backend import run_ray
 
 __all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "select_episodes",
            "RECORDS_FILE", "infra_error_cause"]
@@ -123,9 +126,10 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         scenario: The battery.
         out_dir: The run folder.
         backend: ``local`` (process pool) or ``ray``.
-        workers: Parallel episodes (0: in this process).
+        workers: Worker processes (0: this process); on Ray, runner actors per node.
         address: Ray cluster address.
-        progress: ``bar``, ``plain`` (a line every 5%) or ``none`` (or True/False for bar/none).
+        progress: ``bar`` (``plain`` when stderr is no terminal), ``plain`` (a line every 5%) or ``none``
+            (or True/False for bar/none).
         report: Write ``report.md`` at the end.
         retry_infra_errors: Run episodes recorded as ``infra_error`` again.
         tasks: Only these task ids of the scenario.
@@ -137,7 +141,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             and are recorded; ``stopped`` says so and a later run resumes.
         episode_timeout_s: An episode past this wall clock is stopped and recorded as
             ``infra_error`` with an error starting "timeout:" (any concurrency, any backend).
-        concurrency: Episodes in flight per local worker (None: the scenario's
+        concurrency: Episodes in flight per local worker or Ray runner (None: the scenario's
             ``runner.concurrency``, else 16 against a hosted model and 1 otherwise).
         max_connections: Calls in flight per provider and worker (over the scenario's ``limits:``).
         endpoint_check: Call each model endpoint once before anything is written
@@ -196,7 +200,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), 0, 0, None,
                              bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,
                              infra_retried=retried, new_run=new_run, workers=plan.workers,
-                             concurrency=plan.concurrency if backend == "local" else 1, notes=plan.notes,
+                             concurrency=plan.concurrency, notes=plan.notes,
                              endpoint_check=checked, scenario_raw=scenario.raw)
         fallback_warned = False
         in_process = backend == "local" and plan.workers == 0
@@ -224,8 +228,16 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             elif backend == "local":
                 run_local(todo, on_record, workers=plan.workers, stop=guard.stop)
             elif backend == "ray":
-                run_ray(todo, on_record, address=address, workers=plan.workers or None, stop=guard.stop,
-                        admit=guard.admit)
+                ray_stats = run_ray(todo, on_record, address=address, workers=plan.workers,
+                                    concurrency=plan.concurrency, limits_config=limits_config,
+                                    cpu_heavy=plan.cpu_heavy, stop=guard.stop, admit=guard.admit)
+                stats = WorkerStats(ray_stats.limits, ray_stats.peak_rss_mb)
+                summary.workers = ray_stats.runners
+                summary.notes = [*summary.notes, *ray_stats.notes]
+                if ray_stats.runners:
+                    summary.notes.append(f"ray: {ray_stats.runners} runner{'s' if ray_stats.runners != 1 else ''} "
+                                         f"on {ray_stats.nodes} node{'s' if ray_stats.nodes != 1 else ''} "
+                                         f"({ray_stats.docker_nodes} with Docker)")
             else:
                 raise ValueError(f"unknown backend {backend!r}; use local or ray")
         summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None

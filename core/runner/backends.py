@@ -1,4 +1,4 @@
-"""Execution backends: a local process pool and Ray. Both call ``on_record`` once per episode.
+"""The local process pool (Ray: ``ray_backend``). Both call ``on_record`` once per episode.
 
 Neither backend writes records itself: the caller's single writer does, so records never
 interleave and a record is on disk (fsynced) before the progress bar advances.
@@ -7,7 +7,6 @@ interleave and a record is on disk (fsynced) before the progress bar advances.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import time
 from collections import Counter
@@ -20,9 +19,9 @@ from rsigym.records import Trajectory, utc_now
 
 from ..scenario import EpisodeSpec
 from .episode import run_episode
-from .orphans import RunWatchdog, exit_with_parent, watch_pid
+from .orphans import RunWatchdog, exit_with_parent
 
-__all__ = ["run_local", "run_ray", "infra_error_record"]
+__all__ = ["run_local", "infra_error_record"]
 
 OnRecord = Callable[[Trajectory], None]
 Stop = Callable[[], bool]  # asked after each record: True ends the run cleanly (a cost limit)
@@ -43,13 +42,6 @@ def _worker_init() -> None:
     a parent killed outright ends them too (``orphans``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent()
-
-
-def _ray_episode(spec: EpisodeSpec, driver_pid: int | None) -> Trajectory:
-    """``run_episode`` in a Ray worker; with a Ray this run started, the worker ends with the run."""
-    if driver_pid is not None:
-        watch_pid(driver_pid)
-    return run_episode(spec)
 
 
 def _stop_workers(pool: ProcessPoolExecutor, grace_s: float = 3.0) -> None:
@@ -131,55 +123,3 @@ def _run_pools(context: multiprocessing.context.BaseContext, episodes: Sequence[
             raise
         pool.shutdown(wait=True)
         pending = retry
-
-
-def _always(spec: EpisodeSpec) -> bool:
-    return True
-
-
-def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: str | None = None,
-            workers: int | None = None, stop: Stop = _never,
-            admit: Callable[[EpisodeSpec], bool] = _always) -> None:
-    """Run episodes as Ray tasks on the cluster at ``address`` (None: start a local Ray).
-
-    A task is submitted only once ``admit(spec)`` says yes (a cost reservation), asked again after
-    each record; without a limit every episode is submitted at once.
-    """
-    try:
-        import ray
-    except ImportError as exc:
-        raise UserError("the ray backend needs the ray extra: pip install 'rsigym[ray]'") from exc
-    # A Ray this run starts lives on this host: its workers watch this process (see ``orphans``).
-    driver_pid = os.getpid() if address is None and not ray.is_initialized() else None
-    if not ray.is_initialized():
-        try:
-            ray.init(address=address, num_cpus=workers if address is None else None,
-                     include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-        except (ConnectionError, ValueError) as exc:
-            raise UserError(f"cannot connect to Ray at {address!r}: {exc}") from exc
-    remote_episode = ray.remote(max_retries=MAX_ATTEMPTS - 1)(_ray_episode)
-    pending = list(reversed(episodes))  # popped from the end: the scenario's order
-    refs: dict[object, EpisodeSpec] = {}
-
-    def submit() -> None:
-        while pending and admit(pending[-1]):
-            spec = pending.pop()
-            refs[remote_episode.remote(spec, driver_pid)] = spec
-
-    try:
-        submit()
-        while refs:
-            done, _ = ray.wait(list(refs), num_returns=1)
-            for ref in done:
-                spec = refs.pop(ref)
-                try:
-                    on_record(ray.get(ref))
-                except ray.exceptions.RayError as exc:
-                    on_record(infra_error_record(spec, f"ray: {type(exc).__name__}: {str(exc)[:300]}"))
-            if stop():
-                break
-            submit()
-    except BaseException:
-        for ref in refs:
-            ray.cancel(ref, force=True)
-        raise

@@ -16,6 +16,7 @@ import traceback
 from typing import Any
 
 from rsigym.action_limits import short_repr
+from rsigym.agent import task_info
 from rsigym.errors import InfraError
 from rsigym.record_limits import cap_for_record
 from rsigym.records import FinalSnapshot, Grade, Step, Trajectory, Usage, to_jsonable, utc_now
@@ -116,6 +117,8 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
                 record.error = (record.error + "; " if record.error else "") + f"close: {_short_error(exc)}"
     record.usage_by_role = by_role
     record.tool_mode = getattr(agent, "tool_mode_used", None)
+    prompt = getattr(agent, "system_prompt_text", None)
+    record.system_prompt = prompt if isinstance(prompt, str) else None
     record.usage = sum((u for role, u in by_role.items() if role != "agent"), agent_usage)
     record.finished_at = utc_now()
     if record.termination != "infra_error":
@@ -159,12 +162,8 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory) -> None:
     observation, info = env.reset(seed=spec.seed, options={"task_id": spec.env.task_id})
     reset_s = time.perf_counter() - started
     try:
-        agent.reset({
-            "env_id": spec.env.id, "task_id": spec.env.task_id, "condition": spec.env.condition,
-            "action_space": env.action_space, "observation_space": env.observation_space,
-            "action_schema": getattr(env.unwrapped, "action_schema", None), "info": info,
-            "tools": getattr(env.unwrapped, "tools", None), "rep": spec.rep,
-        }, spec.seed)
+        agent.reset({**task_info(env, info=info, task_id=spec.env.task_id, condition=spec.env.condition,
+                                 rep=spec.rep), "env_id": spec.env.id}, spec.seed)
     except InfraError as exc:
         _charge_agent(record, exc)
         raise

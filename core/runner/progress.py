@@ -13,10 +13,17 @@ ProgressMode = Literal["bar", "plain", "none"]
 PLAIN_LINES = 20  # a plain log gets about this many lines per run, whatever its size
 
 
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or stream-like object
+        return False
+
+
 class Progress:
     """Counts finished episodes and infra errors; shows them as ``mode`` says.
 
-    ``plain`` writes ``NAME: 12/40 episodes, 1 infra error`` to ``stream`` every 5% of the run
+    ``bar`` becomes ``plain`` when ``stream`` (default stderr) is no terminal. ``plain`` writes ``NAME: 12/40 episodes, 1 infra error`` to ``stream`` every 5% of the run
     (and at its end), one line each, so a log file shows progress without control characters.
     """
 
@@ -26,6 +33,8 @@ class Progress:
             mode = "bar"
         elif mode is False:
             mode = "none"
+        if mode == "bar" and not _is_terminal(stream or sys.stderr):
+            mode = "plain"  # a bar drawn into a pipe or a file is a wall of control characters
         self.total, self.name, self.mode = total, name, mode if total > 0 else "none"
         self.stream = stream
         self.done = self.errors = 0
@@ -33,12 +42,14 @@ class Progress:
 
     def __enter__(self) -> "Progress":
         if self.mode == "bar":
+            from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
                                        TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 
             self._bar = RichProgress(TextColumn("[bold]{task.description}"), BarColumn(),
                                      MofNCompleteColumn(), TextColumn("{task.fields[errors]}"),
-                                     TimeElapsedColumn(), TimeRemainingColumn())
+                                     TimeElapsedColumn(), TimeRemainingColumn(),
+                                     console=Console(file=self.stream or sys.stderr))
             self._bar.__enter__()
             self._task = self._bar.add_task(self.name, total=self.total, errors="")
         return self

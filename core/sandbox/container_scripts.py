@@ -239,7 +239,9 @@ sys.exit(1 if found else 0)
 # server is non-dumpable.
 #
 # Per request: spawn the command (posix_spawnp: PATH lookup; SIGPIPE and SIGXFSZ back to their
-# defaults), feed its stdin, keep the first `cap` bytes of each output stream and drain the rest,
+# defaults), or for a {python} request fork and run that program in the fork (``forked``: only its
+# three pipes stay open; ``ExecServer.run_python``), feed its stdin (read into one buffer, zeroed
+# once the command ended, so no later fork holds it), keep the first `cap` bytes of each output stream and drain the rest,
 # and when it exits (a pidfd) or its timeout passes, kill -9 every other process of the uid
 # (kill(-1) spares only the caller and PID 1: the same sweep as the exec wrapper) before
 # replying. Exit codes follow the wrapper: the status, or 128+N for death by signal N.
@@ -263,6 +265,7 @@ rd, wr = os.dup(0), os.dup(1)
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 0); os.dup2(null, 1)  # nothing spawned can inherit the host's stream
 CGROUP = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+MAX_FD = max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024)
 
 def read_exact(n):
     chunks = []
@@ -273,6 +276,18 @@ def read_exact(n):
         chunks.append(chunk)
         n -= len(chunk)
     return b"".join(chunks)
+
+def read_payload(n):
+    # straight into one bytearray (no copies left behind), zeroed once its command ended
+    buf, got = bytearray(n), 0
+    view = memoryview(buf)
+    while got < n:
+        count = os.readv(rd, [view[got:got + (1 << 20)]])
+        if not count:
+            sys.exit(0)
+        got += count
+    view.release()
+    return buf
 
 def send(header, *payloads):
     head = json.dumps(header).encode()
@@ -298,14 +313,51 @@ def sweep():
         except ProcessLookupError:
             pass
 
+def forked(program, env, in_r, out_w, err_w):
+    # The fork of a "python" request: runs `program` as `python3 -I -S -c` would, in a copy of
+    # this process (which has run no command's code: its state is a fresh interpreter's plus this
+    # script). Only its own three pipes reach it: the host's stream, every other pipe and pidfd
+    # are closed before the program's first line. Never returns.
+    status = 1
+    try:
+        os.dup2(in_r, 0); os.dup2(out_w, 1); os.dup2(err_w, 2)
+        os.closerange(3, MAX_FD)
+        os.environ.update(env)
+        sys.argv[:] = ["-c"]
+        main = type(sys)("__main__")
+        sys.modules["__main__"] = main
+        exec(compile(program, "<string>", "exec"), vars(main))
+        status = 0
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    except BaseException as exc:
+        import traceback
+        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)  # from the program's first frame
+    finally:
+        try:
+            sys.stdout.flush(); sys.stderr.flush()
+        finally:
+            os._exit(status & 0xFF)
+
 def run(req, data):
     env = dict(os.environ, **req["env"])
     cap, deadline = req["cap"], time.monotonic() + req["timeout"]
     in_r, in_w = os.pipe(); out_r, out_w = os.pipe(); err_r, err_w = os.pipe()
+    pending = memoryview(data)
+    if len(data) <= 4096:  # fits the pipe: written before the start, so the command never waits for it
+        os.write(in_w, pending)
+        pending = pending[len(data):]
     try:
-        pid = os.posix_spawnp(req["argv"][0], req["argv"], env, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-                              file_actions=[(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
-                                            (os.POSIX_SPAWN_DUP2, err_w, 2)])
+        if "python" in req:
+            pid = os.fork()
+            if pid == 0:
+                forked(req["python"], req["env"], in_r, out_w, err_w)
+        else:
+            pid = os.posix_spawnp(req["argv"][0], req["argv"], env, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+                                  file_actions=[(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
+                                                (os.POSIX_SPAWN_DUP2, err_w, 2)])
     except OSError as exc:
         for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
             os.close(fd)
@@ -317,7 +369,7 @@ def run(req, data):
     pidfd = os.pidfd_open(pid)
     kept = {out_r: bytearray(), err_r: bytearray()}
     dropped = 0
-    pending, status, timed_out = data, None, False
+    status, timed_out = None, False
     if not pending:
         os.close(in_w); in_w = None
     else:
@@ -383,19 +435,36 @@ def inherited():
     return (limits, os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)),
             io_priority(), sched_attr())
 
-INHERITED = inherited()
-send({"ready": True, "pid": os.getpid()})
-while True:
-    req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
-    data = read_exact(req["stdin"])
+def serve(req, size):
+    # One command: its stdin is read only now (a batch's later stdins wait in the host's stream,
+    # out of a fork's reach), and zeroed once the command ended.
+    data = read_payload(size)
     if inherited() != INHERITED:
         sys.exit("rsigym exec server: a command changed what the next one would inherit; exiting")
     send({"started": True})  # from here on the command, not the server's past, owns what happens
     before = oom_kills()
+    started = time.monotonic()
     header, out, err = run(req, data)
+    data[:] = bytes(len(data))  # a later forked command inherits none of this one's stdin
     if header["exit_code"] == 137:
         header["oom_kills"] = oom_kills()
         header["oom"] = header["oom_kills"] > before
-    header.update(out=len(out), err=len(err))
+    header.update(out=len(out), err=len(err), duration_s=time.monotonic() - started)
     send(header, out, err)
+    return header
+
+INHERITED = inherited()
+send({"ready": True, "pid": os.getpid()})
+while True:
+    req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
+    # {runs: [stdin sizes]}: one command per stdin (a batch: one after another); after one that
+    # timed out or ran `stop_after` seconds the rest are read, zeroed and skipped
+    stop = False
+    for size in req["runs"]:
+        if stop:
+            read_payload(size)[:] = bytes(size)
+            send({"skipped": True})
+            continue
+        header = serve(req, size)
+        stop = header["timed_out"] or header["duration_s"] >= req.get("stop_after", 1e18)
 """

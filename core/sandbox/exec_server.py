@@ -24,6 +24,15 @@ kills every process of the user and the next command starts a new server. A stop
 timeout and handled the same way. ``tests/security/test_exec_server.py`` runs each of these as
 an attack.
 
+``run_python(program)`` runs a Python program as ``python3 -I -S -c program`` would, without an
+interpreter's start (~20 ms here): the server (itself started ``-I -S``) forks, and the fork runs the
+program. The server has run no command's code, so the fork starts from a fresh interpreter's state;
+it closes every fd but its own three pipes before the program's first line (the host's stream and
+the server's pipe ends never reach it), and the server reads each command's stdin into one buffer
+that it zeroes once the command ended, so a later fork finds no earlier command's stdin in its
+memory (code repair's runners get one-time tokens that way). Everything else (timeout, sweep,
+inherited-settings check) is the spawned command's. Attacks: ``test_a_forked_program_*``.
+
 The server holds the user identity (``ExecTracker``) only while a command runs, like any exec: a
 plain ``exec`` as the user between two commands works, and its end-of-exec kill ends the idle
 server too, which the next command notices (before it runs: the server acknowledges each request
@@ -123,7 +132,7 @@ class ExecServer:
         try:
             with engine_errors(sandbox.container_id):
                 exec_id = sandbox._api.exec_create(
-                    sandbox.container_id, ["python3", "-I", "-c", EXEC_SERVER], stdin=True, user=self._uid,
+                    sandbox.container_id, ["python3", "-I", "-S", "-c", EXEC_SERVER], stdin=True, user=self._uid,
                     environment={"HOME": self._home}, workdir=self._home,
                 )["Id"]  # fmt: skip
                 self._response = sandbox._api.exec_start(exec_id, socket=True)
@@ -259,37 +268,106 @@ class ExecServer:
         command = args.argv
         if command[0] == "python":
             command[0] = "python3"
-        data = args.stdin or b""
-        request = json.dumps({"argv": command, "env": args.env, "timeout": args.timeout,
-                              "cap": self._sandbox.limits.output_bytes, "stdin": len(data)}).encode()
-        frame = len(request).to_bytes(4, "big") + request + data
+        (result,) = self._request({"argv": command}, [args.stdin or b""], args.timeout, args.env)
+        assert result is not None  # only a batch with stop_after_s skips
+        return result
+
+    def run_python(
+        self,
+        program: str,
+        *,
+        stdin: bytes | str | None = None,
+        timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run ``program`` as ``python3 -I -S -c program`` would, in a fork of the server.
+
+        The same contract as ``exec`` (own stdin/stdout/stderr, timeout, exit status, every other
+        process of the identity killed at its end), without an interpreter's start: the server is
+        a pristine interpreter that runs no command's code itself, and the fork gets only its own
+        three pipes (see ``container_scripts.EXEC_SERVER``). For short Python programs run many
+        times (code repair's per-test runner).
+
+        Raises:
+            TypeError, ValueError: bad arguments, before anything runs.
+            SandboxError, SandboxUnavailable: as ``exec``.
+        """
+        (result,) = self.run_python_many(program, [b"" if stdin is None else stdin], timeout=timeout, env=env)
+        assert result is not None  # only a batch with stop_after_s skips
+        return result
+
+    def run_python_many(
+        self,
+        program: str,
+        stdins: Sequence[bytes | str],
+        *,
+        timeout: float = 30.0,
+        stop_after_s: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> list[ExecResult | None]:
+        """``run_python(program, stdin=s)`` for each of ``stdins``, one after another, in one request.
+
+        The host's stream carries them all at once, but the server reads each stdin only when its
+        fork is about to start, so no fork holds a later one (they wait in the stream, out of its
+        reach). After a run that timed out or lasted ``stop_after_s`` the rest are skipped (None).
+        A run that ended or froze the server gets the note ``exec`` gives; the rest then go to a
+        new server.
+        """
+        checked = [validate_exec_args(["python3", "-c", program], stdin=data, timeout=timeout, env=env)
+                   for data in stdins]  # fmt: skip
+        extra = {} if stop_after_s is None else {"stop_after": float(stop_after_s)}
+        return self._request({"python": program, **extra}, [c.stdin or b"" for c in checked], timeout,
+                             checked[0].env if checked else {}, stop_after_s)
+
+    def _request(self, what: dict[str, Any], payloads: list[bytes], timeout: float, env: dict[str, str],
+                 stop_after_s: float | None = None) -> list[ExecResult | None]:
+        """Send one request (``what``: an argv, or a program to fork; one command per payload) and
+        return each command's result, None for one the server skipped."""
+        results: list[ExecResult | None] = [None] * len(payloads)
+        index, retried = 0, -1  # the first command without a result; the one already retried
         with self._lock, self._sandbox._tracker.running(self.identity, False):
             if self._closed:
                 raise SandboxError("exec server was closed")
             self._sandbox._check_open()
-            for attempt in (1, 2):
+            while index < len(payloads):
                 if self._sock is not None and self._idle_dead():
                     self._drop()  # ended between commands (a plain exec's kill, a restart): start afresh
                 if self._sock is None:
                     self._start()
+                rest = payloads[index:]
+                request = json.dumps({**what, "env": env, "timeout": timeout, "cap": self._sandbox.limits.output_bytes,
+                                      "runs": [len(data) for data in rest]}).encode()
                 started = time.monotonic()
-                deadline = started + args.timeout + GUARD_S
+                deadline = started + timeout + GUARD_S
                 acknowledged = False
                 try:
-                    self._pump(deadline, frame)
-                    self._read_frame(deadline)  # {started}: the command runs from here on
-                    acknowledged = True
-                    header, out, err = self._read_frame(deadline)
-                    break
+                    self._pump(started + len(rest) * (timeout + GUARD_S),
+                               len(request).to_bytes(4, "big") + request + b"".join(rest))
+                    while index < len(payloads):
+                        header, out, err = self._read_frame(deadline)
+                        if header.get("started"):  # the command runs from here on
+                            acknowledged, started = True, time.monotonic()
+                            deadline = started + timeout + GUARD_S
+                            continue
+                        if not header.get("skipped"):
+                            results[index] = self._result(header, out, err, started)
+                        index, acknowledged = index + 1, False
                 except (_Lost, ValueError) as lost:
                     frozen = isinstance(lost, _Lost) and lost.frozen
                     restarted = self._recover()
-                    if not acknowledged and not frozen and attempt == 1:
+                    if not acknowledged and not frozen and retried != index:
+                        retried = index
                         continue  # the server was gone before it took the command: nothing ran
                     note = (_FROZEN_NOTE if frozen else _LOST_NOTE) + (
                         "[rsigym] the container was restarted to clear them\n" if restarted else "")
-                    return ExecResult(stdout="", stderr=note.lstrip("\n"), exit_code=None if frozen else _SIGKILL_EXIT,
-                                      timed_out=frozen, duration_s=time.monotonic() - started)
+                    results[index] = ExecResult(stdout="", stderr=note.lstrip("\n"), exit_code=None if frozen else _SIGKILL_EXIT,
+                                                timed_out=frozen, duration_s=time.monotonic() - started)
+                    index += 1
+                    if stop_after_s is not None and frozen:
+                        break  # a timeout: the rest are skipped, as the server would have
+        return results
+
+    def _result(self, header: dict[str, Any], out: bytes, err: bytes, started: float) -> ExecResult:
         if "oom_kills" in header:  # the sandbox's own count stays in step with the cgroup's
             self._sandbox._oom_kills = max(self._sandbox._oom_kills, int(header["oom_kills"]))
         return ExecResult(
@@ -297,7 +375,8 @@ class ExecServer:
             stderr=err.decode("utf-8", errors="replace"),
             exit_code=header["exit_code"],
             timed_out=bool(header["timed_out"]),
-            duration_s=time.monotonic() - started,
+            # the server's own clock: a batch's later results arrive together
+            duration_s=float(header.get("duration_s", time.monotonic() - started)),
             output_truncated=bool(header["truncated"]),
             oom_killed=bool(header["oom"]),
         )

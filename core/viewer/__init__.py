@@ -1,14 +1,22 @@
 """``rsigym view``: one static, offline HTML file for a run folder.
 
-The page holds everything it shows (no server, no network, no CDN; CSS and JavaScript inline,
-plots as data URIs): the run summary and the report's sections, a filterable episode table, each
-episode's transcript and, where the run has an unmodified condition and others, the paired view
-of baseline and treatment side by side with the steps whose behaviour differs highlighted.
+The page holds what it shows (no server, no network, no CDN; CSS and JavaScript inline, plots as
+data URIs): at the top a summary grid (agent x condition x grader: mean, bootstrap CI and n, the
+report's numbers), each cell a link into the episode table filtered to that cell and sorted by
+that score; the table with filters (agent, condition, task, termination, a score range of one
+grader, free text that searches the transcripts through an index built here) and a sort on any
+column; each episode's transcript; where the run has an unmodified condition and others, the
+paired view of baseline and treatment side by side, each tool call shown with the name the agent
+saw and, under a renaming condition, the original name, and only steps whose mapped-back actions
+differ highlighted; then the report.
 
-Transcripts travel in the page compacted as on disk (``rsigym.shared_text``: what episodes share
-is stored once) and are expanded by the page's script when shown, so the file stays near the size
-of the run folder. The filter reads the URL's fragment (``#agent=...&condition=...&task=...&q=...``,
-plus ``episode=N`` or ``pair=N`` to open one), so a view can be linked and tested.
+Transcripts travel compacted as on disk (``rsigym.shared_text``) and are expanded by the page's
+script when shown. Over ``SIDECAR_EPISODES`` episodes they go to a sidecar folder next to the page
+(``view_files/``: blocks of ``BLOCK_EPISODES`` transcripts, the shared chunks and the search index,
+each a script the page loads when it needs it), so the page itself holds only the tables. The
+state lives in the URL's fragment (``#agent=...&condition=...&task=...&q=...&sort=-reward``,
+``score=RULE&min=..&max=..``, plus ``episode=N`` or ``pair=N`` to open one and scroll to it), so
+a view can be linked and tested.
 """
 
 from __future__ import annotations
@@ -24,36 +32,31 @@ from typing import Any, Sequence
 from ..errors import UserError
 from ..records import Trajectory, to_jsonable
 from ..redact import redact, redact_text
-from ..report import condition_label
 from .pairs import paired_episodes
+from .rows import episode_rows, summary_grid
+from .search_index import build_search_index
 
-__all__ = ["build_view", "write_view", "episode_rows"]
+__all__ = ["build_view", "write_view", "episode_rows", "summary_grid", "SIDECAR_EPISODES", "BLOCK_EPISODES"]
 
 VIEW_FILE = "view.html"
+SIDECAR_EPISODES = 2000  # above this many episodes, transcripts go to the sidecar folder
+BLOCK_EPISODES = 100     # transcripts per sidecar file: one opened episode loads ~1% of a 10k run
 
 
-def _latest_grades(record: Trajectory) -> dict[str, dict[str, Any]]:
-    latest: dict[str, dict[str, Any]] = {}
-    for grade in record.grades:
-        latest[grade.grader] = {"score": grade.score, "version": grade.version, "source": grade.source,
-                                "error": grade.error}
-    return latest
+def sidecar_dir(page: Path) -> Path:
+    """The sidecar folder of the page ``page`` (``view.html`` -> ``view_files``)."""
+    return page.with_name(page.stem + "_files")
 
 
-def episode_rows(records: Sequence[Trajectory]) -> list[dict[str, Any]]:
-    """One summary row per record: what the episode table shows and filters on."""
-    rows = []
-    for index, record in enumerate(records):
-        rows.append({
-            "i": index, "key": record.episode_key, "agent": record.agent.id,
-            "model": record.agent.model, "condition": condition_label(record.env.condition),
-            "task": str(record.env.task_id), "seed": record.seed, "rep": record.rep,
-            "termination": record.termination, "error": record.error, "steps": len(record.steps),
-            "reward": record.total_reward, "cost_usd": record.usage.cost_usd,
-            "tokens": record.usage.prompt_tokens + record.usage.completion_tokens,
-            "grades": _latest_grades(record),
-        })
-    return rows
+def _script(callback: str, *args: Any) -> str:
+    body = ",".join(json.dumps(to_jsonable(a), ensure_ascii=False, separators=(",", ":")) for a in args)
+    return f"{callback}({body});\n".replace("<", "\\u003c")
+
+
+def _compact_pairs(records: Sequence[Trajectory]) -> list[list[Any]]:
+    """[baseline, treatment, [differing step, ...], [what differs, ...], end state differs]."""
+    return [[p["baseline"], p["treatment"], p["diff_steps"], p["diff_kinds"], int(p["state_changed"])]
+            for p in redact(to_jsonable(paired_episodes(records)))]
 
 
 def _report_html(run_dir: Path) -> str:
@@ -97,23 +100,33 @@ def _links_as_text(inline: list[Any], run_dir: Path) -> None:
                 token.children = None
 
 
-def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str | None = None) -> str:
-    """The HTML text of the viewer for ``records`` of the run folder ``run_dir``."""
+def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str | None = None,
+               sidecar: Path | None = None) -> str:
+    """The HTML text of the viewer for ``records`` of the run folder ``run_dir``.
+
+    With ``sidecar`` (a folder, created or emptied of earlier viewer files), transcripts, shared
+    chunks and the search index are written there and the page loads them when needed; without,
+    everything is in the page.
+    """
     from ..shared_text import SharedText
 
     run_dir = Path(run_dir)
     store = SharedText(None)  # in memory: transcripts go in the page compacted, chunks once
     # redacted again: a run folder written by an older rsigym, or by hand, may still hold secrets
     transcripts = [store.compact(redact(record.to_dict())) for record in records]
-    rows = redact(to_jsonable(episode_rows(records)))  # inf and NaN rewards become their markers
-    graders = sorted({name for row in rows for name in row["grades"]})
+    index = build_search_index(transcripts, store.chunks)
     page_title = title or f"rsigym run: {_scenario_name(run_dir) or run_dir.resolve().name}"
-    data = {
+    data: dict[str, Any] = {
         "title": page_title,
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "graders": graders, "episodes": rows, "pairs": redact(to_jsonable(paired_episodes(records))),
-        "transcripts": transcripts, "chunks": store.chunks,
+        "table": redact(to_jsonable(episode_rows(records))), "grid": redact(to_jsonable(summary_grid(records))),
+        "pairs": _compact_pairs(records), "sidecar": None,
+        "transcripts": transcripts, "chunks": store.chunks, "index": index,
     }
+    if sidecar is not None:
+        _write_sidecar(sidecar, transcripts, store.chunks, index)
+        data.update(transcripts=None, chunks=None, index=None,
+                    sidecar={"dir": sidecar.name, "block": BLOCK_EPISODES, "episodes": len(transcripts)})
     # "<" only ever appears inside JSON strings: escaped, no "</script>" or "<!--" can end the block
     blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     assets = resources.files(__name__)
@@ -124,6 +137,27 @@ def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str
             .replace("<!--REPORT-->", _report_html(run_dir) or "<p>No report.md in this folder "
                      "(<code>rsigym report RUN_DIR</code> writes one).</p>")
             .replace("<!--DATA-->", blob))
+
+
+def _clear_sidecar(folder: Path) -> None:
+    """Remove an earlier view's sidecar files (only those: a user's file there is kept)."""
+    if not folder.is_dir():
+        return
+    for old in folder.glob("*.js"):
+        if re.fullmatch(r"t\d{5}\.js|chunks\.js|index\.js", old.name):
+            old.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def _write_sidecar(folder: Path, transcripts: list[Any], chunks: dict[str, Any], index: dict[str, str]) -> None:
+    _clear_sidecar(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for block, start in enumerate(range(0, len(transcripts), BLOCK_EPISODES)):
+        (folder / f"t{block:05d}.js").write_text(
+            _script("rsigymBlock", block, transcripts[start:start + BLOCK_EPISODES]), encoding="utf-8")
+    (folder / "chunks.js").write_text(_script("rsigymChunks", chunks), encoding="utf-8")
+    (folder / "index.js").write_text(_script("rsigymIndex", index), encoding="utf-8")
 
 
 def _scenario_name(run_dir: Path) -> str | None:
@@ -141,8 +175,12 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def write_view(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Write the viewer of the run folder ``run_dir`` to ``out`` (default ``RUN_DIR/view.html``)."""
+def write_view(run_dir: str | Path, out: str | Path | None = None, *, sidecar: bool | None = None) -> Path:
+    """Write the viewer of the run folder ``run_dir`` to ``out`` (default ``RUN_DIR/view.html``).
+
+    ``sidecar``: transcripts in the sidecar folder ``OUT_files`` (True), in the page (False), or
+    in the sidecar when the run has more than ``SIDECAR_EPISODES`` episodes (None).
+    """
     from ..jsonl import read_records
 
     run_dir = Path(run_dir)
@@ -152,5 +190,9 @@ def write_view(run_dir: str | Path, out: str | Path | None = None) -> Path:
     records = read_records(records_path).records
     target = Path(out) if out is not None else run_dir / VIEW_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(build_view(run_dir, records), encoding="utf-8")
+    use_sidecar = len(records) > SIDECAR_EPISODES if sidecar is None else sidecar
+    folder = sidecar_dir(target)
+    target.write_text(build_view(run_dir, records, sidecar=folder if use_sidecar else None), encoding="utf-8")
+    if not use_sidecar:  # a stale sidecar of an earlier, bigger view
+        _clear_sidecar(folder)
     return target

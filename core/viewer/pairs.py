@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from ..records import Trajectory, canonical_json
 from ..report import condition_label
 
-__all__ = ["paired_episodes", "BASELINE_NAMES"]
+__all__ = ["paired_episodes", "renamed_to_original", "renamed_away", "NO_SUCH_TOOL", "BASELINE_NAMES"]
 
 BASELINE_NAMES = frozenset({"identity", "none"})  # both mean the unmodified env
 
@@ -29,26 +29,55 @@ def _join_key(record: Trajectory) -> str:
     return canonical_json([env.id, env.kwargs, env.task_id, asdict(record.agent), record.seed, record.rep])
 
 
-def _renamed_to_original(record: Trajectory) -> dict[str, str]:
-    """{renamed: original} tool names of a record: its condition's mapping, else its snapshot's."""
+def _tool_mapping(record: Trajectory) -> dict[str, str]:
+    """{original: name shown} of a record's tools: its condition's mapping, else its snapshot's."""
     params = (record.env.condition or {}).get("params") or {}
     mapping = params.get("mapping")
     if not mapping and record.final is not None and isinstance(record.final.state, dict):
         mapping = record.final.state.get("tool_names")
     if not isinstance(mapping, dict):
         return {}
-    return {str(renamed): str(original) for original, renamed in mapping.items() if original != renamed}
+    return {str(original): str(shown) for original, shown in mapping.items()}
 
 
-def _actions(record: Trajectory) -> list[str]:
-    reverse = _renamed_to_original(record)
+def renamed_to_original(record: Trajectory) -> dict[str, str]:
+    """{renamed: original} tool names of a record: its condition's mapping, else its snapshot's."""
+    return {shown: original for original, shown in _tool_mapping(record).items() if original != shown}
+
+
+NO_SUCH_TOOL = "(no such tool here)"
+
+
+def renamed_away(record: Trajectory) -> set[str]:
+    """Original names a condition renamed that no tool of the record's env bears any more: a call
+    of one is a call of no tool (under ``rename_tools`` the old name fails), not the original."""
+    mapping = _tool_mapping(record)
+    return {original for original, shown in mapping.items() if original != shown} - set(mapping.values())
+
+
+def _actions(record: Trajectory) -> list[Any]:
+    """Each step's action with renamed tool names mapped back to the originals."""
+    reverse, gone = renamed_to_original(record), renamed_away(record)
     out = []
     for step in record.steps:
         action = step.action
         if isinstance(action, dict) and isinstance(action.get("tool"), str):
-            action = {**action, "tool": reverse.get(action["tool"], action["tool"])}
-        out.append(canonical_json(action))
+            tool = action["tool"]
+            action = {**action, "tool": f"{NO_SUCH_TOOL} {tool}" if tool in gone else reverse.get(tool, tool)}
+        out.append(action)
     return out
+
+
+def _difference(base: Any, treat: Any) -> str | None:
+    """What differs between two mapped-back actions: None, or tool, arguments, message, action."""
+    if canonical_json(base) == canonical_json(treat):
+        return None
+    if isinstance(base, dict) and isinstance(treat, dict):
+        if "tool" in base and "tool" in treat:
+            return "tool" if base["tool"] != treat["tool"] else "arguments"
+        if "message" in base and "message" in treat and len(base) == len(treat) == 1:
+            return "message"
+    return "action"
 
 
 def _state(record: Trajectory) -> str | None:
@@ -62,7 +91,9 @@ def _state(record: Trajectory) -> str | None:
 
 def paired_episodes(records: Sequence[Trajectory]) -> list[dict[str, Any]]:
     """Every (baseline, treatment) pair of record indices, with the step indices whose actions
-    differ (tool names mapped back to the originals) and whether the end state differs."""
+    differ (tool names mapped back to the originals), what differs at each (``diff_kinds``: tool,
+    arguments, message, action, or missing where one side has no such step) and whether the end
+    state differs. A step where only the name the agent saw differs is no difference."""
     baselines: dict[str, int] = {}
     treatments: dict[str, list[int]] = defaultdict(list)
     for index, record in enumerate(records):
@@ -79,15 +110,19 @@ def paired_episodes(records: Sequence[Trajectory]) -> list[dict[str, Any]]:
         for treat_index in treatments.get(key, []):
             treat = records[treat_index]
             treat_actions = _actions(treat)
-            steps = max(len(base_actions), len(treat_actions))
-            differing = [t for t in range(steps)
-                         if t >= len(base_actions) or t >= len(treat_actions) or base_actions[t] != treat_actions[t]]
+            kinds: dict[int, str] = {}
+            for t in range(max(len(base_actions), len(treat_actions))):
+                if t >= len(base_actions) or t >= len(treat_actions):
+                    kinds[t] = "missing"
+                elif (kind := _difference(base_actions[t], treat_actions[t])) is not None:
+                    kinds[t] = kind
+            differing = sorted(kinds)
             state_changed = _state(base) != _state(treat)
             pairs.append({
                 "baseline": base_index, "treatment": treat_index,
                 "condition": condition_label(treat.env.condition), "agent": base.agent.id,
                 "task": str(base.env.task_id), "seed": base.seed, "rep": base.rep,
-                "diff_steps": differing, "state_changed": state_changed,
+                "diff_steps": differing, "diff_kinds": [kinds[t] for t in differing], "state_changed": state_changed,
                 "changed": bool(differing) or state_changed,
             })
     return pairs

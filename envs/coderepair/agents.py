@@ -10,6 +10,12 @@
   ``check_every`` problems.
 * ``coderepair_random``: a uniform pick (the blind control).
 
+``adaptive_world_model`` with ``update_coder: true`` also updates the **policy side**: the mixture
+coder's mutation mix, re-estimated from executed failures (``coder_mix``) and sent to the env as
+``coder_weights`` once accepted by the joint protocol (new mix, new predictor and new selection each
+checked, then the new pair against the retained pair; every decision in the record). Without it
+(the default) the coder is never changed: the control for what the policy update adds.
+
 The fixed and adaptive world models pick greedily and, with probability ``audit_rate``, uniformly at random
 (a randomised audit); each action carries the predictions, the propensity of the pick, the
 version id and the protocol decisions since the last action, which the env records. (A check
@@ -28,6 +34,9 @@ import numpy as np
 from rsigym.agent import register_agent
 from rsigym.records import AgentSpec, Usage
 
+from dataclasses import replace
+
+from .coder_mix import CoderMix, RoundOrigins
 from .coupdate import CoUpdateState, LoggedRound
 from .features import FEATURE_NAMES, candidate_features
 from .predictors import PREDICTOR_KINDS
@@ -41,7 +50,7 @@ _MODES = {"static_verifier": "static", "static_verifier_audit": "static", "fixed
           "adaptive_world_model": "adaptive"}
 _DEFAULT_AUDIT = {"static_verifier": 0.0, "static_verifier_audit": 0.2, "fixed_world_model": 0.2, "adaptive_world_model": 0.2}
 _PARAMS = {"predictor", "audit_rate", "warmup", "check_every", "min_fit_rows", "holdout", "max_adaptations",
-           "min_samples", "z_crit", "ece_bound", "min_skill"}
+           "min_samples", "z_crit", "ece_bound", "min_skill", "update_coder"}
 
 
 class WorldModelAgent:
@@ -69,12 +78,20 @@ class WorldModelAgent:
                                       float(p.get("ece_bound", 0.15)), float(p.get("min_skill", 0.0)))
         self.min_fit_rows, self.holdout = int(p.get("min_fit_rows", 60)), float(p.get("holdout", 0.3))
         self.max_adaptations = int(p.get("max_adaptations", 5))
+        self.update_coder = p.get("update_coder", False)
+        if not isinstance(self.update_coder, bool):
+            raise TypeError(f"update_coder must be true or false, got {self.update_coder!r}")
+        if self.update_coder and spec.kind != "adaptive_world_model":
+            raise TypeError(f"update_coder is a param of adaptive_world_model only, not of {spec.kind}")
         self.last_usage = Usage()
 
     def reset(self, task_info: dict[str, Any], seed: int) -> None:
         self.rng = np.random.default_rng([int(seed), 0xC0DE])
         self.state = CoUpdateState(self.predictor_kind, _KNOWN_FAILURE, self.check, seed=int(seed),
-                                   min_fit_rows=self.min_fit_rows, holdout=self.holdout, max_adaptations=self.max_adaptations)
+                                   min_fit_rows=self.min_fit_rows, holdout=self.holdout, max_adaptations=self.max_adaptations,
+                                   mix=CoderMix() if self.update_coder else None)
+        self._mix_sent = CoderMix().version
+        self._problem_rows = 0  # index of the current problem's first logged round
         info = task_info.get("info") or {}
         self._entry, self._problem = info.get("entry"), info.get("problem_id")
         self._failed_forms: set[str] = set()
@@ -99,9 +116,12 @@ class WorldModelAgent:
         self._last = (features, choice, propensity, float(predictions[choice]))
         self._forms = [canonical_form(code, self._entry or "") for code in codes]
         decisions, self._pending = self._pending, []
-        return {"candidate": choice, "predictions": [round(float(x), 6) for x in predictions],
-                "propensity": round(propensity, 6), "audit": audit, "wm_version": self.state.version,
-                "decisions": decisions}
+        action = {"candidate": choice, "predictions": [round(float(x), 6) for x in predictions],
+                  "propensity": round(propensity, 6), "audit": audit, "wm_version": self.state.version,
+                  "decisions": decisions}
+        if self.state.mix is not None and self.state.mix.version != self._mix_sent:  # an accepted new mix
+            action["coder_weights"], self._mix_sent = self.state.mix.action(), self.state.mix.version
+        return action
 
     def observe(self, reward: float, observation: dict[str, Any], info: dict[str, Any]) -> None:
         executed = info.get("executed")
@@ -113,10 +133,20 @@ class WorldModelAgent:
         if not executed["public_pass"] and self._forms[choice] is not None:
             self._failed_forms.add(self._forms[choice])  # type: ignore[arg-type]
         if info.get("problem_id") != executed["problem_id"]:  # the problem ended
+            self._attach_origins(executed.get("finished_rounds") or [])
             self._problems_done += 1
             self._failed_forms = set()
             self._entry, self._problem = info.get("entry"), info.get("problem_id")
             self._protocol()
+
+    def _attach_origins(self, rounds: list[dict[str, Any]]) -> None:
+        """The env's account of the finished problem's rounds goes onto their logged rows."""
+        mine = self.state.rows[self._problem_rows:]
+        if len(rounds) == len(mine) and all(r.get("origin_mass") for r in rounds):  # else rows stay without origins
+            for i, (row, told) in enumerate(zip(mine, rounds)):
+                origins = RoundOrigins(tuple(told["origins"]), dict(told["origin_mass"]), dict(told["mix"]))
+                self.state.rows[self._problem_rows + i] = replace(row, origins=origins)
+        self._problem_rows = len(self.state.rows)
 
     def _protocol(self) -> None:
         before = len(self.state.audit)

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rsigym.records import Trajectory
-from rsigym.report import ReportSection, register_analysis
+from rsigym.report import ReportSection, md_code, md_text, register_analysis
 from rsigym.crossed import crossed_bootstrap
 
 __all__ = ["coderepair_compare", "coderepair_regrade", "per_problem_outcomes", "paired_rows", "paired_cells",
@@ -147,7 +147,7 @@ def coderepair_compare(records: Sequence[Trajectory], out_dir: Path, *, baseline
     two-way bootstrap CI, test and MDD, with the blind control."""
     outcomes, missing = per_problem_outcomes(records, grader)
     if baseline not in outcomes:
-        return ReportSection("Code repair: paired comparison", f"No `{baseline}` records graded by `{grader}`.",
+        return ReportSection("Code repair: paired comparison", f"No {md_code(baseline)} records graded by {md_code(grader)}.",
                              "insufficient data")
     warmup = _warmup_of(records) if warmup is None else int(warmup)
     excluded = warmup_cells(records, warmup)
@@ -156,12 +156,12 @@ def coderepair_compare(records: Sequence[Trajectory], out_dir: Path, *, baseline
     control_verdict = _verdict(control_row) if control_row else "not run"
     control_ok = control_verdict == "worse"
     calls = _calls(records)
-    lines = [f"`{grader}` pass per (seed, problem) cell; each agent against `{baseline}` on the same cells. "
+    lines = [f"{md_code(grader)} pass per (seed, problem) cell; each agent against {md_code(baseline)} on the same cells. "
              f"**Unit: the (seed stream x problem) cell, seeds and problems resampled together** (two-way "
              f"bootstrap, 95% CI; the p-value and the 80%-power minimum detectable difference (MDD) come from "
              f"the same resampling). The first {warmup} problems of each stream (the warm-up, where the world "
              f"models are the static verifier) are excluded ({len(excluded)} cells). The paper's effect is "
-             f"{paper_effect:+.3f}: a design whose MDD exceeds it is underpowered. Control: `{control}` (blind "
+             f"{paper_effect:+.3f}: a design whose MDD exceeds it is underpowered. Control: {md_code(control)} (blind "
              "pick) must be worse than the baseline, else no verdict is given. A call whose two seed blocks "
              "disagree in sign is reported unstable.", "",
              "| agent | seeds x problems (cells) | pass | baseline pass | delta | 95% CI | p | MDD | power for paper effect "
@@ -172,19 +172,19 @@ def coderepair_compare(records: Sequence[Trajectory], out_dir: Path, *, baseline
         verdict = _verdict(row)
         if agent != control and not control_ok:
             verdict = f"withheld ({verdict}): control failed" if control_row else f"withheld ({verdict}): no control run"
-        verdicts.append(f"{agent}: {verdict} (MDD {row['mdd']:.3f})")
+        verdicts.append(f"{md_text(agent)}: {verdict} (MDD {row['mdd']:.3f})")
         low, high = row["ci"]
         powered = "n/a" if np.isnan(row["mdd"]) else "ok" if row["mdd"] <= paper_effect else "**underpowered**"
-        lines.append(f"| {agent} | {row['n_seeds']} x {row['n_problems']} ({row['n_pairs']}) | {row['rate']:.3f} "
+        lines.append(f"| {md_text(agent)} | {row['n_seeds']} x {row['n_problems']} ({row['n_pairs']}) | {row['rate']:.3f} "
                      f"| {row['baseline_rate']:.3f} | {row['delta']:+.3f} | [{low:+.3f}, {high:+.3f}] | {row['p']:.3g} "
                      f"| {row['mdd']:.3f} | {powered} | {calls.get(agent, float('nan')):.2f} "
                      f"| {missing.get(agent, 0)} | **{verdict}** |")
-    lines += ["", f"Baseline `{baseline}`: online calls / problem {calls.get(baseline, float('nan')):.2f}, "
+    lines += ["", f"Baseline {md_code(baseline)}: online calls / problem {calls.get(baseline, float('nan')):.2f}, "
               f"missing records {missing.get(baseline, 0)}.", "",
               "Protocol decisions (from the recorded audit logs):", "",
               "| agent | decisions |", "|---|---|"]
     for agent, counts in sorted(_protocol_counts(records).items()):
-        lines.append(f"| {agent} | {', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))} |")
+        lines.append(f"| {md_text(agent)} | {md_text(', '.join(f'{k}: {v}' for k, v in sorted(counts.items())))} |")
     mdds = [row["mdd"] for agent, row in rows.items() if agent != control and not np.isnan(row["mdd"])]
     power_text = (f"underpowered for the paper's {paper_effect:+.3f} (MDD {max(mdds):.3f})" if mdds and max(mdds) > paper_effect
                   else f"powered for the paper's {paper_effect:+.3f} (MDD {max(mdds):.3f})" if mdds else "no MDD")
@@ -211,11 +211,11 @@ def coderepair_regrade(records: Sequence[Trajectory], out_dir: Path, *, grader: 
         state = _state(record)
         for row in (state or {}).get("problems", []):
             live[record.agent.id][(record.seed, row["problem_id"])] = float(row["hidden_pass"])
-    lines = [f"Fixed trajectories, two rulers: `{grader}` then `{regrade_grader}` on the same final programs, "
-             f"per (record, problem). Control: the env's live hidden outcome vs `{grader}` re-executed "
+    lines = [f"Fixed trajectories, two rulers: {md_code(grader)} then {md_code(regrade_grader)} on the same final programs, "
+             f"per (record, problem). Control: the env's live hidden outcome vs {md_code(grader)} re-executed "
              "(the same ruler twice) must not flip.", "",
-             f"| agent | control flips (live vs {grader}) | pass->pass | pass->fail | fail->pass | fail->fail "
-             f"| pass rate {grader} | pass rate {regrade_grader} | missing |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"| agent | control flips (live vs {md_text(grader)}) | pass->pass | pass->fail | fail->pass | fail->fail "
+             f"| pass rate {md_text(grader)} | pass rate {md_text(regrade_grader)} | missing |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     unstable, moved, total = 0, 0, 0
     for agent in sorted(set(first) | set(second)):
         control = _flips(live[agent], first.get(agent, {}))
@@ -226,7 +226,7 @@ def coderepair_regrade(records: Sequence[Trajectory], out_dir: Path, *, grader: 
         total += sum(flips.values())
         rate_a = np.mean(list(first.get(agent, {}).values())) if first.get(agent) else float("nan")
         rate_b = np.mean(list(second.get(agent, {}).values())) if second.get(agent) else float("nan")
-        lines.append(f"| {agent} | {control_flips} | {flips['pass->pass']} | {flips['pass->fail']} | {flips['fail->pass']} "
+        lines.append(f"| {md_text(agent)} | {control_flips} | {flips['pass->pass']} | {flips['pass->fail']} | {flips['fail->pass']} "
                      f"| {flips['fail->fail']} | {rate_a:.3f} | {rate_b:.3f} | {missing_a.get(agent, 0)}/{missing_b.get(agent, 0)} |")
     if total == 0:
         verdict = "insufficient data: no problem graded by both rulers"

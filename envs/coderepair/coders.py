@@ -35,12 +35,14 @@ from .mutation import CRASHES, OPERATORS, canonical_form, crash, mutate, rewrite
 from .problems import Problem
 
 __all__ = ["Candidate", "CatalogueEntry", "MixtureCoder", "LLMCoder", "build_catalogue", "difficulty",
-           "CATALOGUE_VERSION"]
+           "CATALOGUE_VERSION", "ORIGINS"]
 
 CATALOGUE_VERSION = 3
 _MUTANTS_PER_OPERATOR = 5
 _STATIC_CRASHES = ("name_error", "syntax_error")
 _RUNTIME_CRASHES = ("none_subscript", "zero_division", "endless_loop")
+# every origin a catalogue entry can have: the names a mutation mix may weight
+ORIGINS = ("rewrite:rename", "rewrite:restyle", *(f"mutant:{o}" for o in OPERATORS), *(f"crash:{c}" for c in CRASHES))
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,10 @@ class MixtureCoder:
         self.p_crash, self.p_sneaky, self.drift_at, self.drift_correct = p_crash, p_sneaky, drift_at, drift_correct
         self.drift_echo = drift_echo
         self.usage = Usage()
+        # the policy's mutation mix: origin -> weight ("*": default); None or all equal is the coder as
+        # shipped (the same draws as without a mix, so agents that never set one see the same candidates)
+        self.origin_weights: dict[str, float] | None = None
+        self.last_origin_mass: dict[str, float] = {}   # B(o) of the last proposal (see coder_mix)
 
     def drifted(self, progress: float) -> bool:
         """Whether the mix has drifted at this point of the stream."""
@@ -169,19 +175,45 @@ class MixtureCoder:
                  "crash": [e for e in catalogue if e.origin.split(":")[1] in crash_kinds and e.kind != "correct"]}
         kinds = ["correct", "crash", "sneaky", "wrong"]
         weights = np.array([rates[k] for k in kinds])
+        entries, base = self._entry_masses(pools, kinds, weights / weights.sum())
+        mix = self.origin_weights or {}
+        default = float(mix.get("*", 1.0))
+        origin_weight = np.array([float(mix.get(e.origin, default)) for e in entries])
+        mixed = base * origin_weight
+        reachable = origin_weight[base > 0]
+        uniform = reachable.size == 0 or float(np.ptp(reachable)) == 0.0
         out = []
         echo = bool(rates["drifted"]) and rng.random() < self.drift_echo
         favourite: CatalogueEntry | None = None
         for _ in range(n):
-            kind = kinds[int(rng.choice(4, p=weights / weights.sum()))]
-            pool = pools[kind] or pools["wrong"] or pools["crash"] or pools["correct"]
-            entry = pool[int(rng.integers(len(pool)))]
+            if uniform:  # the shipped draw: a kind by its rate, then an entry of its pool
+                kind = kinds[int(rng.choice(4, p=weights / weights.sum()))]
+                pool = pools[kind] or pools["wrong"] or pools["crash"] or pools["correct"]
+                entry = pool[int(rng.integers(len(pool)))]
+            else:
+                entry = entries[int(rng.choice(len(entries), p=mixed / mixed.sum()))]
             if echo and entry.kind == "wrong":  # the collapsed coder repeats its favourite wrong program
                 favourite = favourite or entry
                 entry = favourite
             code = rewrite(entry.code, problem.entry, rng) if entry.origin != "crash:syntax_error" else entry.code
             out.append(Candidate(code, entry.kind, entry.origin, entry.failure))
         return out
+
+    def _entry_masses(self, pools: dict[str, list[CatalogueEntry]], kinds: list[str], shares: np.ndarray
+                      ) -> tuple[list[CatalogueEntry], np.ndarray]:
+        """Every entry the shipped draw can reach with its probability; ``last_origin_mass`` set to B(o)."""
+        entries: list[CatalogueEntry] = []
+        masses: list[float] = []
+        for kind, share in zip(kinds, shares):
+            pool = pools[kind] or pools["wrong"] or pools["crash"] or pools["correct"]
+            for entry in pool:
+                entries.append(entry)
+                masses.append(float(share) / len(pool))
+        mass: dict[str, float] = {}
+        for entry, m in zip(entries, masses):
+            mass[entry.origin] = mass.get(entry.origin, 0.0) + m
+        self.last_origin_mass = {o: round(m, 6) for o, m in sorted(mass.items())}
+        return entries, np.array(masses)
 
 
 _CODE_BLOCK = re.compile(r"```(?:python)?\s*\n(.*?)```", re.DOTALL)

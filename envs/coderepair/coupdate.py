@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate, round_ratio
 from .predictors import Predictor, make_predictor
 from .reliability import ReliabilityCheck
 
@@ -34,6 +35,7 @@ class LoggedRound:
     outcome: float             # 1.0: the executed candidate passed the public tests
     version: str
     predicted: float           # the version's prediction for the executed candidate
+    origins: RoundOrigins | None = None  # told by the env once the round's problem is over
 
 
 @dataclass(frozen=True)
@@ -53,15 +55,25 @@ def version_id(number: int, predictor_kind: str, fingerprint: Any) -> str:
     return f"wm-{number:04d}-{digest}"
 
 
-def ipw_value(rows: list[LoggedRound], predictor: Predictor, policy: Policy, known_failure_column: int) -> float:
-    """Inverse-propensity estimate of the public-pass rate of the pair's greedy picks on logged rounds."""
+def ipw_value(rows: list[LoggedRound], predictor: Predictor, policy: Policy, known_failure_column: int,
+              mix: CoderMix | None = None) -> float:
+    """Inverse-propensity estimate of the public-pass rate of the pair's greedy picks on logged rounds.
+
+    With ``mix`` (the policy side), each round also carries the likelihood ratio of its candidate
+    set under ``mix`` vs the mix that generated it, and the estimate is self-normalised by those
+    ratios (so the coder's unknown per-problem normalisers cancel); rows without origins are skipped.
+    """
+    if mix is not None:
+        rows = [r for r in rows if r.origins is not None]
     if not rows:
         return 0.0
-    total = 0.0
+    total, norm = 0.0, 0.0
     for row in rows:
+        ratio = round_ratio(row.origins, mix) if mix is not None and row.origins is not None else 1.0
         pick = policy.greedy(predictor.predict(row.features), row.features, known_failure_column)
-        total += float(pick == row.chosen) * row.outcome / row.propensity
-    return total / len(rows)
+        total += ratio * float(pick == row.chosen) * row.outcome / row.propensity
+        norm += ratio
+    return total / norm
 
 
 def _weighted_brier(rows: list[LoggedRound], predictor: Predictor, max_weight: float) -> float:
@@ -84,6 +96,8 @@ class CoUpdateState:
     policy_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
     seed: int = 0
     max_weight: float = 10.0
+    mix: CoderMix | None = None  # the coder's mutation mix when the policy side is updated too, else None
+    n_candidates: int = 4
     predictor: Predictor = field(init=False)
     policy: Policy = field(default_factory=Policy)
     version: str = field(init=False)
@@ -131,9 +145,16 @@ class CoUpdateState:
         return result.verdict
 
     def adapt(self, t: int) -> None:
-        """The protocol at a check point; every branch is logged."""
+        """The protocol at a check point; every branch is logged.
+
+        The predictor is refitted only when its check says "off"; with a coder mix (the policy
+        side), a re-estimated mix is proposed at every check point with data. Each new component
+        is checked on the held-out (later) rounds: the predictor's reliability, the selection
+        policy's value, the mix's candidate quality; then the new pair (mix, predictor, selection)
+        against the retained pair. All of it is accepted together, or nothing.
+        """
         verdict = self.reliability(t)
-        if verdict != "off":
+        if verdict != "off" and self.mix is None:
             self.log(t, "keep", reason=verdict)
             return
         if self.adaptations >= self.max_adaptations:
@@ -142,29 +163,60 @@ class CoUpdateState:
         if len(self.rows) < self.min_fit_rows:
             self.log(t, "keep", reason=f"insufficient data to adapt ({len(self.rows)} < {self.min_fit_rows} rounds)")
             return
-        self.adaptations += 1
         cut = int(len(self.rows) * (1 - self.holdout))
         fit_rows, held = self.rows[:cut], self.rows[cut:]
-        candidate = self._fit(fit_rows)
+        refit = verdict == "off"
+        new_mix = self._propose_mix(fit_rows, held)
+        if not refit and new_mix is None:
+            self.log(t, "keep", reason=f"{verdict}; no executed rounds with origins to re-estimate the coder's mix")
+            return
+        self.adaptations += 1
+        candidate = self._fit(fit_rows) if refit else self.predictor
         col = self.known_failure_column
-        value: Callable[[Predictor, Policy, list[LoggedRound]], float] = lambda pr, po, rs: ipw_value(rs, pr, po, col)
-        new_policy = max((Policy(k) for k in self.policy_grid), key=lambda po: value(self.predictor, po, fit_rows))
-        predictor_check = self.check.check([candidate.predict(r.features[r.chosen:r.chosen + 1])[0] for r in held],
-                                           [r.outcome for r in held], [self.weight(r) for r in held])
-        policy_ok = value(self.predictor, new_policy, held) >= value(self.predictor, self.policy, held)
-        retained = (value(self.predictor, self.policy, held), _weighted_brier(held, self.predictor, self.max_weight))
-        new = (value(candidate, new_policy, held), _weighted_brier(held, candidate, self.max_weight))
+        value: Callable[[Predictor, Policy, list[LoggedRound], CoderMix | None], float] = \
+            lambda pr, po, rs, mx: ipw_value(rs, pr, po, col, mx)
+        new_policy = max((Policy(k) for k in self.policy_grid), key=lambda po: value(self.predictor, po, fit_rows, None))
+        details: dict[str, Any] = {"fit_rows": len(fit_rows), "held_rows": len(held), "refit_predictor": refit}
+        predictor_ok = True
+        if refit:
+            predictor_check = self.check.check([candidate.predict(r.features[r.chosen:r.chosen + 1])[0] for r in held],
+                                               [r.outcome for r in held], [self.weight(r) for r in held])
+            predictor_ok = predictor_check.verdict != "off"
+            details["predictor_check"] = predictor_check.to_json()
+        policy_ok = value(self.predictor, new_policy, held, None) >= value(self.predictor, self.policy, held, None)
+        details["policy"] = {"retained": self.policy.known_failure_penalty, "new": new_policy.known_failure_penalty,
+                             "passes": policy_ok}
+        coder_ok = True
+        if new_mix is not None and self.mix is not None:
+            told = [(r.origins, r.chosen, r.propensity, r.outcome) for r in held if r.origins is not None]
+            quality = (candidate_quality(told, self.mix, self.n_candidates, self.max_weight),
+                       candidate_quality(told, new_mix, self.n_candidates, self.max_weight))
+            coder_ok = quality[1] >= quality[0]
+            details["coder"] = {"retained": self.mix.to_json(), "new": new_mix.to_json(), "retained_quality":
+                                round(quality[0], 4), "new_quality": round(quality[1], 4), "passes": coder_ok}
+        retained = (value(self.predictor, self.policy, held, self.mix), _weighted_brier(held, self.predictor, self.max_weight))
+        new = (value(candidate, new_policy, held, new_mix or self.mix), _weighted_brier(held, candidate, self.max_weight))
         wins = new[0] > retained[0] or (new[0] == retained[0] and new[1] < retained[1])
-        accepted = predictor_check.verdict != "off" and policy_ok and wins
-        details = {"fit_rows": len(fit_rows), "held_rows": len(held), "predictor_check": predictor_check.to_json(),
-                   "policy": {"retained": self.policy.known_failure_penalty, "new": new_policy.known_failure_penalty,
-                              "passes": policy_ok},
-                   "pair": {"retained_value": round(retained[0], 4), "retained_brier": round(retained[1], 4),
-                            "new_value": round(new[0], 4), "new_brier": round(new[1], 4), "new_wins": wins}}
-        if accepted:
+        details["pair"] = {"retained_value": round(retained[0], 4), "retained_brier": round(retained[1], 4),
+                           "new_value": round(new[0], 4), "new_brier": round(new[1], 4), "new_wins": wins}
+        if predictor_ok and policy_ok and coder_ok and wins:
             old = self.version
-            self.predictor, self.policy, self.version = candidate, new_policy, self._new_version(fit_rows)
+            self.policy = new_policy
+            if refit:
+                self.predictor, self.version = candidate, self._new_version(fit_rows)
+            if new_mix is not None:
+                self.mix = new_mix
             self.log(t, "accept", replaced=old, **details)
         else:
             self.log(t, "reject", reason="the new pair does not win" if not wins else "a component check failed",
                      **details)
+
+    def _propose_mix(self, fit_rows: list[LoggedRound], held: list[LoggedRound]) -> CoderMix | None:
+        """The coder's mix re-estimated from the executed rounds of ``fit_rows`` (None: no policy side or no data)."""
+        if self.mix is None:
+            return None
+        told = [(r.origins, r.chosen, r.propensity, r.outcome) for r in fit_rows if r.origins is not None]
+        if len(told) < 2 or not any(r.origins is not None for r in held):
+            return None
+        number = int(self.mix.version.split("-")[1]) + 1
+        return reestimate(told, number, max_weight=self.max_weight)

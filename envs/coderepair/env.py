@@ -15,7 +15,7 @@ from rsigym.sandbox import Sandbox, open_sandbox
 from rsigym.spaces import JsonActions, clean_text, text_space
 
 from .checks import run_checks
-from .coders import Candidate, LLMCoder, MixtureCoder, build_catalogue
+from .coders import ORIGINS, Candidate, LLMCoder, MixtureCoder, build_catalogue
 from .execution import CODEREPAIR_LIMITS, Job, run_jobs
 from .features import candidate_features
 from .mutation import canonical_form
@@ -121,7 +121,11 @@ class CodeRepairEnv(gym.Env[dict, dict]):
                 "propensity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
                 "audit": {"type": "boolean"},
                 "wm_version": {"type": "string", "maxLength": 64},
-                "decisions": {"type": "array", "maxItems": 50, "items": {"type": "object"}}},
+                "decisions": {"type": "array", "maxItems": 50, "items": {"type": "object"}},
+                "coder_weights": {"type": "object", "propertyNames": {"enum": [*ORIGINS, "*"]},
+                                  "additionalProperties": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                                  "description": "the mixture coder's mutation mix (origin -> weight, '*': the "
+                                                 "default) from the next proposal on"}},
             "required": ["candidate"], "additionalProperties": False}
         self._actions = JsonActions(self.action_schema)
         self.example_actions: list[dict[str, Any]] = [{"candidate": 0}]
@@ -163,6 +167,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
             stream = [stream[int(i)] for i in order]
         self._stream = stream
         self._catalogue = build_catalogue(stream, self._sandbox) if self.coder_name == "mixture" else {}
+        if isinstance(self.coder, MixtureCoder):
+            self.coder.origin_weights = None  # every episode starts with the coder as shipped
         self._seed = int(seed) if seed is not None else int(self.np_random.integers(2**31))
         self._index, self._invalid, self._online_calls = 0, 0, 0
         self._decisions: list[dict[str, Any]] = []
@@ -179,6 +185,14 @@ class CodeRepairEnv(gym.Env[dict, dict]):
             self._invalid += 1
             over = self._invalid > self.max_invalid_actions
             return self._observation(error), 0.0, over, False, self._info(error, "agent_error" if over else None)
+        if "coder_weights" in value and not isinstance(self.coder, MixtureCoder):
+            self._invalid += 1
+            over = self._invalid > self.max_invalid_actions
+            error = "coder_weights needs the mixture coder (coder: mixture)"
+            return self._observation(error), 0.0, over, False, self._info(error, "agent_error" if over else None)
+        if "coder_weights" in value:  # the policy's new mix: it shapes the next proposal, not this round's
+            assert isinstance(self.coder, MixtureCoder)
+            self.coder.origin_weights = {str(k): float(v) for k, v in value["coder_weights"].items()}
         problem, choice = self._stream[self._index], int(value["candidate"])
         code = self._candidates[choice].code
         assert self._sandbox is not None
@@ -197,7 +211,9 @@ class CodeRepairEnv(gym.Env[dict, dict]):
             # for the headroom table (graders and analyses only): every candidate's features and,
             # from the simulator's catalogue, whether it passes the public tests (None: unknown)
             "features": np.round(self._features, 4).tolist(),
-            "labels": [None if c.kind == "llm" else c.kind in ("correct", "sneaky") for c in self._candidates]}
+            "labels": [None if c.kind == "llm" else c.kind in ("correct", "sneaky") for c in self._candidates],
+            # the policy side (coder_mix): the mix in force and each origin's base mass B(o)
+            "origin_mass": self._origin_mass, "mix": self._mix_in_force}
         round_record.update({k: value[k] for k in ("predictions", "propensity", "audit", "wm_version") if k in value})
         self._current["rounds"].append(round_record)
         self._decisions += list(value.get("decisions") or [])
@@ -205,6 +221,10 @@ class CodeRepairEnv(gym.Env[dict, dict]):
                     "public_pass": public.all_pass, "failure": public.failure_type()}
         reward = 0.0
         if public.all_pass or self._round >= self.rounds:
+            # the problem is over: its rounds' origins, mixes and base masses may now be told (they
+            # would have said which live candidate is a rewrite); the policy re-weights with them
+            executed["finished_rounds"] = [{"origins": r["origins"], "origin_mass": r["origin_mass"], "mix": r["mix"]}
+                                           for r in self._current["rounds"]]
             self._current.update(final_program=code, public_passed=public.all_pass, hidden_pass=None,
                                  hidden_failure=None, online_test_calls=len(self._current["rounds"]))
             self._results.append(self._current)
@@ -271,6 +291,11 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         self._candidates: list[Candidate] = self.coder.propose(
             problem, self._catalogue.get(problem.problem_id, []), round_index=self._round - 1,
             progress=self._index / len(self._stream), feedback=feedback, n=self.n_candidates, rng=rng)
+        if isinstance(self.coder, MixtureCoder):
+            self._origin_mass = dict(self.coder.last_origin_mass)
+            self._mix_in_force = dict(self.coder.origin_weights or {})
+        else:
+            self._origin_mass, self._mix_in_force = {}, {}
         assert self._sandbox is not None
         codes = [c.code for c in self._candidates]
         # the mixture coder's programs are the simulator's own (its labelled catalogue, re-printed)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import marshal
 import secrets
@@ -82,7 +81,8 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
     a program an agent chose or a model wrote.
 
     See ``sandbox_program`` for the two sides. The host starts the collector (as the harness
-    identity, in a thread), then one runner per test as the user, one after another, each after
+    identity, in a thread), then one runner per test as the user (docker: a fork of the user's
+    exec server, ``ExecServer.run_python``), one after another, each after
     the previous one and everything it left were killed; the runner's own output and exit status
     are ignored. In check mode a test whose runner ran past the test's timeout ends its job: the
     rest read ``timeout`` unrun (one endless loop costs one timeout, as a forked child did).
@@ -117,29 +117,28 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
 
     def collect() -> None:
         try:
-            outcome["run"] = run_harness(["python3", "-I", "-S", "-c", COLLECTOR], stdin=config, timeout=budget_s + 10.0)
+            outcome["run"] = run_harness(COLLECTOR, stdin=config, timeout=budget_s + 10.0)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             outcome["error"] = exc
 
     thread = threading.Thread(target=collect, name="rsigym-coderepair-collector", daemon=True)
     thread.start()
-    run_user = _user_exec(sandbox)
+    run_user, run_job = _user_exec(sandbox), _job_runner(sandbox)
     skipped: set[str] = set()
     try:
         for job, tokens in zip(jobs, plan):
-            for index, token in enumerate(tokens):
-                header = f"{socket_name} {token} {_CONNECT_WAIT_S}"
-                run = run_user(["python3", "-I", "-S", "-c", RUNNER], stdin=header, timeout=_runner_timeout_s(job))
-                if job.mode == "check" and (run.timed_out or run.duration_s >= job.timeout_s):
-                    skipped.update(tokens[index + 1:])
-                    break
+            headers = [f"{socket_name} {token} {_CONNECT_WAIT_S}" for token in tokens]
+            # check mode: a test whose runner ran past the test's timeout ends its job
+            runs = run_job(RUNNER, headers, timeout=_runner_timeout_s(job),
+                           stop_after_s=job.timeout_s if job.mode == "check" else None)
+            skipped.update(token for token, run in zip(tokens, runs) if run is None)
     finally:
         # The collector ends by itself once every test reported; when one did not (skipped, or its
         # runner never connected), the end token tells it to print what it has.
         thread.join(timeout=0.0 if skipped else _COLLECTOR_GRACE_S)
         if thread.is_alive():
             end = f"{socket_name} {end_token} {_COLLECTOR_GRACE_S}"
-            run_user(["python3", "-I", "-S", "-c", END_PROGRAM], stdin=end, timeout=30.0)
+            run_user(END_PROGRAM, stdin=end, timeout=30.0)
             thread.join()
     if "error" in outcome:
         raise outcome["error"]
@@ -176,17 +175,49 @@ def _runner_timeout_s(job: Job) -> float:
 
 
 def _harness_exec(sandbox: Sandbox) -> Callable[..., ExecResult]:
-    """The sandbox's harness exec server when it has one, else a plain exec as the harness."""
-    server = getattr(sandbox, "exec_server", None)
-    if callable(server):
-        return server("harness").exec
-    return functools.partial(sandbox.exec, as_user="harness")
+    """Runs a Python program (``python3 -I -S -c``) as the harness identity: see ``_user_exec``."""
+    return _python_runner(sandbox, "harness")
 
 
 def _user_exec(sandbox: Sandbox) -> Callable[..., ExecResult]:
-    """The sandbox's exec server when it has one (a spawn per runner, not an engine exec)."""
+    """Runs a Python program (``python3 -I -S -c``) as the user: a fork of the sandbox's pristine
+    exec server when it has one (no interpreter start, no engine exec), else a fresh interpreter."""
+    return _python_runner(sandbox, "user")
+
+
+def _job_runner(sandbox: Sandbox) -> Callable[..., list[ExecResult | None]]:
+    """Runs one job's runners as the user, one after another: one request to the exec server
+    (``run_python_many``: each a fork that gets only its own stdin) when the sandbox has one."""
     server = getattr(sandbox, "exec_server", None)
-    return server().exec if callable(server) else sandbox.exec
+    if callable(server):
+        return server().run_python_many
+    run_user = _user_exec(sandbox)
+
+    def run(program: str, stdins: Sequence[str], *, timeout: float, stop_after_s: float | None) -> list[ExecResult | None]:
+        results: list[ExecResult | None] = []
+        for stdin in stdins:
+            if results and stop_after_s is not None and _stopped(results[-1], stop_after_s):
+                results.append(None)
+                continue
+            results.append(run_user(program, stdin=stdin, timeout=timeout))
+        return results
+
+    return run
+
+
+def _stopped(run: ExecResult | None, stop_after_s: float) -> bool:
+    return run is None or run.timed_out or run.duration_s >= stop_after_s
+
+
+def _python_runner(sandbox: Sandbox, identity: str) -> Callable[..., ExecResult]:
+    server = getattr(sandbox, "exec_server", None)
+    if callable(server):
+        return server(identity).run_python
+
+    def run(program: str, **kwargs: Any) -> ExecResult:
+        return sandbox.exec(["python3", "-I", "-S", "-c", program], as_user=identity, **kwargs)  # type: ignore[arg-type]
+
+    return run
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

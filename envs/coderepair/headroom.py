@@ -29,7 +29,7 @@ import numpy as np
 
 from rsigym.crossed import crossed_bootstrap
 from rsigym.records import Trajectory
-from rsigym.report import ReportSection, register_analysis
+from rsigym.report import ReportSection, md_text, register_analysis
 
 from .predictors import PREDICTOR_KINDS, StaticPredictor, make_predictor
 
@@ -128,19 +128,19 @@ def coderepair_headroom(records: Sequence[Trajectory], out_dir: Path, *, baselin
         for row in rows:
             if "delta" in row:
                 low, high = row["ci"]
-                lines.append(f"| {row['method']} | {row['cells']} | {row['rate']:.3f} | {row['delta']:+.3f} "
+                lines.append(f"| {md_text(row['method'])} | {row['cells']} | {row['rate']:.3f} | {row['delta']:+.3f} "
                              f"| [{low:+.3f}, {high:+.3f}] | {row['mdd']:.3f} |")
             else:
-                lines.append(f"| {row['method']} | {row['cells']} | {row['rate']:.3f} | | | |")
+                lines.append(f"| {md_text(row['method'])} | {row['cells']} | {row['rate']:.3f} | | | |")
             if row["method"].startswith("oracle:") and "delta" in row and row["delta"] > best.get(phase, ("", -1.0, (0, 0)))[1]:
                 best[phase] = (row["method"], row["delta"], row["ci"])
         lines.append("")
     parts = []
     for phase, rows in table.items():
         by = {row["method"]: row for row in rows}
-        text = f"{phase}: " + (f"best in-sample {best[phase][0]} {best[phase][1]:+.3f} over static "
+        text = f"{phase}: " + (f"best in-sample {md_text(best[phase][0])} {best[phase][1]:+.3f} over static "
                                f"[{best[phase][2][0]:+.3f}, {best[phase][2][1]:+.3f}]" if phase in best else "no oracle")
-        text += "".join(f", {a} {by[a]['delta']:+.3f}" for a in agents if a in by and "delta" in by[a])
+        text += "".join(f", {md_text(a)} {by[a]['delta']:+.3f}" for a in agents if a in by and "delta" in by[a])
         if "random" in by and "delta" in by["random"]:
             text += f", random {by['random']['delta']:+.3f}"
         parts.append(text)

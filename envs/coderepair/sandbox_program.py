@@ -12,7 +12,9 @@ Two programs, both passed inline to ``python3 -I -c`` (no file a program could o
   It prints one marked line (``repr`` of plain data) with every test's outcome once every test
   reported, or when the host sends the end token.
 * ``RUNNER`` runs **once per test as the user**, a fresh interpreter with nothing in it but its
-  own job (started by the host after the previous one and every process it left are gone). It
+  own job (started by the host after the previous one and every process it left are gone; on
+  docker a fork of the pristine exec server, ``ExecServer.run_python``, which costs no interpreter
+  start and holds no earlier runner's token or the server's stream; locally ``python3 -I -S``). It
   connects, sends its one-time token, receives the program's source, entry name and prelude and
   the names the test reads, loads the program (under an alarm), then answers calls: decode the
   arguments, call under an alarm set to what is left of the test's time, encode the value. Its

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rsigym.records import Trajectory
-from rsigym.report import ReportSection, register_analysis
+from rsigym.report import ReportSection, md_text, register_analysis
 
 __all__ = ["dataselect_groups"]
 
@@ -48,14 +48,14 @@ def dataselect_groups(records: Sequence[Trajectory], out_dir: Path) -> ReportSec
         ceilings = [m["spearman_ceiling"] for m in ms if m.get("spearman_ceiling") is not None]
         counts = {v: sum(m.get("gain_verdict") == v for m in ms) for v in ("better", "indistinguishable", "worse")}
         verdicts[(pool, agent)] = _agent_verdict(counts, len(ms))
-        lines.append(f"| {pool} | {agent} | {len(ms)} | {statistics.mean(gains):+.4f} | "
+        lines.append(f"| {md_text(pool)} | {md_text(agent)} | {len(ms)} | {statistics.mean(gains):+.4f} | "
                      + " ".join(f"{g:+.4f} [{m['gain_ci'][0]:+.3f},{m['gain_ci'][1]:+.3f}]" for g, m in zip(gains, ms))
                      + f" | {counts['better']}/{counts['indistinguishable']}/{counts['worse']} | "
                      f"{sum(bool(m['top_is_best']) for m in ms)}/{len(ms)} | {sum(bool(m['top_tie']) for m in ms)} | "
                      f"{statistics.mean(m['spearman'] for m in ms):.2f} | "
                      + (f"{statistics.mean(ceilings):.2f}" if ceilings else "n/a") + " |")
     for key, count in sorted(penalised.items()):
-        lines.append(f"| {key[0]} | {key[1]} | {count} without a scored submission | | | | | | | |")
+        lines.append(f"| {md_text(key[0])} | {md_text(key[1])} | {count} without a scored submission | | | | | | | |")
     lines += ["", _sandbox_line(records)]
     warning = _floor_warning(runs)
     if warning:
@@ -63,7 +63,7 @@ def dataselect_groups(records: Sequence[Trajectory], out_dir: Path) -> ReportSec
     plots = [_plot(out_dir, runs)] if runs else []
     if runs:
         verdict = "Against the random reference (every run's gain CI): " + "; ".join(
-            f"{agent} on {pool}: {v}" for (pool, agent), v in sorted(verdicts.items())) + "."
+            f"{md_text(agent)} on {md_text(pool)}: {v}" for (pool, agent), v in sorted(verdicts.items())) + "."
     else:
         verdict = "No scored submission."
     return ReportSection("Data selection: groups by predicted rank", "\n".join(lines), verdict, plots)
@@ -91,7 +91,7 @@ def _sandbox_line(records: Sequence[Trajectory]) -> str:
             provider = info.get("provider", "?")
             label = "local subprocess, UNSANDBOXED (opt-in local_unsafe)" if provider == "local" else str(provider)
             used[label] += 1
-    return "Sandbox of run_python: " + ", ".join(f"{k} in {v} episodes" for k, v in sorted(used.items())) + "."
+    return "Sandbox of run_python: " + ", ".join(f"{md_text(k)} in {v} episodes" for k, v in sorted(used.items())) + "."
 
 
 def _floor_warning(runs: dict[tuple[str, str], list[dict[str, Any]]]) -> str | None:
@@ -107,7 +107,7 @@ def _floor_warning(runs: dict[tuple[str, str], list[dict[str, Any]]]) -> str | N
             total_groups += len(m["group_scores"])
     parts = []
     if floor:
-        parts.append(f"categories {', '.join(sorted(floor))} score <= {FLOOR} for every group and random draw of a run")
+        parts.append(f"categories {md_text(', '.join(sorted(floor)))} score <= {FLOOR} for every group and random draw of a run")
     if total_groups and low_groups:
         parts.append(f"{low_groups} of {total_groups} groups score <= {FLOOR} overall")
     if not parts:

@@ -28,7 +28,7 @@ import numpy as np
 
 from rsigym.grader import snapshot_state
 from rsigym.records import Trajectory
-from rsigym.report import ReportSection, register_analysis
+from rsigym.report import ReportSection, md_code, md_file_name, md_text, register_analysis
 
 from .evoalloc import POLICY_EVENT, missed_new_bests_estimate
 
@@ -122,7 +122,7 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
         if target is None and base:
             target = float(np.mean([_state(r)["best_score"] for r in base]))
         budget = at_full_evaluations or int(min(max(c[0] for c in best_curve(r)) for g in agents.values() for r in g))
-        lines += [f"### {task}", "", f"Target: {_fmt(target)} ({'given' if (targets or {}).get(task) is not None else f'mean final best of {baseline}'}); "
+        lines += [f"### {md_text(task)}", "", f"Target: {_fmt(target)} ({'given' if (targets or {}).get(task) is not None else f'mean final best of {md_code(baseline)}'}); "
                   f"fixed budget for the best-score column: {budget} full evaluations.", "",
                   "| allocator | runs | full evals to target (mean curve) | full-equivalents to target (mean curve, "
                   "partials counted) | full-equivalents to target incl. exploration (mean curve) | median per run | "
@@ -144,7 +144,7 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
             tokens_reached = [t for t in tokens if t is not None]
             states = [_state(r) for r in group]
             lines.append(
-                f"| {agent} | {len(group)} | {_fmt(crossing, 'g')} | {_fmt(crossing_equivalents, 'g')} | "
+                f"| {md_text(agent)} | {len(group)} | {_fmt(crossing, 'g')} | {_fmt(crossing_equivalents, 'g')} | "
                 f"{_fmt(crossing_exploring, 'g')} | "
                 f"{_fmt(float(np.median(reached)) if len(reached) == len(group) else None, 'g')} | "
                 f"{_fmt(float(np.median(tokens_reached)) if len(tokens_reached) == len(group) else None, '.0f')} | "
@@ -154,14 +154,14 @@ def evolution_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline
                 f"{missed_new_bests(states)} | "
                 f"{sum(s['exploration']['cost'] for s in states):.2f} |")
             reached_text = "not reached" if crossing is None else f"{crossing:g} full evals"
-            verdicts.append(f"{task}/{agent}: {reached_text} to {_fmt(target)}")
+            verdicts.append(f"{md_text(task)}/{md_text(agent)}: {reached_text} to {_fmt(target)}")
         runs = sorted({key for reach in per_run.values() for key in reach})
         several_reps = any(rep for _, rep in runs)
         labels = [f"seed {seed}" + (f" rep {rep}" if several_reps else "") for seed, rep in runs]
         lines += ["", "Full evaluations to reach the target, per run:", "",
                   "| allocator | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(runs)]
         for agent, reach in sorted(per_run.items()):
-            lines.append(f"| {agent} | " + " | ".join(_fmt(reach.get(key), "g") for key in runs) + " |")
+            lines.append(f"| {md_text(agent)} | " + " | ".join(_fmt(reach.get(key), "g") for key in runs) + " |")
         lines.append("")
         lines += _policy_history(agents)
         plots.append(_plot(out_dir, task, agents, target))
@@ -188,13 +188,13 @@ def _policy_history(agents: dict[str, list[Trajectory]]) -> list[str]:
         runs = [(r, policy_events(r)) for r in sorted(group, key=lambda r: (r.seed, r.rep))]
         if not any(events for _, events in runs):
             continue
-        lines += [f"Policy history of {agent}:", ""]
+        lines += [f"Policy history of {md_text(agent)}:", ""]
         for record, events in runs:
             verdicts = [e for e in events if " accepted at " in e or " rejected at " in e]
             accepted = sum(" accepted at " in e for e in verdicts)
             lines.append(f"- seed {record.seed} rep {record.rep}: {sum(' proposed at ' in e for e in events)} "
                          f"challengers, {accepted} accepted, {len(verdicts) - accepted} rejected")
-            lines += [f"  - {e}" for e in events]
+            lines += [f"  - {md_text(e)}" for e in events]  # the allocator's own text: an agent's words
         lines.append("")
     return lines
 
@@ -234,7 +234,7 @@ def _plot(out_dir: Path, task: str, agents: dict[str, list[Trajectory]], target:
     ax.set_title(f"{task}: best score vs full evaluations", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    name = f"evolution_{task}.png"
+    name = md_file_name(f"evolution_{task}.png")  # a task id is a name from the records, not a path
     fig.savefig(out_dir / name, dpi=110)
     plt.close(fig)
     return name

@@ -8,12 +8,31 @@ experience conditions (``env``, ``experience``), the metrics (``metrics``), nume
 report section (``analyses``).
 """
 
-from .archive import Archive, ArchiveRecord, load_archive
-from .env import ExperimentForecastEnv
-from .experience import ExperienceCondition
-from .interventions import Intervention, lint_catalogue
-from .metrics import mae, ndcg_at_k, ndcg_lift, regret_best, regret_mean, round_metrics, spearman
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .archive import Archive, ArchiveRecord, load_archive
+    from .env import ExperimentForecastEnv
+    from .experience import ExperienceCondition
+    from .interventions import Intervention, lint_catalogue
+    from .metrics import mae, ndcg_at_k, ndcg_lift, regret_best, regret_mean, round_metrics, spearman
 
 __all__ = ["Archive", "ArchiveRecord", "ExperimentForecastEnv", "ExperienceCondition", "Intervention",
            "lint_catalogue", "load_archive", "mae", "ndcg_at_k", "ndcg_lift", "regret_best", "regret_mean",
            "round_metrics", "spearman"]
+
+# Imported on first use: the archive module imports torch (its research environments train), and
+# ``rsigym --help`` imports this package for the ``archive`` command's help line.
+_WHERE = {"Archive": "archive", "ArchiveRecord": "archive", "load_archive": "archive",
+          "ExperimentForecastEnv": "env", "ExperienceCondition": "experience", "Intervention": "interventions",
+          "lint_catalogue": "interventions", **{name: "metrics" for name in (
+              "mae", "ndcg_at_k", "ndcg_lift", "regret_best", "regret_mean", "round_metrics", "spearman")}}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rsigym.records import Trajectory
-from rsigym.report import ReportSection, condition_label, register_analysis
+from rsigym.report import ReportSection, condition_label, md_code, md_text, register_analysis
 from rsigym.stats import cluster_t_ci
 
 from .experience_effect import experience_markdown, target_scales
@@ -101,7 +101,7 @@ def forecast_analysis(records: Sequence[Trajectory], out_dir: Path, *, reference
              "Regret@3 mean | best gain @24 |", "|---|---|---|---|---|---|---|---|---|---|"]
     for (condition, agent), members in sorted(groups.items()):
         nan_rounds = sum(m["spearman_missing"] for m in members)
-        lines.append(f"| {condition} | {agent} | {len(members)} | {_mean([m['mae'] for m in members]):.3f} | "
+        lines.append(f"| {md_text(condition)} | {md_text(agent)} | {len(members)} | {_mean([m['mae'] for m in members]):.3f} | "
                      f"{_fmt(_mean([m['spearman'] for m in members]), 2)} ({nan_rounds}) | "
                      f"{_mean([m['ndcg'] for m in members]):.3f} | {_fmt(_mean([m['ndcg_lift'] for m in members]), 2)} | "
                      f"{_mean([m['regret_best'] for m in members]):.4f} | {_mean([m['regret_mean'] for m in members]):.4f} | "
@@ -113,7 +113,7 @@ def forecast_analysis(records: Sequence[Trajectory], out_dir: Path, *, reference
         f"Episodes scored: {len(rows)}; unscored (agent error, infra error, early stop): {unscored}. "
         "Unit of inference: the target (episodes are paired with the reference's episode of the same task, "
         "condition and seed; each target's mean difference is one value).", "", *_ground_truth_lines(rows, reference),
-        "", *lines, "", f"### Regret@3 (best of 3) against `{reference}`", "", *verdict_lines,
+        "", *lines, "", f"### Regret@3 (best of 3) against {md_code(reference)}", "", *verdict_lines,
         "", *experience_lines])
     return ReportSection("Experiment forecasting", markdown,
                          "; ".join(verdicts + experience_verdicts) or "insufficient data", [plot] if plot else [])
@@ -127,12 +127,12 @@ def _ground_truth_lines(rows: list[dict[str, Any]], reference: str) -> list[str]
     by_task: dict[str, list[bool]] = defaultdict(list)
     for r in episodes.values():
         by_task[r["task"]] += r["round_noise"]
-    noisy = ", ".join(f"{t} {sum(v)}/{len(v)}" for t, v in sorted(by_task.items()))
+    noisy = ", ".join(f"{md_text(t)} {sum(v)}/{len(v)}" for t, v in sorted(by_task.items()))
     if not episodes:
-        return [f"No `{reference}` episodes: the saturation and noise checks need them."]
-    return [f"Ground truth: rounds whose best candidate is noise (a placebo or not significant), in `{reference}`'s "
+        return [f"No {md_code(reference)} episodes: the saturation and noise checks need them."]
+    return [f"Ground truth: rounds whose best candidate is noise (a placebo or not significant), in {md_code(reference)}'s "
             f"episodes: {sum(rounds)}/{len(rounds)} ({noisy}); Regret@3 without them is the `curve_real` reading "
-            f"below. Saturation: `{reference}` found the pool's best in {found}/{len(episodes)} episodes "
+            f"below. Saturation: {md_code(reference)} found the pool's best in {found}/{len(episodes)} episodes "
             f"({'saturated: most episodes' if found * 2 > len(episodes) else 'not saturated'})."]
 
 
@@ -151,14 +151,14 @@ def _verdicts(rows: list[dict[str, Any]], reference: str, min_pairs: int) -> tup
             advantage[(agent, condition, "")] = (mean, ci, n, targets)
             verdict = ("insufficient data" if n < min_pairs or targets < MIN_TARGETS else "beats the reference"
                        if ci[1] < 0 else "worse than the reference" if ci[0] > 0 else "indistinguishable")
-            lines.append(f"| {condition} | {agent} | {n} | {targets} | {mean:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}] | "
+            lines.append(f"| {md_text(condition)} | {md_text(agent)} | {n} | {targets} | {mean:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}] | "
                          f"{verdict} |")
             if agent in BLIND_AGENTS:
                 ok = verdict != "beats the reference"
-                summary.append(f"blind control {agent} in {condition}: {'passes' if ok else 'FAILS'} "
+                summary.append(f"blind control {md_text(agent)} in {md_text(condition)}: {'passes' if ok else 'FAILS'} "
                                f"({mean:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}], n={n})")
             elif condition.startswith("in_env"):
-                summary.append(f"{agent} in {condition}: {verdict} ({mean:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}], n={n})")
+                summary.append(f"{md_text(agent)} in {md_text(condition)}: {verdict} ({mean:+.4f} [{ci[0]:+.4f}, {ci[1]:+.4f}], n={n})")
     lines += ["", "Feedback-use control (advantage = reference - agent Regret@3; shuffled_gains vs in_env, same "
               "observed mode):", "", "| agent | observed | in_env advantage | shuffled advantage | share kept | verdict |",
               "|---|---|---|---|---|---|"]
@@ -179,8 +179,8 @@ def _verdicts(rows: list[dict[str, Any]], reference: str, min_pairs: int) -> tup
             else:
                 share = shuf / real
                 verdict = "removed" if share < 0.5 or shuf_ci[1] >= 0 else "NOT removed"
-            lines.append(f"| {agent} | {condition} | {-real:+.4f} | {-shuf:+.4f} | {_fmt(share, 2)} | {verdict} |")
-            summary.append(f"shuffled_gains control for {agent} ({condition}): {verdict}")
+            lines.append(f"| {md_text(agent)} | {md_text(condition)} | {-real:+.4f} | {-shuf:+.4f} | {_fmt(share, 2)} | {verdict} |")
+            summary.append(f"shuffled_gains control for {md_text(agent)} ({md_text(condition)}): {verdict}")
     return lines, summary
 
 

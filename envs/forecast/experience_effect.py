@@ -30,6 +30,7 @@ import math
 import statistics
 from typing import Any
 
+from rsigym.report import md_text
 from rsigym.stats import cluster_means, cluster_t_ci, minimum_detectable_difference
 
 __all__ = ["experience_pairs", "experience_effects", "experience_markdown", "target_scales", "EXPERIENCE_READINGS"]
@@ -134,25 +135,25 @@ def experience_markdown(rows: list[dict[str, Any]], *, min_targets: int = 3) -> 
              "|---|---|---|---|---|---|---|---|"]
     summary = []
     for e in effects:
-        lines.append(f"| {e['agent']} | {e['condition']} | {e['reading']} | {e['pairs']} ({e['missing']}) | "
+        lines.append(f"| {md_text(e['agent'])} | {md_text(e['condition'])} | {e['reading']} | {e['pairs']} ({e['missing']}) | "
                      f"{e['targets']} | {_f(e['mean'])} [{_f(e['low'])}, {_f(e['high'])}] | "
                      f"{_f(e['mdd']).lstrip('+')} | {e['verdict']} |")
         if e["agent"] == "zero":
             ok = e["mean"] == 0.0 or math.isnan(e["mean"])
             if e["reading"] == "round1":
-                summary.append(f"zero floor in {e['condition']}: {'passes' if ok else 'FAILS'} ({_f(e['mean'])})")
+                summary.append(f"zero floor in {md_text(e['condition'])}: {'passes' if ok else 'FAILS'} ({_f(e['mean'])})")
         elif e["reading"] in ("round1", "curve") and e["condition"].startswith(("in_env", "cross_env")):
-            summary.append(f"{e['agent']} {e['condition']} {e['reading']}: {e['verdict']} "
+            summary.append(f"{md_text(e['agent'])} {md_text(e['condition'])} {e['reading']}: {e['verdict']} "
                            f"({_f(e['mean'])} [{_f(e['low'])}, {_f(e['high'])}], {e['targets']} targets)")
     targets = sorted({t for e in effects for t in e["per_target"]})
     lines += ["", "Per target (Regret@3 difference in gain units, not normalised; round 1 / curve):", "",
-              "| agent | condition | " + " | ".join(targets) + " |", "|---|---|" + "---|" * len(targets)]
+              "| agent | condition | " + " | ".join(md_text(t) for t in targets) + " |", "|---|---|" + "---|" * len(targets)]
     by_key = {(e["agent"], e["condition"], e["reading"]): e for e in effects}
     for agent, condition in sorted({(e["agent"], e["condition"]) for e in effects}):
         one, curve = by_key[(agent, condition, "round1")], by_key[(agent, condition, "curve")]
         cells = [f"{_f(one['per_target_raw'].get(t, math.nan))} / {_f(curve['per_target_raw'].get(t, math.nan))}"
                  for t in targets]
-        lines.append(f"| {agent} | {condition} | " + " | ".join(cells) + " |")
+        lines.append(f"| {md_text(agent)} | {md_text(condition)} | " + " | ".join(cells) + " |")
     lines += ["", *_round_curve(rows)]
     return lines, summary
 
@@ -172,5 +173,5 @@ def _round_curve(rows: list[dict[str, Any]]) -> list[str]:
         for i in range(rounds):
             values = sorted(m["round_regret"][i] / scale[m["task"]] for m in members if len(m["round_regret"]) > i)
             cells.append(f"{math.fsum(values) / len(values):.3f}" if values else "n/a")
-        lines.append(f"| {agent} | {condition} | " + " | ".join(cells) + " |")
+        lines.append(f"| {md_text(agent)} | {md_text(condition)} | " + " | ".join(cells) + " |")
     return lines

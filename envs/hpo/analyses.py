@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rsigym.records import Trajectory
-from rsigym.report import ReportSection, register_analysis
+from rsigym.report import ReportSection, md_text, register_analysis
 
 from .replay import cold_start_replay, replay_decision_points
 
@@ -99,16 +99,16 @@ def feedback_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents: S
         mean, low, high, clusters = clustered_mean_ci([p.sensitivity for p in points],
                                                       [p.episode_key for p in points], seed)
         uses = "yes" if low > 0 else ("not shown" if math.isfinite(low) else "no verdict")
-        lines.append(f"| {agent} | {clusters} | {len(points)} | {sum(p.reproduced for p in points)}/{len(points)} | "
+        lines.append(f"| {md_text(agent)} | {clusters} | {len(points)} | {sum(p.reproduced for p in points)}/{len(points)} | "
                      f"{np.nanmean([p.permuted_distance for p in points]):.3f} | "
                      f"{np.nanmean([p.notation_distance for p in points]):.3f} | {mean:+.3f} | "
                      f"{_ci(low, high)} | {uses} |")
-        verdicts.append(f"{agent}: sensitivity {mean:+.3f} {_ci(low, high)} ({uses})")
+        verdicts.append(f"{md_text(agent)}: sensitivity {mean:+.3f} {_ci(low, high)} ({uses})")
         for task in sorted({p.task_id for p in points}):
             mine = [p for p in points if p.task_id == task]
             t_mean, t_low, t_high, n = clustered_mean_ci([p.sensitivity for p in mine],
                                                          [p.episode_key for p in mine], seed, min_clusters=2)
-            per_task.append(f"| {agent} | {task} | {n} | {len(mine)} | {t_mean:+.3f} | "
+            per_task.append(f"| {md_text(agent)} | {md_text(task)} | {n} | {len(mine)} | {t_mean:+.3f} | "
                             f"{_ci(t_low, t_high) if math.isfinite(t_low) else '- (one record)'} |")
     lines += per_task
     lines += ["", "Caveat (as in the paper): sensitivity to feedback does not show that the response "
@@ -172,10 +172,10 @@ def cold_start_analysis(records: Sequence[Trajectory], out_dir: Path, *, agents:
         def mean_of(field: str) -> float:
             return float(np.nanmean([np.nanmean(getattr(r, field)) for r in replays]))
 
-        lines.append(f"| {agent} | {len(names)} | {mean_of('swap'):.3f} | {mean_of('reask'):.3f} | "
+        lines.append(f"| {md_text(agent)} | {len(names)} | {mean_of('swap'):.3f} | {mean_of('reask'):.3f} | "
                      f"{mean_of('noop'):.3f} | {stats['reask'][0]:+.3f} | {_ci(*stats['reask'][1:3])} | "
                      f"{stats['noop'][0]:+.3f} | {_ci(*stats['noop'][1:3])} | {label} |")
-        verdicts.append(f"{agent}: swap {mean_of('swap'):.2f} decades, excess over no-op "
+        verdicts.append(f"{md_text(agent)}: swap {mean_of('swap'):.2f} decades, excess over no-op "
                         f"{stats['noop'][0]:+.2f} {_ci(*stats['noop'][1:3], fmt='+.2f')} ({label})")
     return ReportSection("Cold-start description swap", "\n".join(lines), "; ".join(verdicts))
 
@@ -202,7 +202,7 @@ def compare_analysis(records: Sequence[Trajectory], out_dir: Path, *, random_age
             if state.get("test_nrmse") is not None:
                 test[agent][(state["task_id"], state["seed"])] = float(state["test_nrmse"])
     lines = ["| agent | episodes | first-proposal percentile in the random pool | mean test nRMSE | "
-             f"wins vs {random_agent} | wins vs {tpe_agent} | adaptations | Wilcoxon p vs {random_agent} |",
+             f"wins vs {md_text(random_agent)} | wins vs {md_text(tpe_agent)} | adaptations | Wilcoxon p vs {md_text(random_agent)} |",
              "|---|---:|---:|---:|---|---|---:|---:|"]
     for agent, group in groups.items():
         percentiles = []
@@ -224,7 +224,7 @@ def compare_analysis(records: Sequence[Trajectory], out_dir: Path, *, random_age
         p = (wilcoxon(diffs).pvalue if agent != random_agent and len(diffs) >= MIN_WILCOXON_CLUSTERS and any(diffs)
              else math.nan)
         mean_test = np.mean(list(test[agent].values())) if test[agent] else math.nan
-        lines.append(f"| {agent} | {len(group)} | {np.mean(percentiles) if percentiles else math.nan:.1f} | "
+        lines.append(f"| {md_text(agent)} | {len(group)} | {np.mean(percentiles) if percentiles else math.nan:.1f} | "
                      f"{mean_test:.4f} | {cells[0]} | {cells[1]} | {len(diffs) if agent != random_agent else '-'} | "
                      f"{p:.3g} |")
     cache = [r.final.state.get("trial_cache") or {} for g in groups.values() for r in g if r.final]

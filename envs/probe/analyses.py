@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rsigym.records import Trajectory
-from rsigym.report import ReportSection, condition_label, register_analysis
+from rsigym.report import ReportSection, condition_label, md_text, register_analysis
 from rsigym.stats import bootstrap_ci
 
 __all__ = ["probe_guesses"]
@@ -32,7 +32,7 @@ def probe_guesses(records: Sequence[Trajectory], out_dir: Path) -> ReportSection
         mean = f"{sum(values) / len(values):.2f}" if values else "-"
         low, high = bootstrap_ci(values)
         ci = f"[{low:.2f}, {high:.2f}]" if values else "-"
-        lines.append(f"| {cell[0]} | {cell[1]} | {episodes[cell]} | {len(values)} | {mean} | {ci} |")
+        lines.append(f"| {md_text(cell[0])} | {md_text(cell[1])} | {episodes[cell]} | {len(values)} | {mean} | {ci} |")
     solved = sum(len(v) for v in guesses.values())
     return ReportSection("Probe: guesses to the secret", "\n".join(lines),
                          f"{solved} of {sum(episodes.values())} Probe episodes solved")

@@ -89,6 +89,12 @@ class ProbeEnv(gym.Env[dict, dict]):
         condition: Condition | dict[str, Any] | str | None = None,
         render_mode: str | None = None,
     ) -> None:
+        for name, value, least in (("low", low, None), ("high", high, None), ("max_guesses", max_guesses, 1),
+                                   ("max_invalid_actions", max_invalid_actions, 0)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+            if least is not None and value < least:
+                raise ValueError(f"{name} must be >= {least}, got {value}")
         if not low < high:
             raise ValueError(f"need low < high, got low={low}, high={high}")
         self.low, self.high = int(low), int(high)

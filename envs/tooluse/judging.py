@@ -69,10 +69,12 @@ def judge_transcript(record: Trajectory, presentation: str = "") -> str:
         text = str(outcome.get("text", "")) if isinstance(outcome, dict) else ""
         action = step.action
         if isinstance(action, dict) and "tool" in action:
-            arguments = dict(list((action.get("arguments") or {}).items())[::order])
+            given = action.get("arguments")  # an invalid action may carry any value here
+            arguments = (dict(list(given.items())[::order]) if isinstance(given, dict)
+                         else {} if given is None else {"(not an object)": given})
             kind = kinds.get(str(action["tool"]), "unknown")  # a name the agent was not offered
             status = "error" if " error: " in text or text.startswith("Error") else "ok"
-            lines.append(f"- Agent calls {rename(str(action['tool']))} [{kind}] {json.dumps(arguments)} -> "
+            lines.append(f"- Agent calls {rename(str(action['tool']))} [{kind}] {json.dumps(arguments, default=repr)} -> "
                          f"{status}: {rename(text)[:400]}")
         elif isinstance(action, dict) and "message" in action:
             lines.append(f"- Agent: {action['message']}")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rsigym.records import Trajectory
-from rsigym.report import ReportSection, condition_label, register_analysis
+from rsigym.report import ReportSection, condition_label, md_code, md_text, register_analysis
 from rsigym.stats import bootstrap_ci, minimum_detectable_difference
 
 from .pairwise_judge import PairwiseJudge
@@ -76,22 +76,22 @@ def workflow_scores(records: Sequence[Trajectory], out_dir: Path, *, baseline: s
         base = per_token.get((cell[0], baseline))
         ratio = f"{per_token[cell] / base:.2f}x" if base else "-"
         tokens = sum(t for _, t in values) / len(values)
-        lines.append(f"| {cell[0]} | {cell[1]} | {len(values)} | {sum(scores) / len(scores):.3f} | "
+        lines.append(f"| {md_text(cell[0])} | {md_text(cell[1])} | {len(values)} | {sum(scores) / len(scores):.3f} | "
                      f"[{low:.3f}, {high:.3f}] | {tokens:.0f} | {per_token[cell]:.3f} | {ratio} |")
     means = {cell: sum(s for s, _ in v) / len(v) for cell, v in cells.items()}
     if not means:
         return ReportSection("Workflow scores", "no workflow records", "insufficient data")
     best = max(means, key=means.__getitem__)
-    verdict = f"best: {best[0]} under {best[1]} ({means[best]:.3f}); {missing} records without a score"
+    verdict = f"best: {md_text(best[0])} under {md_text(best[1])} ({means[best]:.3f}); {missing} records without a score"
     if control is not None:
         control_means = [m for (agent, _), m in means.items() if agent == control]
         others = [m for (agent, _), m in means.items() if agent != control]
         if not control_means or not others:
-            verdict += f"; control {control!r}: insufficient data"
+            verdict += f"; control {md_code(control)}: insufficient data"
         elif max(control_means) < min(others):
-            verdict += f"; control {control!r} scores {max(control_means):.3f}, below every other agent: the ruler separates"
+            verdict += f"; control {md_code(control)} scores {max(control_means):.3f}, below every other agent: the ruler separates"
         else:
-            verdict += f"; CONTROL FAILED: {control!r} scores {max(control_means):.3f}, not below every other agent"
+            verdict += f"; CONTROL FAILED: {md_code(control)} scores {max(control_means):.3f}, not below every other agent"
     return ReportSection("Workflow scores", "\n".join(lines), verdict)
 
 
@@ -172,7 +172,7 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
                 verdict = judge.compare(brief, _state(a)["files"], _state(b)["files"])
                 results[(condition, key[2])][name].append((verdict, score_b - score_a))
     if not results:
-        return ReportSection("Workflow pairwise judging", f"no pairs with baseline {baseline!r}", "insufficient data")
+        return ReportSection("Workflow pairwise judging", f"no pairs with baseline {md_code(baseline)}", "insufficient data")
     lines = ["| workflow vs baseline | agent | judge | wins | losses | ties | inconsistent | agree | disagree | "
              "judge tie | grader tie |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -184,14 +184,14 @@ def workflow_pairwise(records: Sequence[Trajectory], out_dir: Path, *, baseline:
             inconsistent = sum(v.inconsistent for v, _ in pairs)
             ties = len(pairs) - wins - losses - inconsistent
             c = agreement_counts(pairs)
-            lines.append(f"| {condition} | {agent} | {name} | {wins} | {losses} | {ties} | {inconsistent} | "
+            lines.append(f"| {md_text(condition)} | {md_text(agent)} | {name} | {wins} | {losses} | {ties} | {inconsistent} | "
                          f"{c['agree']} | {c['disagree']} | {c['judge_tie']} | {c['grader_tie']} |")
         judge_pairs, control_pairs = by_judge["judge"], by_judge["control"]
         j_rate, c_rate = agreement_rate(judge_pairs), agreement_rate(control_pairs)
         decisive = sum(abs(d) > 0.05 for _, d in judge_pairs)
         wins = sum(v.winner == "b" for v, _ in judge_pairs)
         losses = sum(v.winner == "a" for v, _ in judge_pairs)
-        head = f"{condition} vs {baseline} ({agent}): {wins} wins, {losses} losses over {len(judge_pairs)} tasks"
+        head = f"{md_text(condition)} vs {md_text(baseline)} ({md_text(agent)}): {wins} wins, {losses} losses over {len(judge_pairs)} tasks"
         if decisive < 3:
             verdicts.append(head + f"; insufficient data for the agreement control ({decisive} pairs the grader separates)")
         elif j_rate > c_rate:
@@ -238,16 +238,16 @@ def workflow_sft(records: Sequence[Trajectory], out_dir: Path, *, condition: str
 
     try:
         count = validate_sft_jsonl(path)
-        verdict = (f"{count} examples from {len(kept)} episodes of {condition} the judge preferred over {baseline} "
-                   f"({len(dropped)} not preferred, {unpaired} without a {baseline} episode); hidden-key score of "
+        verdict = (f"{count} examples from {len(kept)} episodes of {md_text(condition)} the judge preferred over {md_text(baseline)} "
+                   f"({len(dropped)} not preferred, {unpaired} without a {md_text(baseline)} episode); hidden-key score of "
                    f"kept {mean(kept)} vs not kept {mean(dropped)} (report only); schema-valid, workflow text stripped")
     except ValueError as exc:
-        verdict = f"SFT EXPORT INVALID: {exc}"
+        verdict = f"SFT EXPORT INVALID: {md_text(exc)}"
     if not kept:
-        verdict = f"insufficient data: no episode of {condition} was preferred over {baseline} ({unpaired} unpaired)"
+        verdict = f"insufficient data: no episode of {md_text(condition)} was preferred over {md_text(baseline)} ({unpaired} unpaired)"
     roles: dict[str, int] = defaultdict(int)
     for r in kept:
         for d in _state(r)["dialogues"]:
             roles[d["role"]] += 1
-    table = "| role | dialogues |\n|---|---:|\n" + "\n".join(f"| {k} | {v} |" for k, v in sorted(roles.items()))
+    table = "| role | dialogues |\n|---|---:|\n" + "\n".join(f"| {md_text(k)} | {v} |" for k, v in sorted(roles.items()))
     return ReportSection("Workflow SFT export", table, verdict)

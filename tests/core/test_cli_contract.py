@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -246,3 +247,41 @@ def test_regrade_checks_the_fit_and_never_overwrites_a_run_folder(capsys, tmp_pa
     assert "tolerance=3" in (target / "report.md").read_text()
     assert json.loads((target / MANIFEST_FILE).read_text())["regraded_from"]["grader"] == "probe_answer"
     assert [len(r.grades) for r in read_records(out / RECORDS_FILE)] == [1]  # the source is untouched
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["run", "--help"], ["list", "--help"]])
+def test_version_and_help_import_neither_litellm_nor_torch(argv):
+    """`rsigym --version` used to import torch (a family's command module) and took 1.7 s;
+    benchmarks/cli_startup.py measures it. Here: which modules the command loads."""
+    code = ("import sys\nfrom rsigym.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in ('litellm', 'torch', 'optuna', 'sklearn') if m in sys.modules)\n"
+            "print('HEAVY', heavy)")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "HEAVY []"
+    assert ("rsigym" in proc.stdout.splitlines()[0])
+
+
+def test_family_commands_still_parse_and_show_in_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "archive" in capsys.readouterr().out
+    status, _, err = _main(capsys, "archive", "build", "--seeds", "1")
+    assert status == 2 and err == ["rsigym: error: --seeds must be >= 2 (a paired SE needs two), got 1"]
+
+
+def test_importing_rsigym_keeps_litellm_off_the_network_for_its_price_map():
+    code = "import os, rsigym; print(os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))"
+    clean = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=clean)
+    assert proc.stdout.strip() == "True"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**clean, "LITELLM_LOCAL_MODEL_COST_MAP": "False"})
+    assert proc.stdout.strip() == "False"  # the user's own choice is kept
+
+
+def test_the_removed_retry_infra_errors_flag_is_refused_in_one_line(capsys, tmp_path):
+    """Retrying infra errors is the default (tests/core/test_runner.py); the flag that did nothing is gone."""
+    status, _, err = _main(capsys, "run", write_scenario(tmp_path / "s.yaml", **TINY), "--retry-infra-errors")
+    assert status == 2 and len(err) == 1 and "unrecognized arguments: --retry-infra-errors" in err[0]

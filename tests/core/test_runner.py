@@ -9,7 +9,7 @@ import pytest
 
 from rsigym.agents import register_agent
 from rsigym.jsonl import read_records
-from rsigym.records import AgentSpec, EnvRef, Usage
+from rsigym.records import AgentSpec, EnvRef, Trajectory, Usage
 from rsigym.runner import RECORDS_FILE, run_episode, run_scenario
 from rsigym.scenario import EpisodeSpec, NamedSpec, expand, load_scenario
 
@@ -255,3 +255,23 @@ def test_cli_run_report_regrade_end_to_end(tmp_path):
     text = (out / "report.md").read_text()
     assert "### probe_answer (v1, sandbox=auto, tolerance=0)" in text
     assert "### probe_answer (v1, sandbox=local, tolerance=100)" in text
+
+
+def test_no_progress_bar_is_drawn_into_a_pipe_or_a_file(tmp_path):
+    """A bar asked for (``progress=True``, the Python default) becomes plain lines off a terminal."""
+    import io
+
+    from rsigym.runner.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    record = Trajectory(episode_key="k", env=EnvRef(id="x"), agent=AgentSpec(id="r", kind="random"), seed=0, rep=0)
+    piped, terminal = io.StringIO(), Tty()
+    for stream in (piped, terminal):
+        with Progress(2, "run", mode=True, stream=stream) as progress:
+            progress.advance(record)
+            progress.advance(record)
+    assert piped.getvalue() == "run: 1/2 episodes\nrun: 2/2 episodes\n"  # no escape codes, no bar
+    assert Progress(2, "run", mode="bar", stream=terminal).mode == "bar"

@@ -1,3 +1,4 @@
+import re
 import subprocess
 
 import pytest
@@ -127,3 +128,31 @@ def test_cli_user_errors_exit_2_without_traceback(tmp_path):
         proc = subprocess.run([*rsigym_cmd(), *argv], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, (argv, proc.stderr)
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("text, where", [
+    ("name: t\nseeds: [0]\nseeds: [1, 2]\n", "s.yaml:3:1: duplicate key 'seeds' (first at line 2)"),
+    ("name: t\nenv:\n  id: a\n  kwargs: {low: 0, low: 5}\n", "s.yaml:4:20: duplicate key 'low' (first at line 4)"),
+])
+def test_duplicate_yaml_keys_are_refused_naming_both_lines(tmp_path, text, where):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(UserError, match=re.escape(where)):
+        load_scenario(path)
+
+
+def test_yaml_merge_keys_and_keys_of_two_types_are_not_duplicates():
+    from rsigym.safe_yaml import load_yaml
+
+    assert load_yaml("b: &b {k: 1}\nc: {<<: *b, k: 2}\n1: x\n'1': y\n", "s") == \
+        {"b": {"k": 1}, "c": {"k": 2}, 1: "x", "1": "y"}
+
+
+def test_cli_refuses_a_scenario_with_a_duplicate_key_in_one_line(tmp_path):
+    path = write_scenario(tmp_path / "s.yaml")
+    path.write_text(path.read_text() + "seeds: [5]\n")
+    proc = subprocess.run([*rsigym_cmd(), "run", str(path), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "duplicate key 'seeds'" in proc.stderr
+    assert not (tmp_path / "out" / "records.jsonl").exists()

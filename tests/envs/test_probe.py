@@ -5,6 +5,7 @@ from gymnasium.utils.env_checker import check_env
 import rsigym.envs  # noqa: F401
 from rsigym.envs import JsonActions, text_space
 from rsigym.envs.probe import make_task, task_ids
+from rsigym.envs.probe.env import ProbeEnv
 from rsigym.sandbox import LocalSandbox
 
 
@@ -72,3 +73,17 @@ def test_text_space_holds_prompt_text():
     space = text_space(64)
     assert space.contains("Guess 1: 50 -> higher\nReply with {\"guess\": <integer>}.")
     assert isinstance(space.sample(), str)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_guesses": -3}, "max_guesses must be >= 1, got -3"),
+    ({"max_guesses": 0}, "max_guesses must be >= 1, got 0"),
+    ({"max_invalid_actions": -1}, "max_invalid_actions must be >= 0, got -1"),
+    ({"max_guesses": 2.5}, "max_guesses must be an integer, got 2.5"),
+    ({"low": "0"}, "low must be an integer, got '0'"),
+    ({"low": 5, "high": 5}, "need low < high, got low=5, high=5"),
+])
+def test_bad_kwargs_are_refused_with_the_envs_own_message(kwargs, message):
+    with pytest.raises(ValueError) as caught:
+        ProbeEnv(sandbox="local", **kwargs)
+    assert str(caught.value) == message

@@ -383,7 +383,16 @@ def test_registered_analyses_write_markdown_and_plots(tmp_path):
     assert ("| scripted | rename_tools | 12 (12) | 1.000 | 0.000 | -1.000 | [-1.000, -1.000] | 0.000488 |"
             in text)
     assert ("| 12/12 tasks (12 down, 0 up) | -1.000 [-1.000, -1.000] | +0.000 [+0.000, +0.000] | 0/0/0 "
-            "| **measurement artifact** |") in text
+            "| **measurement artifact**: behaviour is identical in every pair and every rerun of both arms") in text
+    # each row names the rule that decided it; the two trace sections have titles of their own
+    assert "| **indistinguishable from noise**: every task has the same delta, and 12 equal tasks" in text
+    assert "| **detected**: positive control: the CI lies beyond the margin" in text
+    titles = [line for line in text.splitlines() if line.startswith("## ")]
+    assert len(titles) == len(set(titles)), titles
+    assert any(t.startswith("## TRACE (grader=action_match, positive_controls=hide_cancel, regrade_grader="
+                            "action_match_mapped, treatments=rename_tools)") for t in titles), titles
+    assert "## TRACE (grader=reward, positive_controls=(default), regrade_grader=(default), " \
+        "treatments=(default))" in titles
     assert "| llm | rename_tools" not in text  # it never ran the treatment: no row, counted unpaired
     assert "- rename_tools: 12 pairs, 0 infra-error records left out, 4 records without a partner" in text
     assert "hide_cancel (positive control)" in text and "**detected**" in text

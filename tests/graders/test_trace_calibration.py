@@ -41,3 +41,39 @@ def test_simulated_families_smoke(capsys):
     for family in FAMILIES:
         if family.name.startswith("certain artifact"):
             assert trace_calibration.simulate(family, 2, seed=1) == {"measurement artifact": 2}
+
+
+def _results(name: str) -> tuple[str, dict]:
+    """The README as one line (its lines wrap anywhere) and ``benchmarks/results/<name>``."""
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    return " ".join((root / "README.md").read_text().split()), json.loads((root / "benchmarks/results" / name).read_text())
+
+
+def test_readme_calibration_rates_come_from_the_50_data_set_run():
+    from trace_families import ATTRIBUTIONS
+
+    readme, results = _results("trace_calibration_50.json")
+    n, families = results["datasets_per_family"], results["families"]
+    assert n == 50 and len(families) == 13
+    wrong = sum(families["stochastic agent, no shift, fixed ruler"].get(label, 0) for label in ATTRIBUTIONS)
+    right = families["stochastic agent, shift -0.2, fixed ruler"].get("behaviour change", 0)
+    assert f"mislabelled as an attribution in {wrong} of {n} ({wrong / n:.0%}) with a fixed ruler" in readme
+    assert f"**behaviour change** in {right / n:.0%} ({right} of {n};" in readme
+    unregraded = sum(families["stochastic agent, no shift, no regrade"].get(label, 0) for label in ATTRIBUTIONS)
+    assert f"and {unregraded} of {n} without one" in readme
+    matched, total = results["constructed"]["matched"], results["constructed"]["total"]
+    assert f"{matched}/{total} constructed cases" in readme
+
+
+def test_readme_rates_over_250_data_sets_come_from_the_results_file():
+    from trace_families import ATTRIBUTIONS
+
+    readme, results = _results("trace_calibration_250.json")
+    n, families = results["datasets_per_family"], results["families"]
+    wrong = sum(families["stochastic agent, no shift, fixed ruler"].get(label, 0) for label in ATTRIBUTIONS)
+    right = families["stochastic agent, shift -0.2, fixed ruler"].get("behaviour change", 0)
+    assert n == 250 and wrong / n <= 0.05 and right / n >= 0.80
+    assert f"no shift mislabelled in {wrong} of {n} ({wrong / n:.1%}" in readme
+    assert f"labelled **behaviour change** in {right} of {n} ({right / n:.0%})" in readme

@@ -195,3 +195,110 @@ def test_a_candidate_that_kills_the_server_scores_nothing_and_the_next_scores_ho
     honest = evaluator.evaluate(task.seed_program, "full")
     alone = SandboxEvaluator(task, own_sandbox, timeout_s=20.0).evaluate(task.seed_program, "full")
     assert honest.score is not None and honest.score == alone.score, (honest, alone)
+
+
+# ---- programs forked from the server (``ExecServer.run_python``: code repair's per-test runner) ----
+
+# Every fd a forked program holds besides its own stdin, stdout and stderr: the host's stream or
+# the server's end of a pipe would let it forge the server's replies or read the next request.
+OPEN_FDS = r"""
+import os
+held = []
+for fd in range(3, 4096):
+    try:
+        os.fstat(fd)
+        held.append(fd)
+    except OSError:
+        pass
+print(held)
+"""
+
+# Reads its whole address space (it makes itself dumpable first: a fork of the server is not)
+# and counts the planted markers of earlier commands' stdin it finds there.
+SCAN_MEMORY = r"""
+import ctypes, re
+ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: its own /proc/self/mem becomes readable
+found = set()
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    for line in maps:
+        span, perms = line.split()[:2]
+        if not perms.startswith("rw"):
+            continue
+        start, end = (int(x, 16) for x in span.split("-"))
+        try:
+            mem.seek(start)
+            chunk = mem.read(end - start)
+        except (OSError, OverflowError, ValueError):
+            continue
+        found.update(re.findall(rb"rsigym-planted-([0-9a-f]{32})", chunk))
+print(len(found))
+"""
+
+
+def test_a_forked_program_cannot_reach_the_server_or_its_stream(own_sandbox):
+    server = own_sandbox.exec_server()
+    run = server.run_python(REACH_SERVER)
+    assert run.exit_code == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert set(seen.values()) == {"denied"}, seen
+    fds = server.run_python(OPEN_FDS)
+    assert fds.ok and json.loads(fds.stdout) == [], fds  # not the host's stream, no pipe end of the server's
+
+
+def test_a_forked_program_finds_no_earlier_commands_stdin_in_its_memory(own_sandbox):
+    server = own_sandbox.exec_server()
+    for i in range(3):
+        # past the allocator's free-list pointers, which overwrite the first bytes of a freed block;
+        # large enough to come from malloc, not Python's small-object pools (reused at once)
+        planted = server.run_python("import sys\nsys.stdin.buffer.read()\n",
+                                    stdin="." * 64 + f"rsigym-planted-{i:032x}" + "." * 4000)
+        assert planted.ok, planted
+    scan = server.run_python(SCAN_MEMORY, timeout=60)
+    assert scan.ok and scan.stdout.strip() == "0", scan
+
+
+def test_a_forked_program_keeps_the_exec_contract(own_sandbox):
+    """``run_python`` gives what ``python3 -I -S -c`` through the server gives, and its leftovers die."""
+    server = own_sandbox.exec_server()
+    cap = own_sandbox.limits.output_bytes
+    cases = {
+        "status": ("import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)", {}),
+        "exit text": ("raise SystemExit('bye')", {}),
+        "stdin": ("import sys; print(sys.stdin.read()[::-1])", {"stdin": "abc"}),
+        "signal": ("import os; os.kill(os.getpid(), 15)", {}),
+        "env": ("import os, sys; print(os.environ.get('FOO'), sys.flags.no_site, sys.flags.isolated)", {"env": {"FOO": "bar"}}),
+        "flood": (f"print('x' * {3 * cap})", {}),
+        "main": ("print(__name__, sorted(k for k in globals() if not k.startswith('__')))", {}),
+        "raise": ("raise ValueError('boom')", {}),
+    }
+    for name, (program, kwargs) in cases.items():
+        forked = server.run_python(program, **kwargs)
+        fresh = server.exec(["python3", "-I", "-S", "-c", program], **kwargs)
+        assert (forked.exit_code, forked.stdout, forked.output_truncated) == (
+            fresh.exit_code, fresh.stdout, fresh.output_truncated), (name, forked, fresh)
+        assert forked.stderr.splitlines()[-1:] == fresh.stderr.splitlines()[-1:], (name, forked.stderr, fresh.stderr)
+    slow = server.run_python("import time; time.sleep(30)", timeout=0.5)
+    assert slow.timed_out and slow.exit_code is None
+    pids = json.loads(server.run_python(SPAWN).stdout)
+    assert len(pids) == 4
+    assert json.loads(server.run_python(ALIVE.replace("sys.argv[1:]", repr(list(map(str, pids.values()))))).stdout) == []
+
+
+def test_a_forked_program_finds_no_later_stdin_of_its_batch_in_its_memory(own_sandbox):
+    """``run_python_many``: the later runs' stdins (code repair: the next tests' one-time tokens)
+    are in the host's stream, not in the server, while the first run runs."""
+    program = "import sys\nif sys.stdin.read() != 'scan':\n    raise SystemExit(0)\n" + SCAN_MEMORY
+    stdins = ["scan"] + [f"rsigym-planted-{i:032x}" for i in range(1, 4)]
+    runs = own_sandbox.exec_server().run_python_many(program, stdins, timeout=60)
+    assert all(run is not None and run.ok for run in runs), runs
+    assert runs[0] is not None and runs[0].stdout.strip() == "0", runs[0]
+
+
+def test_a_batch_stops_after_a_run_that_reached_its_limit(own_sandbox):
+    server = own_sandbox.exec_server()
+    program = "import sys, time\ntime.sleep(float(sys.stdin.read()))\nprint('ran')\n"
+    runs = server.run_python_many(program, ["0", "30", "0"], timeout=0.5, stop_after_s=0.4)
+    assert runs[0] is not None and runs[0].stdout == "ran\n", runs
+    assert runs[1] is not None and runs[1].timed_out and runs[2] is None, runs
+    after = server.run_python_many(program, ["0", "0"], timeout=5)
+    assert [run.stdout if run else None for run in after] == ["ran\n", "ran\n"]

@@ -7,7 +7,7 @@ reader, broke a page or hung the loader, now read, escaped or refused in one lin
   in report.md), with Markdown links and images (rendered by the viewer);
 * YAML: a 1.3 KB "billion laughs" in ``params``, a 100,000-digit integer, a 5,000-deep list;
 * small: ToolUse ``snapshot()`` after bytearray/range/complex/set arguments, a malformed percent
-  escape in the viewer's URL fragment, ``export --format inspect`` to a name without ``.eval``.
+  escape in the viewer's URL fragment, ``export --format inspect`` to a name without ``.eval`` (a folder).
 """
 
 from __future__ import annotations
@@ -72,7 +72,9 @@ def test_an_infinite_reward_is_stored_as_a_marker_and_read_back_as_a_float(tmp_p
 def test_view_exports_and_report_read_an_infinite_reward(tmp_path):
     run = _infinite_run(tmp_path)
     data = _view_data(write_view(run))
-    assert data["episodes"][0]["reward"] in ("nan", "inf", "-inf")  # inf + -inf is nan: a marker either way
+    table = data["table"]
+    reward = table["rows"][0][table["fields"].index("reward")]
+    assert reward in ("nan", "inf", "-inf")  # inf + -inf is nan: a marker either way
     assert main(["export", str(run), "--format", "parquet"]) == 0
     assert main(["export", str(run), "--format", "inspect"]) == 0
     assert main(["export", str(run), "--format", "jsonl"]) == 0
@@ -84,7 +86,7 @@ def test_view_exports_and_report_read_an_infinite_reward(tmp_path):
     assert math.inf in set(frame["score"])
     from inspect_ai.log import read_eval_log
 
-    assert len(read_eval_log(str(run / "export.eval")).samples) == 2
+    assert sum(len(read_eval_log(str(p)).samples) for p in (run / "export_inspect").glob("*.eval")) == 2
 
 
 def test_a_nan_seed_line_is_set_aside_and_the_view_stays_strict_json(tmp_path):
@@ -98,7 +100,7 @@ def test_a_nan_seed_line_is_set_aside_and_the_view_stays_strict_json(tmp_path):
     result = read_records(run / "records.jsonl")
     assert len(result.records) == 1 and result.bad_lines == [2, 3]
     data = _view_data(write_view(run))
-    assert len(data["episodes"]) == 1
+    assert len(data["table"]["rows"]) == 1
 
 
 def _graded(agent_id: str, seed: int, score: float):
@@ -179,7 +181,7 @@ def test_tooluse_snapshot_serialises_after_python_object_arguments(argument):
     json.loads(canonical_json(env.snapshot()))
 
 
-def test_inspect_export_to_a_name_without_suffix_is_a_log_inspect_can_open(tmp_path, capsys):
+def test_inspect_export_to_a_name_without_suffix_is_a_folder_of_logs_inspect_can_open(tmp_path, capsys):
     run = tmp_path / "run"
     with RecordWriter(run / "records.jsonl") as writer:
         writer.write(make_record(0))
@@ -187,7 +189,9 @@ def test_inspect_export_to_a_name_without_suffix_is_a_log_inspect_can_open(tmp_p
     written = Path(capsys.readouterr().out.strip().removeprefix("export: "))
     from inspect_ai.log import read_eval_log
 
-    assert written.exists() and len(read_eval_log(str(written)).samples) == 1
+    logs = list(written.glob("*.eval"))
+    assert written.is_dir() and len(logs) == 1 and len(read_eval_log(str(logs[0])).samples) == 1
+    assert main(["export", str(run), "--format", "inspect", "--out", str(tmp_path / "one.eval")]) == 2
 
 
 def test_a_malformed_percent_escape_in_the_fragment_keeps_the_filters_working(tmp_path):

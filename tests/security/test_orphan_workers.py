@@ -83,3 +83,65 @@ def test_workers_end_and_release_their_containers_when_the_runner_is_killed(prov
         if client is not None:
             for cid in _containers_of(client, workers):
                 client.api.remove_container(cid, force=True)
+
+
+# Each of the two lines alone (``benchmarks/sandbox_mutation_check.py`` removes each in turn): a
+# run that only starts its watchdog, and a run whose worker only has its own parent watch. The
+# driver prints the worker's pid, then waits to be SIGKILLed.
+WATCHDOG_ONLY = r"""
+import subprocess, sys, time
+from rsigym.runner.orphans import RunWatchdog
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+watchdog = RunWatchdog()
+watchdog.add([worker.pid])
+print(worker.pid, flush=True)
+time.sleep(600)
+"""
+
+PARENT_WATCH_ONLY = r"""
+import multiprocessing, time
+from rsigym.runner.orphans import exit_with_parent
+
+
+def work(ready):
+    exit_with_parent()
+    ready.set()
+    time.sleep(600)
+
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("fork")
+    ready = context.Event()
+    worker = context.Process(target=work, args=(ready,))
+    worker.start()
+    ready.wait(60)
+    print(worker.pid, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("driver", [WATCHDOG_ONLY, PARENT_WATCH_ONLY], ids=["watchdog", "parent_watch"])
+def test_each_line_alone_ends_the_worker_of_a_killed_run(driver):
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", driver], start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    worker = 0
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode().strip()
+        assert line.isdigit(), (line, proc.stderr.read().decode() if proc.poll() is not None and proc.stderr else "")
+        worker = int(line)
+        assert _running(worker)
+        os.kill(proc.pid, signal.SIGKILL)  # the run only
+        proc.wait(timeout=30)
+        for _ in range(int(PATIENCE_S / 0.05)):
+            if not _running(worker):
+                break
+            time.sleep(0.05)
+        assert not _running(worker), f"worker {worker} outlived its killed run"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if worker and _running(worker):
+            os.kill(worker, signal.SIGKILL)

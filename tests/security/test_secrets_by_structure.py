@@ -149,7 +149,7 @@ def test_planted_secrets_reach_no_file_export_view_or_terminal(tmp_path, provide
     assert "limits http://[redacted]@127.0.0.1" in ran.stdout, ran.stdout  # the limits line names the provider
     outputs = [checked.stdout, checked.stderr, ran.stdout, ran.stderr]
     # exports and the view in this process (the run above was the CLI's own process)
-    for fmt, name in (("jsonl", "e.jsonl"), ("parquet", "e.parquet"), ("inspect", "e.eval")):
+    for fmt, name in (("jsonl", "e.jsonl"), ("parquet", "e.parquet"), ("inspect", "e_inspect")):
         assert main(["export", str(run_dir), "--format", fmt, "--out", str(tmp_path / name)]) == 0
     assert main(["view", str(run_dir)]) == 0
     outputs += list(capsys.readouterr())
@@ -157,7 +157,7 @@ def test_planted_secrets_reach_no_file_export_view_or_terminal(tmp_path, provide
              and p.suffix not in (".png", ".pyc")]
     names = {p.name for p in files}
     assert {"records.jsonl", "shared.jsonl", "manifest.json", "scenario.yaml", "report.md", "view.html",
-            "e.jsonl", "e.parquet", "e.eval"} <= names, names
+            "e.jsonl", "e.parquet"} <= names and any(p.parent.name == "e_inspect" and p.suffix == ".eval" for p in files), names
     texts = [t for p in files for t in _texts(p)] + [("terminal", text) for text in outputs]
     leaks = [(where, secret) for where, text in texts for secret in PLANTED if secret in text]
     assert not leaks, leaks

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import rsigym.envs.workflow as wf
 
 # Writes results.json without importing json (the planted module would break the program itself).
@@ -59,8 +61,21 @@ def test_many_large_files_are_capped_and_reported_not_a_crash(any_sandbox):
     messages, info, snap, files = _run_program(any_sandbox, {"analysis.py": MANY_LARGE})
     assert snap["termination"] == "agent_stop"
     assert len(files) <= 40 and sum(len(v) for v in files.values()) <= 400_000
-    # Either copied back within the caps (named as left behind) or an error observation: never an exception.
-    assert "not copied back" in messages[0] or messages[0].startswith("Error"), messages[0][:300]
+    # The listing's caps hold: what is over them is named as left behind, the rest copied back (an
+    # uncapped listing overflows the output limit and reads back as nothing).
+    assert "not copied back" in messages[0] and not messages[0].startswith("Error"), messages[0][:300]
+
+
+# Leaves the work dir unreadable to its own user: the listing that follows fails (docker: the exec
+# user is unprivileged and holds no capability; local runs as whoever runs the tests, often root).
+UNREADABLE_WORKDIR = WRITE_RESULTS + "import os\nos.chmod('.', 0)\n"
+
+
+@pytest.mark.docker
+def test_a_listing_that_fails_is_an_error_observation_not_an_env_failure(own_sandbox):
+    messages, info, snap, files = _run_program(own_sandbox, {"analysis.py": UNREADABLE_WORKDIR})
+    assert messages[0].startswith("Error: after analysis.py ran, its workspace could not be read back"), messages
+    assert snap["termination"] == "agent_stop" and "results.json" not in files
 
 
 def test_the_answer_key_cannot_be_rebuilt_from_the_task_id_inside_the_sandbox(any_sandbox):

@@ -1,0 +1,98 @@
+"""What runs on a Ray node: the episode runner actor, and which episodes need that node's Docker.
+
+A runner is a threaded Ray actor pinned to one node: up to ``concurrency`` episodes at once on its
+threads, as a local in-flight worker runs them, with the episode deadline on each thread
+(``deadline``'s watchdog) and every model call through the cluster's one limiter
+(``ray_limits``). Its sandboxes open on its own node's Docker engine and pool: a sandbox is opened
+by the process that runs the episode. ``probe`` says at start whether that engine answers and has
+the sandbox image; the driver sends an episode that asks for a Docker sandbox only to runners
+whose node has one.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import socket
+import threading
+from typing import Any
+
+from rsigym import limits
+from rsigym.records import Trajectory
+
+from ..scenario import EpisodeSpec
+from . import inflight
+from .orphans import watch_pid
+from .ray_limits import SharedGate
+
+__all__ = ["EpisodeRunner", "needs_docker"]
+
+DOCKER_PROVIDERS = ("docker", "auto")  # "auto" falls back to no isolation without Docker: keep it on Docker
+
+
+@functools.lru_cache(maxsize=None)
+def _default_sandbox(kind: str, name: str) -> str | None:
+    """The default of the ``sandbox`` argument of env ``name`` or grader ``name`` (None: it has none)."""
+    from rsigym.registry import ENVS, GRADERS
+
+    try:
+        target = (ENVS if kind == "env" else GRADERS).lookup(name)
+        parameter = inspect.signature(target).parameters.get("sandbox")
+    except Exception:  # noqa: BLE001 - unknown or not introspectable: it fails in the episode itself
+        return None
+    if parameter is None or not isinstance(parameter.default, str):
+        return None
+    return parameter.default
+
+
+def needs_docker(spec: EpisodeSpec) -> bool:
+    """Whether the episode's env or one of its graders opens a Docker sandbox (asked or by default)."""
+    choices = [spec.env.kwargs.get("sandbox", _default_sandbox("env", spec.env.id))]
+    choices += [grader.params.get("sandbox", _default_sandbox("grader", grader.name)) for grader in spec.graders]
+    return any(isinstance(choice, str) and choice in DOCKER_PROVIDERS for choice in choices)
+
+
+class EpisodeRunner:
+    """The body of a runner actor (made remote by ``ray_backend`` with ``max_concurrency``).
+
+    Args:
+        holder: This runner's number (the limiter frees its slots if it dies).
+        limiter: The ``ProviderLimiter`` actor of the run.
+        driver_pid: The driver's pid when the driver started this Ray on its own host: the runner
+            ends with it (``orphans``); None on a cluster.
+    """
+
+    def __init__(self, holder: int, limiter: Any, driver_pid: int | None) -> None:
+        from rsigym.registry import register_gym_envs
+
+        if driver_pid is not None:
+            watch_pid(driver_pid)
+        register_gym_envs()  # once, before the threads: Gymnasium's registry is not made for races
+        self.use_limiter(holder, limiter)
+        self._cold = threading.Lock()
+
+    def use_limiter(self, holder: int, limiter: Any) -> None:
+        """Pass every model call through ``limiter`` (a new run on a reused runner gets its own)."""
+        limits.use_shared_gates(lambda provider: SharedGate(limiter, provider, holder))
+
+    def probe(self, image: str | None = None) -> dict[str, Any]:
+        """Where this runner is and whether its node's Docker engine answers and has the image."""
+        import ray
+
+        from rsigym.sandbox.factory import resolve_provider
+
+        provider, reason = resolve_provider("auto", image)
+        return {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
+                "pid": os.getpid(), "docker": provider == "docker", "reason": reason}
+
+    def run(self, spec: EpisodeSpec) -> Trajectory:
+        """One episode, its record returned to the driver (which alone writes it)."""
+        if spec.env.id not in inflight._warm_envs:  # the first of an env runs alone (see ``inflight``)
+            with self._cold:
+                if spec.env.id not in inflight._warm_envs:
+                    return inflight._safe_episode(spec)
+        return inflight._safe_episode(spec)
+
+    def peak_rss_mb(self) -> float:
+        return inflight._peak_rss_mb()

@@ -1,0 +1,126 @@
+"""The Ray backend on a real multi-node cluster on this machine: a head and two worker nodes, each
+started with ``ray start`` (own processes, ports, one CPU each), against the fake provider.
+
+One cluster serves the module (its start is most of the wall time: 1-2 min on a loaded 2-core
+machine); the node-loss test runs last, since it leaves two nodes.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from rsigym.jsonl import read_records  # noqa: E402
+from rsigym.limits import format_stats  # noqa: E402
+from rsigym.runner import RECORDS_FILE, run_scenario  # noqa: E402
+from rsigym.runner import ray_backend  # noqa: E402
+from rsigym.scenario import expand, parse_scenario  # noqa: E402
+
+from .ray_cluster import LocalRayCluster  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from concurrency import battery  # noqa: E402
+from fake_provider import FakeProvider  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalRayCluster(workers=2, num_cpus=1, head_cpus=1) as started:
+        ray.init(address=started.address, log_to_driver=False, logging_level="ERROR")
+        try:
+            yield started
+        finally:
+            ray_backend._drop_pool(ray)
+            ray.shutdown()
+
+
+def scenario(api_base: str, episodes: int, *, tasks: int = 16):
+    raw = battery(api_base, episodes, tasks=tasks, seeds=list(range(-(-episodes // tasks))))
+    raw["agents"][0]["params"]["backoff_base_s"] = 0.05
+    return parse_scenario(raw)
+
+
+def keys_once(out: Path) -> Counter[str]:
+    counts = Counter(r.episode_key for r in read_records(out / RECORDS_FILE).records)
+    assert set(counts.values()) == {1}, [k for k, n in counts.items() if n > 1]
+    return counts
+
+
+def test_the_429_cap_holds_for_the_whole_cluster(cluster, tmp_path):
+    # 3 runners x 8 in flight want 24 calls at once; the cap of 4 is the cluster's, not each runner's
+    with FakeProvider(latency_s=0.1, storm_s=3.0, storm_every=2) as server:
+        summary = run_scenario(scenario(server.api_base, 32), tmp_path, backend="ray", address=cluster.address,
+                               workers=1, concurrency=8, max_connections=4, progress=False, report=False)
+        served = server.stats()
+    assert summary.workers == 3 and "3 nodes" in summary.notes[-1], summary.notes
+    assert summary.ran == 32 and summary.infra_errors == 0  # the storm lost no episode
+    assert served["max_in_flight"] <= 4, served  # never above the cap, on any node
+    assert served["max_in_flight"] >= 2  # and episodes really were in flight together
+    records = read_records(tmp_path / RECORDS_FILE).records
+    [gate] = summary.limits
+    assert served["throttled"] > 0 and gate.throttled == served["throttled"]
+    assert sum(r.usage.provider_retries for r in records) == served["throttled"]  # each 429 retried once
+    assert gate.max_connections == 4 and gate.min_cap is not None and gate.min_cap < 4  # the cap halved
+    assert "cap 4 -> " in format_stats(gate)
+
+
+def test_the_episode_timeout_holds_on_ray_threads(cluster, tmp_path):
+    # three calls of 5 s each: without the deadline every episode would finish, after 15 s
+    with FakeProvider(latency_s=5.0) as slow:
+        summary = run_scenario(scenario(slow.api_base, 6, tasks=6), tmp_path, backend="ray",
+                               address=cluster.address, workers=1, concurrency=8, episode_timeout_s=1.0,
+                               progress=False, report=False)
+    records = read_records(tmp_path / RECORDS_FILE).records
+    assert summary.ran == 6 and summary.concurrency == 8
+    assert [r.termination for r in records] == ["infra_error"] * 6
+    assert all((r.error or "").startswith("timeout: the episode ran past its wall clock of 1 s") for r in records), \
+        [r.error for r in records]
+
+
+def test_200_episodes_with_a_node_killed_mid_run_then_resume(cluster, tmp_path, caplog):
+    out = tmp_path / "out"
+    killed: list[int] = []
+
+    def kill_a_worker_node() -> None:  # its raylet, once records flow: its runner holds 8 episodes then
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            written = (out / RECORDS_FILE).read_bytes().count(b"\n") if (out / RECORDS_FILE).exists() else 0
+            if written >= 40:
+                import os
+                import signal
+
+                os.kill(cluster.raylet_pid(1), signal.SIGKILL)
+                killed.append(written)
+                return
+            time.sleep(0.01)
+
+    with FakeProvider(latency_s=0.2) as server:
+        battery_ = scenario(server.api_base, 208)  # 16 tasks x 13 seeds
+        expected = {e.key for e in expand(battery_)}
+        assert len(expected) == 208
+        killer = threading.Thread(target=kill_a_worker_node, daemon=True)
+        killer.start()
+        with caplog.at_level("WARNING", logger="rsigym.runner.ray_backend"):
+            first = run_scenario(battery_, out, backend="ray", address=cluster.address, workers=1,
+                                 concurrency=8, progress=False, report=False)
+        killer.join(timeout=10)
+        assert killed and killed[0] < 208, "the test never killed a node mid-run"
+        lost = [r.getMessage() for r in caplog.records if "died with" in r.getMessage()]
+        assert lost, caplog.text  # the node's runner died with episodes in flight: they ran again elsewhere
+        assert first.ran == 208 and first.workers == 3, (first.stopped, first.infra_causes, first.not_run)
+        assert set(keys_once(out)) == expected  # nothing lost, nothing twice
+        resumed = run_scenario(battery_, out, backend="ray", address=cluster.address, workers=1,
+                               concurrency=8, progress=False, report=False)
+    assert resumed.skipped == 208 - first.infra_errors and resumed.ran == first.infra_errors
+    assert resumed.workers == (2 if first.infra_errors else 0)  # runners on the nodes still alive, if needed
+    records = read_records(out / RECORDS_FILE).records
+    assert set(keys_once(out)) == expected
+    assert all(r.termination != "infra_error" and r.grades for r in records)
