@@ -22,7 +22,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/rsigym run trace_quickstart --out runs/trace_quickstart
 
 test: $(VENV)/.installed-test
-	$(VENV)/bin/python -m pytest -q -ra
+	$(VENV)/bin/python -m pytest -q -ra --durations=25
 
 typecheck: $(VENV)/.installed-test
 	PYTHON=$(VENV)/bin/python .ci/typecheck

@@ -28,9 +28,14 @@ TINY: dict[str, tuple[list[str], int, bool]] = {
     "probe_smoke": (["seeds=[0, 1]", "env.kwargs.sandbox=local", "tasks={split: test, limit: 3}"], 3, False),
     "trace_quickstart": (["reps=2"], 3, False),
     "hpo_quick": (["seeds=[0, 1]", "env.kwargs.budget=3", "analyses[2].params.max_points=1"], 1, False),
-    "evolution_quick": (["seeds=[0, 1]", "env.kwargs.budget=3", "env.kwargs.sandbox=local"], 1, False),
+    "evolution_quick": (["seeds=[0, 1]", "env.kwargs.budget=3", "env.kwargs.sandbox=local",
+                         "agents=[{id: always_full, kind: always_full}, {id: cascade, kind: cascade, params: {margin: 0.05}}]"],
+                        1, False),
     "workflow_quick": (["env.kwargs.sandbox=local", "seeds=[0, 1]"], 1, False),
-    "coderepair_quick": (["seeds=[0, 1]", "env.kwargs.problems=4", "env.kwargs.sandbox=local"], 1, False),
+    "coderepair_quick": (["seeds=[0, 1]", "env.kwargs.problems=4", "env.kwargs.rounds=2", "env.kwargs.sandbox=local",
+                          "agents=[{id: static_verifier, kind: static_verifier}, {id: random, kind: coderepair_random},"
+                          " {id: adaptive, kind: adaptive_world_model, params: {warmup: 2, check_every: 1, min_samples: 2,"
+                          " min_fit_rows: 2}}]"], 1, False),
     "dataselect_quick": (["env.kwargs.pool_size=400", "env.kwargs.group_size=40", "env.kwargs.eval_per_category=10",
                           "env.kwargs.student_seeds=1", "env.kwargs.n_random=3"], 1, True),
 }

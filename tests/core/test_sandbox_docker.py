@@ -11,7 +11,6 @@ import os
 import pathlib
 import socket
 import subprocess
-import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -135,11 +134,9 @@ def test_memory_hog_is_oom_killed_and_reported(sandbox):
 
 
 def test_timeout_kills_every_process_including_escapees(sandbox):
-    started = time.monotonic()
-    result = sandbox.exec(["sh", "-c", "sleep 100 & setsid sleep 100 & sleep 100"], timeout=1)
-    elapsed = time.monotonic() - started
+    # sleeps far past pytest-timeout's 300 s: a timeout that killed nothing hangs the test and fails it
+    result = sandbox.exec(["sh", "-c", "sleep 1000 & setsid sleep 1000 & sleep 1000"], timeout=1)
     assert result.timed_out and result.exit_code is None
-    assert elapsed < 50  # killed at the timeout, not after the 100 s sleeps (generous: no tight wall-clock bound)
     assert "sleep" not in live_processes(sandbox)
 
 
