@@ -104,7 +104,7 @@ def test_new_family_refuses_bad_names_and_existing_folders_in_one_line(tmp_path)
 # not the analytic trial runner), the LLM judge on an offline model.
 TASKS = {"rsigym/ProgramEvolution-v0": "bin_packing_online"}
 EPISODES = {"rsigym/HyperparamSearch-v0": {"preset": "tiny", "budget": 2}}
-GRADERS = {"llm_judge": {"model": "rsigym/judge_lenient"}}
+GRADERS = {"llm_judge": {"model": "rsigym/judge_lenient"}, "evolution_heldout": {"sandbox": "auto"}}  # auto: local where no engine
 
 
 @pytest.mark.slow
