@@ -116,9 +116,8 @@ class LocalRayCluster:
             return 0
         return int(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else 0
 
-    def wait_for_nodes(self, count: int, timeout_s: float = 240.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+    def wait_for_nodes(self, count: int, polls: int = 240) -> None:
+        for _ in range(polls):  # polls of about a second, not a clock read
             for node in self.nodes:
                 process = node["process"]
                 assert isinstance(process, subprocess.Popen)
@@ -128,7 +127,7 @@ class LocalRayCluster:
             if self.alive_nodes() >= count:
                 return
             time.sleep(1.0)
-        raise RuntimeError(f"the Ray cluster did not reach {count} nodes in {timeout_s:.0f} s: see {self.temp_dir}")
+        raise RuntimeError(f"the Ray cluster did not reach {count} nodes in {polls} polls: see {self.temp_dir}")
 
     def raylet_pid(self, worker: int) -> int:
         """The pid of worker node ``worker``'s raylet (0-based, the head not counted)."""
