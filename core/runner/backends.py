@@ -21,7 +21,7 @@ from ..scenario import EpisodeSpec
 from .episode import run_episode
 from .orphans import RunWatchdog, exit_with_parent
 
-__all__ = ["run_local", "infra_error_record"]
+__all__ = ["admit_all", "infra_error_record", "never_stop", "run_local"]
 
 OnRecord = Callable[[Trajectory], None]
 Stop = Callable[[], bool]  # asked after each record: True ends the run cleanly (a cost limit)
@@ -62,12 +62,18 @@ def _stop_workers(pool: ProcessPoolExecutor, grace_s: float = 3.0) -> None:
             pass
 
 
-def _never() -> bool:
+def never_stop() -> bool:
+    """The default ``stop`` of every backend: the run is never asked to stop early."""
     return False
 
 
+def admit_all(spec: EpisodeSpec) -> bool:
+    """The default ``admit`` of every backend: no cost reservation holds an episode back."""
+    return True
+
+
 def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int = 1,
-              stop: Stop = _never) -> None:
+              stop: Stop = never_stop) -> None:
     """Run episodes in ``workers`` spawned processes (0: in this process, for debugging).
 
     Once ``stop()`` is true, episodes not yet started are cancelled; those already running finish

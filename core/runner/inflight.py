@@ -37,7 +37,7 @@ from rsigym import limits
 from rsigym.records import Trajectory
 
 from ..scenario import EpisodeSpec
-from .backends import MAX_ATTEMPTS, infra_error_record
+from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
 from .episode import run_episode
 from .orphans import RunWatchdog, exit_with_parent
 
@@ -71,18 +71,11 @@ def _safe_episode(spec: EpisodeSpec) -> Trajectory:
     return record
 
 
-def _never() -> bool:
-    return False
-
-
-def _always(spec: EpisodeSpec) -> bool:
-    return True
-
 
 def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, concurrency: int,
                    limits_config: limits.LimitsConfig | None = None,
-                   stop: Callable[[], bool] = _never,
-                   admit: Callable[[EpisodeSpec], bool] = _always) -> WorkerStats:
+                   stop: Callable[[], bool] = never_stop,
+                   admit: Callable[[EpisodeSpec], bool] = admit_all) -> WorkerStats:
     """Run episodes on ``concurrency`` threads of this process; ``on_record`` in this thread.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.
@@ -204,8 +197,8 @@ def drain(pipe: Connection) -> tuple[list[Any], bool]:
 
 def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int, concurrency: int,
                    limits_config: limits.LimitsConfig | None = None,
-                   stop: Callable[[], bool] = _never,
-                   admit: Callable[[EpisodeSpec], bool] = _always) -> WorkerStats:
+                   stop: Callable[[], bool] = never_stop,
+                   admit: Callable[[EpisodeSpec], bool] = admit_all) -> WorkerStats:
     """Run episodes in ``workers`` spawned processes with up to ``concurrency`` in flight in each.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.

@@ -27,7 +27,7 @@ from rsigym.errors import UserError
 from rsigym.records import Trajectory
 
 from ..scenario import EpisodeSpec
-from .backends import MAX_ATTEMPTS, infra_error_record
+from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
 
 __all__ = ["RayStats", "run_ray"]
 
@@ -68,13 +68,6 @@ class _Pool:
 
 _pool: _Pool | None = None  # the runners kept for the next run of this driver
 
-
-def _never() -> bool:
-    return False
-
-
-def _always(spec: EpisodeSpec) -> bool:
-    return True
 
 
 def _connect(ray: Any, address: str | None, workers: int) -> int | None:
@@ -180,8 +173,8 @@ def _drop_pool(ray: Any) -> None:
 
 def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: str | None = None,
             workers: int = 1, concurrency: int = 1, limits_config: limits.LimitsConfig | None = None,
-            cpu_heavy: bool = False, stop: Callable[[], bool] = _never,
-            admit: Callable[[EpisodeSpec], bool] = _always) -> RayStats:
+            cpu_heavy: bool = False, stop: Callable[[], bool] = never_stop,
+            admit: Callable[[EpisodeSpec], bool] = admit_all) -> RayStats:
     """Run episodes on the Ray cluster at ``address`` (None: a Ray started on this host).
 
     ``workers`` runner actors per node (one per CPU at most for a CPU-heavy env), each with up to
