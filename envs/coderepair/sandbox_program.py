@@ -21,9 +21,9 @@ Two programs, both passed inline to ``python3 -I -c`` (no file a program could o
   the program runs), loads the program (under an alarm) and reports what the program binds to
   those names, then answers calls: decode the arguments, call under an alarm set to what is left
   of the test's time, encode the value. Its stdin, stdout and stderr are ``/dev/null`` while the
-  program runs: the socket is its only channel. One message before the test's first call, none
-  back: the collector reads the token, runs the prelude and reads the test's names while the
-  runner loads.
+  program runs: the socket is its only channel. Nothing comes back before the test's first call:
+  the collector reads the token, runs the prelude and reads the test's names while the runner
+  loads.
 
 Values cross as tagged tuples (``enc``/``dec`` on both sides): exact builtin types (int, float with
 nan/inf, str, bytes, bool, None, list, tuple, dict, set, frozenset, complex) are rebuilt in the
