@@ -112,7 +112,9 @@ PAPER_PROBLEMS, PAPER_SEEDS, PAPER_WARMUP, PAPER_DRAWS, NULL_DRAWS = 164, 25, 30
 AGREE = 0.6       # share of cells where the two agents execute the same program (measured: see README)
 
 
-def _paper_records(rng: np.random.Generator, gain: float) -> list[Trajectory]:
+def _paper_records(rng: np.random.Generator, gain: float, nulls: int = 0) -> list[Trajectory]:
+    """Records of the paper design: ``wm`` with a true ``gain``, ``nulls`` more world models with
+    none (``null0``, ...: the other agents of the paper's family), and the blind control."""
     difficulty = rng.beta(2.0, 2.0, PAPER_PROBLEMS)                # (P,) static verifier's pass rate
     ids = [f"he-{i:03d}" for i in range(PAPER_PROBLEMS)]
     wm_params = {"warmup": PAPER_WARMUP}
@@ -128,6 +130,10 @@ def _paper_records(rng: np.random.Generator, gain: float) -> list[Trajectory]:
         blind = {ids[j]: bool(rng.random() < difficulty[j] - 0.15) for j in order}
         records += [_record("static_verifier", seed, base), _record("wm", seed, wm, "adaptive_world_model", wm_params),
                     _record("random", seed, blind)]
+        for k in range(nulls):
+            u_null = np.where(rng.random(PAPER_PROBLEMS) < AGREE, u, rng.random(PAPER_PROBLEMS))
+            null = {ids[j]: bool(u_null[j] < difficulty[j]) for j in order}
+            records.append(_record(f"null{k}", seed, null, "fixed_world_model", wm_params))
     return records
 
 
@@ -159,5 +165,21 @@ def compare_paper_null() -> Case:
                 f"{NULL_DRAWS} draws)", "better/worse in <= 5%", f"{share:.1%} ({ci}; mean MDD {mdd:.3f})", share <= 0.05)
 
 
+def compare_paper_family() -> Case:
+    """The paper's report compares three agents with the static verifier: one with +3 pp and two with
+    none, judged as one Holm family. The one must still be found; the two must not be called."""
+    rng = np.random.default_rng(31)
+    found = false = 0
+    with tempfile.TemporaryDirectory() as out:
+        for _ in range(PAPER_DRAWS):
+            verdict = coderepair_compare(_paper_records(rng, 0.03, nulls=2), Path(out)).verdict
+            found += "wm: better" in verdict
+            false += any(f"null{k}: {label}" in verdict for k in range(2) for label in ("better", "worse"))
+    return Case("coderepair_compare", f"three agents (Holm): +3 pp and two at 0, paper design, {PAPER_DRAWS} draws",
+                "+3 pp better in >= 80%, a null one called in <= 10%",
+                f"found {_binomial_ci(found, PAPER_DRAWS)}; a null called in {_binomial_ci(false, PAPER_DRAWS)}",
+                found / PAPER_DRAWS >= 0.80 and false / PAPER_DRAWS <= 0.10)
+
+
 CASES = [reliability_calibrated, reliability_shifted, compare_null, compare_effect, compare_paper_effect,
-         compare_paper_null]
+         compare_paper_null, compare_paper_family]

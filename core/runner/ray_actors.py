@@ -59,22 +59,29 @@ class EpisodeRunner:
     Args:
         holder: This runner's number (the limiter frees its slots if it dies).
         limiter: The ``ProviderLimiter`` actor of the run.
+        config: The run's limits, which this runner applies itself if the limiter dies for good.
+        concurrency: This runner's episodes in flight (the cap of its own gates then, when none is set).
         driver_pid: The driver's pid when the driver started this Ray on its own host: the runner
             ends with it (``orphans``); None on a cluster.
     """
 
-    def __init__(self, holder: int, limiter: Any, driver_pid: int | None) -> None:
+    def __init__(self, holder: int, limiter: Any, config: limits.LimitsConfig, concurrency: int,
+                 driver_pid: int | None) -> None:
         from rsigym.registry import register_gym_envs
 
         if driver_pid is not None:
             watch_pid(driver_pid)
         register_gym_envs()  # once, before the threads: Gymnasium's registry is not made for races
-        self.use_limiter(holder, limiter)
+        self.use_limiter(holder, limiter, config, concurrency)
         self._cold = threading.Lock()
 
-    def use_limiter(self, holder: int, limiter: Any) -> None:
-        """Pass every model call through ``limiter`` (a new run on a reused runner gets its own)."""
-        limits.use_shared_gates(lambda provider: SharedGate(limiter, provider, holder))
+    def use_limiter(self, holder: int, limiter: Any, config: limits.LimitsConfig, concurrency: int) -> None:
+        """Pass every model call through ``limiter`` (a new run on a reused runner gets its own);
+        should it die for good, through this runner's own gates with ``config``."""
+        def own_gate(provider: str) -> limits.Gate:
+            return limits.ProviderGate(provider, config.for_provider(provider), default_cap=concurrency)
+
+        limits.use_shared_gates(lambda provider: SharedGate(limiter, provider, holder, own_gate))
 
     def probe(self, image: str | None = None) -> dict[str, Any]:
         """Where this runner is and whether its node's Docker engine answers and has the image."""

@@ -110,13 +110,15 @@ def _start_pool(ray: Any, key: tuple[Any, ...], workers: int, concurrency: int, 
                 ray.get_runtime_context().get_node_id())
     limiter = ray.remote(ProviderLimiter).options(
         num_cpus=0, max_concurrency=len(plan) * concurrency + 16,  # every call waiting, plus releases
+        max_restarts=-1, max_task_retries=-1,  # should its process die, a new one (free slots) serves
         scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
     ).remote(limits_config, len(plan) * concurrency)
     runner_class = ray.remote(EpisodeRunner)
     runners = [_Runner(runner_class.options(
         num_cpus=1 if cpu_heavy else 0, max_concurrency=concurrency + 2, max_restarts=0,  # +2: probes
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-    ).remote(holder, limiter, driver_pid), holder, node_id) for holder, node_id in enumerate(plan)]
+    ).remote(holder, limiter, limits_config, concurrency, driver_pid), holder, node_id)
+        for holder, node_id in enumerate(plan)]
     probes = {r.actor.probe.remote(image_tag()): r for r in runners}
     ready, late = ray.wait(list(probes), num_returns=len(probes), timeout=START_TIMEOUT_S)
     reason = None
@@ -150,7 +152,8 @@ def _pool_for(ray: Any, workers: int, concurrency: int, cpu_heavy: bool, limits_
         try:
             ray.get([r.actor.peak_rss_mb.remote() for r in pool.runners] +
                     [pool.limiter.configure.remote(limits_config, len(pool.runners) * concurrency)], timeout=60)
-            ray.get([r.actor.use_limiter.remote(r.holder, pool.limiter) for r in pool.runners], timeout=60)
+            ray.get([r.actor.use_limiter.remote(r.holder, pool.limiter, limits_config, concurrency)
+                     for r in pool.runners], timeout=60)
             return pool
         except ray.exceptions.RayError:
             _drop_pool(ray)
@@ -266,11 +269,19 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
         _drop_pool(ray)  # runners with episodes cancelled mid-way are not reused
         raise
     alive = [r for r in pool.runners if r.alive]
+    limiter_lost = False
     try:
         stats.limits = ray.get(pool.limiter.snapshot.remote(), timeout=60)
+        if ray.get(pool.limiter.restarted.remote(), timeout=60):
+            stats.notes.append("ray: the provider limiter was restarted mid-run; its statistics cover the calls since")
+    except ray.exceptions.RayError as exc:
+        stats.notes.append(f"ray: the provider limiter was lost mid-run ({type(exc).__name__}): each runner "
+                           "applied the run's limits on its own from then on")
+        limiter_lost = True
+    try:
         stats.peak_rss_mb = max(ray.get([r.actor.peak_rss_mb.remote() for r in alive], timeout=60), default=0.0)
     except ray.exceptions.RayError as exc:
         log.warning("Ray run statistics unavailable: %s", str(exc)[:200])
-    if len(alive) < len(pool.runners):
-        _drop_pool(ray)  # a node was lost: the next run starts runners on the nodes alive then
+    if limiter_lost or len(alive) < len(pool.runners):
+        _drop_pool(ray)  # the next run starts a new limiter, and runners on the nodes alive then
     return stats

@@ -8,20 +8,28 @@ release it does not), a millisecond or two next to a model call's hundreds.
 
 A runner that dies holding slots would keep them for ever: the driver calls ``forget(holder)``
 when it sees a runner die, which frees them, and any granted to it later.
+
+The limiter is restarted by Ray when its process or node dies (its calls are retried on the new
+one, which starts with free slots). A runner that finds it dead for good (its restarts spent, or
+the runner's own node cut off) does not fail its model calls: from then on it gates them itself
+with the run's limits (``SharedGate``'s fallback), so the cap holds per runner instead of per
+cluster, and the driver notes it in the run's summary.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 import uuid
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from rsigym import limits
 
 __all__ = ["ProviderLimiter", "SharedGate"]
 
+log = logging.getLogger(__name__)
 _WAIT_STEP_S = 1.0  # a caller waits for its slot in steps, so that an episode's deadline can land between
 
 
@@ -88,6 +96,12 @@ class ProviderLimiter:
             gate.release(ticket, limits.Slot())
         return len(entries)
 
+    def restarted(self) -> bool:
+        """Whether Ray restarted this limiter (its statistics then cover the calls since)."""
+        import ray
+
+        return bool(ray.get_runtime_context().was_current_actor_reconstructed)
+
     def snapshot(self) -> list[limits.GateStats]:
         """Every provider's statistics, for the run's summary."""
         with self._lock:
@@ -96,25 +110,57 @@ class ProviderLimiter:
 
 
 class SharedGate:
-    """A gate of this process that asks the limiter actor for each slot (``limits.Gate``)."""
+    """A gate of this process that asks the limiter actor for each slot (``limits.Gate``).
 
-    def __init__(self, limiter: Any, provider: str, holder: int) -> None:
+    Args:
+        limiter: The ``ProviderLimiter`` actor.
+        provider: The provider key this gate serves.
+        holder: The runner's number (its slots are freed if it dies).
+        fallback: Makes this process's own gate for ``provider``, used once the limiter is dead.
+    """
+
+    def __init__(self, limiter: Any, provider: str, holder: int,
+                 fallback: Callable[[str], limits.Gate]) -> None:
         self._limiter, self._provider, self._holder = limiter, provider, holder
+        self._fallback = fallback
+        self._local: limits.Gate | None = None
+
+    @property
+    def local(self) -> bool:
+        """Whether the limiter was found dead and this process gates its calls itself."""
+        return self._local is not None
+
+    def _shared_slot(self, ticket_id: str) -> limits.Slot | None:
+        """A slot granted by the limiter; None when the limiter is dead for good (then ``local``)."""
+        import ray
+
+        granted = self._limiter.acquire.remote(self._provider, self._holder, ticket_id)
+        outcome = limits.Slot()
+        while True:
+            try:
+                outcome.waited_s = float(ray.get(granted, timeout=_WAIT_STEP_S))
+                return outcome
+            except ray.exceptions.GetTimeoutError:
+                continue
+            except ray.exceptions.ActorUnavailableError:  # restarting or briefly unreachable: ask again
+                granted = self._limiter.acquire.remote(self._provider, self._holder, ticket_id)
+            except ray.exceptions.RayActorError as exc:
+                if self._local is None:
+                    log.warning("the provider limiter is gone (%s): this runner gates %s on its own",
+                                type(exc).__name__, self._provider)
+                    self._local = self._fallback(self._provider)
+                return None
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[limits.Slot]:
-        import ray
-
         ticket_id = uuid.uuid4().hex
-        outcome = limits.Slot()
-        granted = self._limiter.acquire.remote(self._provider, self._holder, ticket_id)
+        outcome = None if self._local is not None else self._shared_slot(ticket_id)
+        if outcome is None:
+            assert self._local is not None
+            with self._local.slot() as own:
+                yield own
+            return
         try:
-            while True:
-                try:
-                    outcome.waited_s = float(ray.get(granted, timeout=_WAIT_STEP_S))
-                    break
-                except ray.exceptions.GetTimeoutError:
-                    continue
             yield outcome
         finally:  # not waited for; given back before it was granted, the limiter drops it on grant
             self._limiter.release.remote(ticket_id, outcome.ok, outcome.throttled, outcome.tokens)

@@ -24,7 +24,7 @@ from rsigym.records import Trajectory
 from rsigym.report import ReportSection, md_code, md_text, register_analysis
 from rsigym.crossed import crossed_bootstrap
 
-__all__ = ["coderepair_compare", "coderepair_regrade", "per_problem_outcomes", "paired_rows", "paired_cells",
+__all__ = ["coderepair_compare", "coderepair_regrade", "per_problem_outcomes", "paired_rows", "paired_cells", "holm_adjusted",
            "warmup_cells", "PAPER_EFFECT"]
 
 MIN_PROBLEMS = 5
@@ -89,12 +89,24 @@ def paired_rows(outcomes: dict[str, dict[tuple[int, str], float]], agent: str, b
             "baseline_rate": float(np.mean([outcomes[baseline][k] for k in cells]))}
 
 
+def holm_adjusted(p_values: dict[str, float]) -> dict[str, float]:
+    """Holm's step-down adjusted p-values of one family of tests (NaN stays NaN, outside the family)."""
+    tested = sorted(((p, name) for name, p in p_values.items() if not np.isnan(p)), key=lambda item: (item[0], item[1]))
+    adjusted, running = {name: float("nan") for name in p_values}, 0.0
+    for rank, (p, name) in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - rank) * p))
+        adjusted[name] = running
+    return adjusted
+
+
 def _verdict(row: dict[str, Any]) -> str:
     low, high = row["ci"]
     if row["n_problems"] < MIN_PROBLEMS or row["n_seeds"] < MIN_SEEDS or np.isnan(low):
         return "insufficient data"
     if low <= 0 <= high:
         return "no difference shown"
+    if row.get("p_holm", row["p"]) >= 0.05:  # shown alone, not as one of the family of agents
+        return f"no difference shown after Holm (p {row['p']:.3g}, Holm p {row['p_holm']:.3g})"
     call = "better" if low > 0 else "worse"
     sign = 1.0 if call == "better" else -1.0
     if any(sign * block <= 0 for block in row["blocks"]):  # the two seed blocks disagree
@@ -152,6 +164,9 @@ def coderepair_compare(records: Sequence[Trajectory], out_dir: Path, *, baseline
     warmup = _warmup_of(records) if warmup is None else int(warmup)
     excluded = warmup_cells(records, warmup)
     rows = {agent: paired_rows(outcomes, agent, baseline, excluded) for agent in sorted(outcomes) if agent != baseline}
+    family = holm_adjusted({agent: row["p"] for agent, row in rows.items() if agent != control})
+    for agent, adjusted in family.items():
+        rows[agent]["p_holm"] = adjusted
     control_row = rows.get(control)
     control_verdict = _verdict(control_row) if control_row else "not run"
     control_ok = control_verdict == "worse"
@@ -162,11 +177,12 @@ def coderepair_compare(records: Sequence[Trajectory], out_dir: Path, *, baseline
              f"the same resampling). The first {warmup} problems of each stream (the warm-up, where the world "
              f"models are the static verifier) are excluded ({len(excluded)} cells). The paper's effect is "
              f"{paper_effect:+.3f}: a design whose MDD exceeds it is underpowered. Control: {md_code(control)} (blind "
-             "pick) must be worse than the baseline, else no verdict is given. A call whose two seed blocks "
-             "disagree in sign is reported unstable.", "",
-             "| agent | seeds x problems (cells) | pass | baseline pass | delta | 95% CI | p | MDD | power for paper effect "
-             "| online calls / problem | missing records | verdict |",
-             "|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|"]
+             "pick) must be worse than the baseline, else no verdict is given. The agents other than the control "
+             f"are one family of {len(family)} tests: a call needs its Holm-adjusted p below 0.05 as well as a "
+             "95% CI without 0. A call whose two seed blocks disagree in sign is reported unstable.", "",
+             "| agent | seeds x problems (cells) | pass | baseline pass | delta | 95% CI | p | Holm p | MDD "
+             "| power for paper effect | online calls / problem | missing records | verdict |",
+             "|---|---|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---|"]
     verdicts = []
     for agent, row in rows.items():
         verdict = _verdict(row)
@@ -177,7 +193,7 @@ def coderepair_compare(records: Sequence[Trajectory], out_dir: Path, *, baseline
         powered = "n/a" if np.isnan(row["mdd"]) else "ok" if row["mdd"] <= paper_effect else "**underpowered**"
         lines.append(f"| {md_text(agent)} | {row['n_seeds']} x {row['n_problems']} ({row['n_pairs']}) | {row['rate']:.3f} "
                      f"| {row['baseline_rate']:.3f} | {row['delta']:+.3f} | [{low:+.3f}, {high:+.3f}] | {row['p']:.3g} "
-                     f"| {row['mdd']:.3f} | {powered} | {calls.get(agent, float('nan')):.2f} "
+                     f"| {format(row['p_holm'], '.3g') if 'p_holm' in row else 'control'} | {row['mdd']:.3f} | {powered} | {calls.get(agent, float('nan')):.2f} "
                      f"| {missing.get(agent, 0)} | **{verdict}** |")
     lines += ["", f"Baseline {md_code(baseline)}: online calls / problem {calls.get(baseline, float('nan')):.2f}, "
               f"missing records {missing.get(baseline, 0)}.", "",

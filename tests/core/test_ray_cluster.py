@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -83,6 +84,48 @@ def test_the_episode_timeout_holds_on_ray_threads(cluster, tmp_path):
     assert [r.termination for r in records] == ["infra_error"] * 6
     assert all((r.error or "").startswith("timeout: the episode ran past its wall clock of 1 s") for r in records), \
         [r.error for r in records]
+
+
+def _when_records_reach(out: Path, count: int, then: Callable[[], None]) -> threading.Thread:
+    """A thread that runs ``then`` once ``out`` holds ``count`` records (polls, not a clock)."""
+    def wait_then() -> None:
+        for _ in range(60_000):  # the test's timeout bounds a hang
+            if (out / RECORDS_FILE).exists() and (out / RECORDS_FILE).read_bytes().count(b"\n") >= count:
+                then()
+                return
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=wait_then, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("restart", [True, False], ids=["restarted", "dead_for_good"])
+def test_the_limiter_killed_mid_run_fails_no_model_call(cluster, tmp_path, restart):
+    # the attack: the one actor every model call of the cluster passes dies with calls waiting on it
+    out, killed = tmp_path / "out", []
+
+    def kill_the_limiter() -> None:
+        assert ray_backend._pool is not None
+        ray.kill(ray_backend._pool.limiter, no_restart=not restart)
+        killed.append(True)
+
+    with FakeProvider(latency_s=0.2) as server:
+        battery_ = scenario(server.api_base, 64)
+        killer = _when_records_reach(out, 12, kill_the_limiter)
+        summary = run_scenario(battery_, out, backend="ray", address=cluster.address, workers=1, concurrency=8,
+                               max_connections=6, progress=False, report=False)
+        killer.join(timeout=10)
+        served = server.stats()
+    assert killed, "the test never killed the limiter mid-run"
+    records = read_records(out / RECORDS_FILE).records
+    assert summary.ran == 64 and summary.infra_errors == 0 and summary.stopped is None, summary.infra_causes
+    assert all(r.termination != "infra_error" and r.error is None and r.grades for r in records)
+    assert len(keys_once(out)) == 64
+    note = "restarted mid-run" if restart else "lost mid-run"
+    assert any(note in n for n in summary.notes), summary.notes
+    if restart:  # the new limiter starts with free slots while the old ones' calls finish: at most 2 x 6
+        assert served["max_in_flight"] <= 12, served
 
 
 def test_200_episodes_with_a_node_killed_mid_run_then_resume(cluster, tmp_path, caplog):

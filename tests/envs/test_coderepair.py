@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rsigym.envs.coderepair.agents import RandomPickAgent, WorldModelAgent
-from rsigym.envs.coderepair.analyses import coderepair_compare, coderepair_regrade
+from rsigym.envs.coderepair.analyses import _verdict, coderepair_compare, coderepair_regrade, holm_adjusted
 from rsigym.envs.coderepair.coupdate import CoUpdateState, LoggedRound
 from rsigym.envs.coderepair.env import CodeRepairEnv
 from rsigym.envs.coderepair.execution import Job, run_jobs
@@ -291,6 +291,15 @@ def test_compare_gives_verdicts_when_the_blind_control_is_worse(tmp_path: Path):
     section = coderepair_compare(records, tmp_path, control="random")
     assert section.verdict.startswith("control passed") and "adaptive: no difference shown" in section.verdict
     assert "underpowered" in section.verdict and "MDD" in section.verdict
+
+
+def test_three_agents_against_the_baseline_are_one_holm_family():
+    assert holm_adjusted({"a": 0.01, "b": 0.04, "c": 0.03, "d": float("nan")}) == pytest.approx(
+        {"a": 0.03, "b": 0.06, "c": 0.06, "d": float("nan")}, nan_ok=True)
+    row = {"n_problems": 160, "n_seeds": 10, "ci": (0.004, 0.05), "p": 0.03, "blocks": [0.02, 0.03]}
+    assert _verdict(row) == "better"  # alone, p 0.03 with a CI above 0 is a call
+    assert _verdict({**row, "p_holm": 0.03}) == "better"
+    assert _verdict({**row, "p_holm": 0.06}).startswith("no difference shown after Holm")  # one of three: not
 
 
 def test_regrade_withholds_its_verdict_when_the_same_ruler_flips(tmp_path: Path):
