@@ -348,7 +348,7 @@ class ExecServer:
         bad = [name for name in modules if not isinstance(name, str) or not all(p.isidentifier() for p in name.split("."))]
         if bad:
             raise ValueError(f"preload takes module names, got {bad[0]!r}")
-        extra = {} if stop_after_s is None else {"stop_after": float(stop_after_s)}
+        extra: dict[str, Any] = {} if stop_after_s is None else {"stop_after": float(stop_after_s)}
         if modules:
             extra["preload"] = modules
         return self._request({"python": program, **extra}, [c.stdin or b"" for c in checked], timeout,

@@ -227,7 +227,8 @@ def names_read(test: str) -> list[str]:
         tree = ast.parse(test, "test.py")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ["candidate"]
-    loads, stores = set(), set()
+    loads: set[str] = set()
+    stores: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
