@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from typing import Any, Callable
@@ -105,6 +106,7 @@ def main() -> None:
     parser.add_argument("--compare", help="outcomes saved by another runner, to compare with")
     args = parser.parse_args()
     console = Console(width=140)
+    load_before = os.getloadavg()[0]
     with open_sandbox(args.sandbox, CODEREPAIR_LIMITS) as sandbox:
         suite = build_suite(sandbox)
         items = programs(suite, args.mutants)
@@ -120,7 +122,9 @@ def main() -> None:
                "hidden_batch_s": round(batch_s, 2), "programs_timed": len(timings["old step"]),
                **{f"{name} median s": round(statistics.median(v), 4) for name, v in timings.items()},
                "new step / old": round(statistics.median(timings["new step"]) / statistics.median(timings["old step"]), 2),
-               "new full / old": round(statistics.median(timings["new full"]) / statistics.median(timings["old step"]), 2)}
+               "new full / old": round(statistics.median(timings["new full"]) / statistics.median(timings["old step"]), 2),
+               # the machine's load (1-minute average) as the run started and ended: the ratio grows with it
+               "load avg start": round(load_before, 1), "load avg end": round(os.getloadavg()[0], 1)}
     table = Table(title="code repair runner: hidden-test outcomes and time per evaluation")
     for key in summary:
         table.add_column(key.replace("_", " "), justify="right")

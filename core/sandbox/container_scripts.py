@@ -240,7 +240,9 @@ sys.exit(1 if found else 0)
 #
 # Per request: spawn the command (posix_spawnp: PATH lookup; SIGPIPE and SIGXFSZ back to their
 # defaults), or for a {python} request fork and run that program in the fork (``forked``: only its
-# three pipes stay open; ``ExecServer.run_python``), feed its stdin (read into one buffer, zeroed
+# three pipes stay open; ``ExecServer.run_python``; the program is compiled once per request and
+# the stdlib modules the request names in {preload} are imported once, before the first fork, see
+# ``prepare``), feed its stdin (read into one buffer, zeroed
 # once the command ended, so no later fork holds it), keep the first `cap` bytes of each output stream and drain the rest,
 # and when it exits (a pidfd) or its timeout passes, kill -9 every other process of the uid
 # (kill(-1) spares only the caller and PID 1: the same sweep as the exec wrapper) before
@@ -326,7 +328,8 @@ def forked(program, env, in_r, out_w, err_w):
         sys.argv[:] = ["-c"]
         main = type(sys)("__main__")
         sys.modules["__main__"] = main
-        exec(compile(program, "<string>", "exec"), vars(main))
+        code = COMPILED.get(program) or compile(program, "<string>", "exec")
+        exec(code, vars(main))
         status = 0
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
@@ -453,10 +456,35 @@ def serve(req, size):
     send(header, out, err)
     return header
 
+COMPILED = {}  # the last {python} request's program: compiled once, not once per fork
+
+def prepare(req):
+    # Before the forks of a {python} request: import the stdlib modules it names (each fork finds
+    # them loaded instead of importing them again: ``typing`` alone costs more than the fork) and
+    # compile its program once. Neither runs a command's code: the modules come from the image's
+    # read-only stdlib (-I -S: no cwd, no user site, no PYTHONPATH), the program is the host's.
+    # A module that fails to import, or a program that does not compile, is left to the fork,
+    # which reports it as python3 -c would.
+    for name in req.get("preload", ()):
+        if name not in sys.modules:
+            try:
+                __import__(name)
+            except BaseException:
+                pass
+    program = req["python"]
+    if program not in COMPILED:
+        COMPILED.clear()
+        try:
+            COMPILED[program] = compile(program, "<string>", "exec")
+        except BaseException:
+            COMPILED[program] = None
+
 INHERITED = inherited()
 send({"ready": True, "pid": os.getpid()})
 while True:
     req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
+    if "python" in req:
+        prepare(req)
     # {runs: [stdin sizes]}: one command per stdin (a batch: one after another); after one that
     # timed out or ran `stop_after` seconds the rest are read, zeroed and skipped
     stop = False

@@ -50,7 +50,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from rsigym.errors import SandboxError
+from rsigym.errors import SandboxError, SandboxUnavailable
 from rsigym.sandbox.base import ExecResult, validate_exec_args
 from rsigym.sandbox.container_scripts import EXEC_SERVER
 from rsigym.sandbox.container_scripts import HARNESS_DIR
@@ -66,7 +66,11 @@ __all__ = ["ExecServer", "GUARD_S"]
 # How long past a command's timeout the host waits for the server's reply before it treats the
 # server as stopped (the server enforces the timeout itself; this only catches a frozen server).
 GUARD_S = 5.0
-_START_TIMEOUT_S = 30.0
+# How long a new server may take to say it is ready: one engine exec and one interpreter start,
+# well under a second on a quiet machine but tens of seconds at a load average near 20 (30 s was
+# seen to fail there). A start that misses its limit is retried once, with a longer one, before
+# the command fails as an infrastructure error.
+START_TIMEOUTS_S = (60.0, 180.0)
 _LOST_NOTE = ("\n[rsigym] the command ended the exec server (a signal from the command, or the memory limit); every process "
               "of the user was killed and the next command gets a new server\n")
 _FROZEN_NOTE = "\n[rsigym] the exec server stopped answering (stopped by the command?); every process of the user was killed\n"
@@ -121,6 +125,22 @@ class ExecServer:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _start(self) -> None:
+        """Start a server; one that misses its start limit is replaced once (``START_TIMEOUTS_S``).
+
+        Raises:
+            SandboxError: no server said it was ready, twice.
+            SandboxUnavailable: the container is dead.
+        """
+        for attempt, timeout_s in enumerate(START_TIMEOUTS_S):
+            try:
+                self._start_once(timeout_s)
+                return
+            except SandboxError as exc:
+                if isinstance(exc, SandboxUnavailable) or attempt == len(START_TIMEOUTS_S) - 1:
+                    raise
+                self._swept = False  # the late server (and anything it started) dies before the next
+
+    def _start_once(self, timeout_s: float) -> None:
         sandbox = self._sandbox
         if not self._swept:
             # The server is dumpable until its first line runs: no other process of the user may
@@ -141,10 +161,12 @@ class ExecServer:
             self._stdout, self._stderr = _Bytes(), CappedBuffer(65536)
             self._demux = Demux(self._stdout, self._stderr)  # type: ignore[arg-type]
             try:
-                ready, _, _ = self._read_frame(time.monotonic() + _START_TIMEOUT_S)
-            except (_Lost, ValueError):
+                ready, _, _ = self._read_frame(time.monotonic() + timeout_s)
+            except (_Lost, ValueError) as lost:
                 detail = self._stderr.text().strip()[-300:]
-                raise SandboxError(f"the exec server did not start: {detail or 'no output'}") from None
+                late = isinstance(lost, _Lost) and lost.frozen
+                raise SandboxError(f"the exec server did not start{f' in {timeout_s:.0f} s' if late else ''}: "
+                                   f"{detail or 'no output'}") from None
             self.pid = int(ready.get("pid", 0)) or None
         except BaseException:
             self._drop()
@@ -304,6 +326,7 @@ class ExecServer:
         timeout: float = 30.0,
         stop_after_s: float | None = None,
         env: Mapping[str, str] | None = None,
+        preload: Sequence[str] = (),
     ) -> list[ExecResult | None]:
         """``run_python(program, stdin=s)`` for each of ``stdins``, one after another, in one request.
 
@@ -311,11 +334,23 @@ class ExecServer:
         fork is about to start, so no fork holds a later one (they wait in the stream, out of its
         reach). After a run that timed out or lasted ``stop_after_s`` the rest are skipped (None).
         A run that ended or froze the server gets the note ``exec`` gives; the rest then go to a
-        new server.
+        new server. ``preload``: standard-library modules the server imports once (it keeps them),
+        so that each fork finds them loaded (code repair's programs import ``typing``, which costs
+        more than the fork); a module that fails to import is left to the program's own import.
+
+        Raises:
+            TypeError, ValueError: bad arguments (also a ``preload`` entry that is not a module
+                name), before anything runs.
         """
         checked = [validate_exec_args(["python3", "-c", program], stdin=data, timeout=timeout, env=env)
                    for data in stdins]  # fmt: skip
-        extra = {} if stop_after_s is None else {"stop_after": float(stop_after_s)}
+        modules = list(preload)
+        bad = [name for name in modules if not isinstance(name, str) or not all(p.isidentifier() for p in name.split("."))]
+        if bad:
+            raise ValueError(f"preload takes module names, got {bad[0]!r}")
+        extra: dict[str, Any] = {} if stop_after_s is None else {"stop_after": float(stop_after_s)}
+        if modules:
+            extra["preload"] = modules
         return self._request({"python": program, **extra}, [c.stdin or b"" for c in checked], timeout,
                              checked[0].env if checked else {}, stop_after_s)
 

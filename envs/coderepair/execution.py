@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import marshal
 import secrets
@@ -21,6 +23,12 @@ __all__ = ["CODEREPAIR_LIMITS", "Job", "JobResult", "run_jobs"]
 _STARTUP_S = 1.0
 _CONNECT_WAIT_S = 10.0
 _COLLECTOR_GRACE_S = 2.0
+
+# Standard-library modules the exec server imports once, so that a test's runner (a fork of it)
+# finds them loaded: most candidates start with ``from typing import List``, whose import costs
+# more than the fork. None of them keeps state from its import that a fork would share (``random``,
+# seeded at import, is left out).
+PRELOADED_MODULES = ("typing", "math", "string", "copy", "heapq", "bisect")
 
 # Candidates are small pure functions; each test runs in its own interpreter.
 CODEREPAIR_LIMITS = SandboxLimits(memory_mb=512, pids=64, file_size_mb=8, output_bytes=8_000_000)
@@ -81,10 +89,11 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
     a program an agent chose or a model wrote.
 
     See ``sandbox_program`` for the two sides. The host starts the collector (as the harness
-    identity, in a thread), then one runner per test as the user (docker: a fork of the user's
-    exec server, ``ExecServer.run_python``), one after another, each after
-    the previous one and everything it left were killed; the runner's own output and exit status
-    are ignored. In check mode a test whose runner ran past the test's timeout ends its job: the
+    identity, in a thread) with the tests, then one runner per test as the user (docker: a fork of
+    the user's exec server, ``ExecServer.run_python_many``, with ``PRELOADED_MODULES`` loaded),
+    one after another, each after the previous one and everything it left were killed, each with
+    its job on its stdin (its one-time token and the program; never the test); the runner's own
+    output and exit status are ignored. In check mode a test whose runner ran past the test's timeout ends its job: the
     rest read ``timeout`` unrun (one endless loop costs one timeout, as a forked child did).
 
     Raises:
@@ -96,17 +105,22 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
         raise ValueError("job keys must be unique within a batch")
     if trusted:
         return _run_trusted(sandbox, jobs)
-    units: dict[str, dict[str, Any]] = {}
+    socket_name = "rsigym-coderepair-" + secrets.token_hex(16)
+    units: dict[str, dict[str, Any]] = {}  # token -> what the collector needs for the test
     plan: list[list[str]] = []  # per job, the tokens of its tests in order
+    stdins: list[list[bytes]] = []  # per job, each runner's job: the program, never the test
     for job in jobs:
-        tokens = []
+        tokens, runner_jobs = [], []
         for test in job.tests:
             token = secrets.token_hex(16)
-            units[token] = {"source": job.source, "entry": job.entry, "prelude": job.prelude, "mode": job.mode,
-                            "timeout_s": float(job.timeout_s), "test": test}
+            units[token] = {"prelude": job.prelude, "mode": job.mode, "timeout_s": float(job.timeout_s), "test": test}
             tokens.append(token)
+            runner_jobs.append(marshal.dumps({
+                "socket": socket_name, "token": token, "wait_s": _CONNECT_WAIT_S, "source": job.source,
+                "entry": job.entry, "prelude": job.prelude, "timeout_s": float(job.timeout_s),
+                "names": names_read(test)}, 4))
         plan.append(tokens)
-    socket_name = "rsigym-coderepair-" + secrets.token_hex(16)
+        stdins.append(runner_jobs)
     end_token = secrets.token_hex(16)
     budget_s = sum(_runner_timeout_s(job) + 0.5 for job in jobs for _ in job.tests) + 30.0
     # marshal version 4: read alike by every Python 3 from 3.4 on (the sandbox's may differ from ours)
@@ -126,10 +140,9 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
     run_user, run_job = _user_exec(sandbox), _job_runner(sandbox)
     skipped: set[str] = set()
     try:
-        for job, tokens in zip(jobs, plan):
-            headers = [f"{socket_name} {token} {_CONNECT_WAIT_S}" for token in tokens]
+        for job, tokens, runner_jobs in zip(jobs, plan, stdins):
             # check mode: a test whose runner ran past the test's timeout ends its job
-            runs = run_job(RUNNER, headers, timeout=_runner_timeout_s(job),
+            runs = run_job(RUNNER, runner_jobs, timeout=_runner_timeout_s(job),
                            stop_after_s=job.timeout_s if job.mode == "check" else None)
             skipped.update(token for token, run in zip(tokens, runs) if run is None)
     finally:
@@ -190,10 +203,10 @@ def _job_runner(sandbox: Sandbox) -> Callable[..., list[ExecResult | None]]:
     (``run_python_many``: each a fork that gets only its own stdin) when the sandbox has one."""
     server = getattr(sandbox, "exec_server", None)
     if callable(server):
-        return server().run_python_many
+        return functools.partial(server().run_python_many, preload=PRELOADED_MODULES)
     run_user = _user_exec(sandbox)
 
-    def run(program: str, stdins: Sequence[str], *, timeout: float, stop_after_s: float | None) -> list[ExecResult | None]:
+    def run(program: str, stdins: Sequence[bytes], *, timeout: float, stop_after_s: float | None) -> list[ExecResult | None]:
         results: list[ExecResult | None] = []
         for stdin in stdins:
             if results and stop_after_s is not None and _stopped(results[-1], stop_after_s):
@@ -203,6 +216,27 @@ def _job_runner(sandbox: Sandbox) -> Callable[..., list[ExecResult | None]]:
         return results
 
     return run
+
+
+def names_read(test: str) -> list[str]:
+    """The names ``test`` reads and does not bind itself, and ``candidate``: the runner reports
+    what the program binds to each (the host's copy of the collector's ``read_names``; the
+    collector then keeps the prelude's own names). A test that does not parse gets
+    ``["candidate"]``: the collector reports its syntax error."""
+    try:
+        tree = ast.parse(test, "test.py")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ["candidate"]
+    loads: set[str] = set()
+    stores: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            stores.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            stores.add(node.name)
+    return sorted((loads - stores) | {"candidate"})
 
 
 def _stopped(run: ExecResult | None, stop_after_s: float) -> bool:

@@ -13,12 +13,17 @@ Two programs, both passed inline to ``python3 -I -c`` (no file a program could o
   reported, or when the host sends the end token.
 * ``RUNNER`` runs **once per test as the user**, a fresh interpreter with nothing in it but its
   own job (started by the host after the previous one and every process it left are gone; on
-  docker a fork of the pristine exec server, ``ExecServer.run_python``, which costs no interpreter
-  start and holds no earlier runner's token or the server's stream; locally ``python3 -I -S``). It
-  connects, sends its one-time token, receives the program's source, entry name and prelude and
-  the names the test reads, loads the program (under an alarm), then answers calls: decode the
-  arguments, call under an alarm set to what is left of the test's time, encode the value. Its
-  stdin, stdout and stderr are ``/dev/null`` while the program runs: the socket is its only channel.
+  docker a fork of the pristine exec server, ``ExecServer.run_python_many``, which costs no
+  interpreter start, holds no earlier runner's token or the server's stream, and finds a few
+  stdlib modules such as ``typing`` loaded; locally ``python3 -I -S``). Its job comes from the host
+  on its stdin: the socket name, its one-time token, the program's source, entry name and prelude,
+  and the names the test reads (never the test). It connects and sends its token (before any of
+  the program runs), loads the program (under an alarm) and reports what the program binds to
+  those names, then answers calls: decode the arguments, call under an alarm set to what is left
+  of the test's time, encode the value. Its stdin, stdout and stderr are ``/dev/null`` while the
+  program runs: the socket is its only channel. Nothing comes back before the test's first call:
+  the collector reads the token, runs the prelude and reads the test's names while the runner
+  loads.
 
 Values cross as tagged tuples (``enc``/``dec`` on both sides): exact builtin types (int, float with
 nan/inf, str, bytes, bool, None, list, tuple, dict, set, frozenset, complex) are rebuilt in the
@@ -92,15 +97,13 @@ def connect(name, wait_s):
 
 RUNNER = _WIRE + r"""
 import os, sys, _signal
-_name, _token, _wait = sys.stdin.buffer.read().decode().split()
+_job = marshal.loads(sys.stdin.buffer.read())
 _null = os.open(os.devnull, os.O_RDWR)
 for _fd in (0, 1, 2):
     os.dup2(_null, _fd)
 sys.setrecursionlimit(3000)
-_sock = connect(_name, float(_wait))
-send_frame(_sock, repr({"token": _token}).encode())
-_job = marshal.loads(recv_frame(_sock))
-del _name, _token
+_sock = connect(_job.pop("socket"), _job.pop("wait_s"))
+send_frame(_sock, repr({"token": _job.pop("token")}).encode())
 
 
 def _send(obj):
@@ -424,8 +427,9 @@ def walk(node):
                 todo.append(child)
 
 
-def read_names(test, prelude_scope):
-    # Names the test reads and does not bind itself: they may come from the program.
+def read_names(test):
+    # Names the test reads and does not bind itself, and "candidate": they may come from the
+    # program (``execution.names_read`` is the host's copy, which tells the runner what to report).
     loads, stores = set(), set()
     for node in walk(compile(test, "test.py", "exec", _ast.PyCF_ONLY_AST)):
         if isinstance(node, _ast.Name):
@@ -434,7 +438,19 @@ def read_names(test, prelude_scope):
             stores.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, (_ast.FunctionDef, _ast.ClassDef)):
             stores.add(node.name)
-    return sorted((loads - stores - set(prelude_scope)) | {"candidate"})
+    return (loads - stores) | {"candidate"}
+
+
+PRELUDES = {}  # prelude text -> its code: compiled once, run afresh for each test
+
+
+def run_prelude(prelude):
+    scope = {"__name__": "tests"}
+    if prelude:
+        if prelude not in PRELUDES:
+            PRELUDES[prelude] = compile(prelude, "tests.py", "exec")
+        exec(PRELUDES[prelude], scope)
+    return scope
 
 
 def short(exc):
@@ -453,15 +469,13 @@ def literal_repr(value):
 
 
 def serve(conn, unit):
-    # Run one test against one runner: {"load": ..., "test": ...}
+    # Run one test against one runner, which got its job from the host and is loading the program
+    # already: {"load": ..., "test": ...}
     timeout_s = float(unit["timeout_s"])
-    prelude_scope = {"__name__": "tests"}
-    if unit["prelude"]:
-        exec(compile(unit["prelude"], "tests.py", "exec"), prelude_scope)
+    prelude_scope = run_prelude(unit["prelude"])
     mode, test = unit["mode"], unit["test"]
-    names = read_names(test, prelude_scope)
-    send_frame(conn, marshal.dumps({"source": unit["source"], "entry": unit["entry"], "prelude": unit["prelude"],
-                                    "timeout_s": timeout_s, "names": names}))
+    asked = read_names(test)  # what the runner reports; the prelude's own names stay the prelude's
+    names = {name for name in asked if name not in prelude_scope} | {"candidate"}
     conn.settimeout(timeout_s + 2.0)
     try:
         load = read_literal(recv_frame(conn))
@@ -479,8 +493,10 @@ def serve(conn, unit):
     scope, state = dict(prelude_scope), {}
     reported = load.get("names")
     for name, info in (reported.items() if isinstance(reported, dict) else ()):
-        if name not in names:
+        if name not in asked:
             raise Broken("broken", "a name that was not asked for")
+        if name not in names:
+            continue
         if info == ("callable",):
             scope[name] = Remote(conn, name, test_deadline, state)
         elif info != ("missing",):

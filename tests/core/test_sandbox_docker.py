@@ -175,6 +175,33 @@ def test_container_killed_from_outside_raises_unavailable(own_sandbox, docker_cl
         own_sandbox.exec(["true"])
 
 
+# Run before the exec server's first line: the first server of a container is slow to start (as on
+# a machine at a load average near 20, where the engine exec and the interpreter's start wait for
+# the scheduler); the marker file makes later starts quick.
+SLOW_FIRST_START = (
+    "import os, time\n"
+    "if not os.path.exists('.rsigym-slow-start'):\n"
+    "    open('.rsigym-slow-start', 'w').close()\n"
+    "    time.sleep(60)\n"
+)
+
+
+def test_an_exec_server_that_misses_its_start_limit_is_replaced_once(own_sandbox, monkeypatch):
+    """A slow start is not an infrastructure error: the late server is killed and a second one
+    serves the command (before: ``SandboxError: the exec server did not start``)."""
+    from rsigym.sandbox import exec_server
+
+    monkeypatch.setattr(exec_server, "START_TIMEOUTS_S", (1.0, 60.0))
+    monkeypatch.setattr(exec_server, "EXEC_SERVER", SLOW_FIRST_START + exec_server.EXEC_SERVER)
+    server = own_sandbox.exec_server()
+    result = server.exec(["sh", "-c", "ls -a; echo done"])
+    assert result.ok and result.stdout.split()[-1] == "done", result
+    assert ".rsigym-slow-start" in result.stdout.split()  # the first, slow server did run
+    assert server.starts == 1
+    # the late server was killed before the second one started: only the second one is left
+    assert live_processes(own_sandbox).count("python3") == 3  # PID 1, the server and the lister
+
+
 def test_pool_reuses_a_reset_container(pool):
     first = pool.acquire()
     first.write_files({"secret.txt": "previous user"})

@@ -302,3 +302,28 @@ def test_a_batch_stops_after_a_run_that_reached_its_limit(own_sandbox):
     assert runs[1] is not None and runs[1].timed_out and runs[2] is None, runs
     after = server.run_python_many(program, ["0", "0"], timeout=5)
     assert [run.stdout if run else None for run in after] == ["ran\n", "ran\n"]
+
+
+# Run twice in one batch: the first run changes the preloaded module (as a program under test
+# may), the second reports what it finds. Prints whether ``typing`` was loaded before the
+# program's first line, and what ``typing.List`` is.
+CHANGE_PRELOADED = r"""
+import sys
+loaded = "typing" in sys.modules
+import typing
+if sys.stdin.read() == "change":
+    typing.List = "changed by an earlier program"
+    typing.TYPE_CHECKING = True
+print(loaded, typing.List is not None and typing.List != "changed by an earlier program", typing.TYPE_CHECKING)
+"""
+
+
+def test_a_preloaded_module_reaches_each_fork_as_imported(own_sandbox):
+    """``preload``: the server imports the module once and each fork finds it loaded, but what one
+    program changes in it stays in that program's fork."""
+    runs = own_sandbox.exec_server().run_python_many(CHANGE_PRELOADED, ["change", "look"], timeout=30,
+                                                     preload=["typing"])
+    assert [run.stdout.split() if run else None for run in runs] == [["True", "False", "True"],
+                                                                     ["True", "True", "False"]], runs
+    with pytest.raises(ValueError, match="module names"):
+        own_sandbox.exec_server().run_python_many("pass", [""], preload=["os; import this"])
