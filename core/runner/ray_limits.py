@@ -125,13 +125,9 @@ class SharedGate:
         self._fallback = fallback
         self._local: limits.Gate | None = None
 
-    @property
-    def local(self) -> bool:
-        """Whether the limiter was found dead and this process gates its calls itself."""
-        return self._local is not None
-
     def _shared_slot(self, ticket_id: str) -> limits.Slot | None:
-        """A slot granted by the limiter; None when the limiter is dead for good (then ``local``)."""
+        """A slot granted by the limiter; None when the limiter is dead for good (then this
+        process gates its calls itself from now on)."""
         import ray
 
         granted = self._limiter.acquire.remote(self._provider, self._holder, ticket_id)

@@ -91,7 +91,7 @@ def paired_rows(outcomes: dict[str, dict[tuple[int, str], float]], agent: str, b
 
 def holm_adjusted(p_values: dict[str, float]) -> dict[str, float]:
     """Holm's step-down adjusted p-values of one family of tests (NaN stays NaN, outside the family)."""
-    tested = sorted(((p, name) for name, p in p_values.items() if not np.isnan(p)), key=lambda item: (item[0], item[1]))
+    tested = sorted((p, name) for name, p in p_values.items() if not np.isnan(p))
     adjusted, running = {name: float("nan") for name in p_values}, 0.0
     for rank, (p, name) in enumerate(tested):
         running = max(running, min(1.0, (len(tested) - rank) * p))
