@@ -118,6 +118,39 @@ def test_an_agent_built_with_a_slow_import_is_not_timed_out_for_it(plugin):
     assert len(records) == 2 and all(r.termination in ("agent_stop", "max_steps") for r in records)
 
 
+RETIRE_PLUGIN = PLUGIN + textwrap.dedent('''
+    import rsigym.runner.deadline
+
+    rsigym.runner.deadline.IMPORT_GRACE_S = 0.0  # the timer no longer waits for an import: it lands in one
+''')
+
+# Slow in the first process that imports it (the mark is made as the import starts).
+FIRST_PROCESS_ONLY = textwrap.dedent('''
+    import os
+    import time
+
+    MARKER = os.environ["ISSUE38_IMPORTED"]
+    if not os.path.exists(MARKER):
+        open(MARKER, "w").close()
+        for _ in range(60):
+            time.sleep(0.05)
+''')
+
+
+def test_a_worker_where_the_timeout_landed_inside_an_import_is_retired_and_no_episode_is_lost(plugin):
+    (plugin / "issue38_plugin.py").write_text(RETIRE_PLUGIN)
+    (plugin / "issue38_heavy.py").write_text(FIRST_PROCESS_ONLY)
+    path = write_scenario(plugin / "s.yaml", agents=[{"id": "lazy", "kind": "test_lazy_heavy"}],
+                          conditions=["none"], seeds=[0], tasks={"split": "test", "limit": 4}, graders=[])
+    result = _run(plugin, path, "--workers", "1", "--concurrency", "2")
+    records = read_records(plugin / "out" / RECORDS_FILE).records
+    assert len(records) == 4 and len({r.episode_key for r in records}) == 4, result.stderr
+    cut = [r for r in records if r.termination == "infra_error"]
+    assert len(cut) == 1 and "inside an import: this worker is retired" in cut[0].error, [r.error for r in records]
+    assert all(r.termination in ("agent_stop", "max_steps") for r in records if r is not cut[0])
+    assert "is retired" in result.stderr
+
+
 # --- harness faults are infra_error ----------------------------------------------------------
 
 from rsigym.envs.probe.env import ProbeEnv  # noqa: E402
@@ -234,14 +267,24 @@ def test_a_hosted_model_episode_has_a_900_s_timeout_by_default_and_0_turns_it_of
     assert status == 0 and out.out.count("episode timeout 30 s") == 3
 
 
-def test_the_runner_applies_the_default_only_to_hosted_model_episodes(tmp_path):
+def test_the_runner_applies_the_default_only_to_hosted_model_episodes(tmp_path, monkeypatch):
     from rsigym.runner import run_scenario
     from rsigym.scenario import load_scenario
 
-    path = write_scenario(tmp_path / "s.yaml", conditions=["none"], seeds=[0], tasks={"split": "test", "limit": 1},
-                          agents=[{"id": "scripted", "kind": "probe_bisect"}], graders=[])
-    summary = run_scenario(load_scenario(path), tmp_path / "out", workers=0, progress=False, report=False)
-    assert summary.episode_timeouts == {"scripted": None}
+    from ..agents.fake_openai import Behaviour, FakeOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    with FakeOpenAI(default=lambda request: Behaviour(content='{"guess": 50}')) as server:
+        hosted = {"id": "hosted", "kind": "llm", "model": "openai/fake-model",
+                  "params": {"api_base": server.api_base, "tool_mode": "json", "max_retries": 0}}
+        path = write_scenario(tmp_path / "s.yaml", conditions=["none"], seeds=[0], graders=[],
+                              tasks={"split": "test", "limit": 1}, max_steps=2,
+                              agents=[hosted, {"id": "scripted", "kind": "probe_bisect"}])
+        summary = run_scenario(load_scenario(path), tmp_path / "out", workers=0, progress=False, report=False)
+        assert summary.episode_timeouts == {"hosted": 900.0, "scripted": None}
+        off = run_scenario(load_scenario(path), tmp_path / "off", workers=0, progress=False, report=False,
+                           episode_timeout_s=0)
+        assert off.episode_timeouts == {"hosted": None, "scripted": None}
     from rsigym.runner.capacity import episode_timeout_s
 
     assert episode_timeout_s(None, "openai/gpt-4o-mini", {}) == 900.0
