@@ -47,9 +47,12 @@ def prepare(spec: EpisodeSpec) -> None:
     import_user_modules(spec.imports)  # --import: the user's conditions, graders, handlers, here too
     register_gym_envs()  # in this worker: every env id of the rsigym.envs entry points
     try:
-        entry_point = gym.spec(spec.env.id).entry_point
         AGENTS.lookup(spec.agent.kind)  # an entry point: imports the agent's module
-    except Exception:  # noqa: BLE001 - an unknown id or kind fails in gym.make or make_agent, recorded
+    except Exception:  # noqa: BLE001 - an unknown kind fails in make_agent, recorded
+        pass
+    try:
+        entry_point = gym.spec(spec.env.id).entry_point
+    except Exception:  # noqa: BLE001 - an unknown id fails in gym.make, recorded
         entry_point = None
     if isinstance(entry_point, str):
         importlib.import_module(entry_point.split(":")[0])
@@ -137,12 +140,12 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
                         rep=spec.rep, rsigym_version=rsigym.__version__)
     env = agent = None
     startup_s = max(STARTUP_TIMEOUT_S, spec.timeout_s) if spec.timeout_s else None
-    stage, limit_s, started = _STARTUP, startup_s, time.monotonic()
+    stage, limit_s, started = _STARTUP, None, time.monotonic()  # no bound on the preparation
     modules_before: set[str] = set()
     try:
         prepare(spec)
         modules_before = set(sys.modules)
-        started = time.monotonic()
+        limit_s, started = startup_s, time.monotonic()
         with deadline(startup_s, _STARTUP):
             kwargs = dict(spec.env.kwargs)
             if spec.env.condition is not None:
@@ -223,13 +226,13 @@ def _storable(value: Any) -> Any:
 
 def _note_damage(record: Trajectory, exc: BaseException, modules_before: set[str]) -> None:
     """After a timeout: if it landed inside an import, say so and keep the worker from reusing a
-    half-made module. A worker running episodes on threads is retired (``inflight``); on the main
-    thread (one episode at a time in a process-pool worker) the submodules an interrupted import
-    left behind its package are forgotten, so that the next import starts afresh."""
+    half-made module. A local in-flight worker is retired (``inflight``); on the main thread (a
+    process-pool worker, one episode at a time) the modules the import left half-made or orphaned
+    (their package gone) are also forgotten, so that the next import starts afresh."""
     if not interrupted_import(exc):
         return
     _damaged.set()
-    record.error = f"{record.error} (it landed inside an import: this worker is retired)"
+    record.error = f"{record.error} (it landed inside an import)"
     if threading.current_thread() is threading.main_thread():
         for name in set(sys.modules) - modules_before:
             module = sys.modules.get(name)

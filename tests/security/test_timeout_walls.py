@@ -146,7 +146,7 @@ def test_a_worker_where_the_timeout_landed_inside_an_import_is_retired_and_no_ep
     records = read_records(plugin / "out" / RECORDS_FILE).records
     assert len(records) == 4 and len({r.episode_key for r in records}) == 4, result.stderr
     cut = [r for r in records if r.termination == "infra_error"]
-    assert len(cut) == 1 and "inside an import: this worker is retired" in cut[0].error, [r.error for r in records]
+    assert len(cut) == 1 and "landed inside an import" in cut[0].error, [r.error for r in records]
     assert all(r.termination in ("agent_stop", "max_steps") for r in records if r is not cut[0])
     assert "is retired" in result.stderr
 
@@ -167,7 +167,7 @@ class ToolsFaultEnv(ProbeEnv):
 class SlowStartEnv(ProbeEnv):
     """An env whose reset takes a while (a container starting on a loaded machine)."""
 
-    start_s = 1.5
+    start_s = 4.0
 
     def reset(self, *, seed=None, options=None):
         time.sleep(self.start_s)
@@ -226,7 +226,8 @@ def test_an_agents_own_exception_is_still_its_error():
 # --- the timer starts after the start-up -----------------------------------------------------
 
 def test_a_slow_env_start_up_is_not_counted_in_a_short_episode_timeout():
-    record = run_episode(_spec("test38/SlowStart-v0", AgentSpec("b", "probe_bisect"), timeout_s=0.5))
+    # a start-up longer than the whole timeout, which leaves the play ample time on a loaded machine
+    record = run_episode(_spec("test38/SlowStart-v0", AgentSpec("b", "probe_bisect"), timeout_s=3.0))
     assert record.termination != "infra_error", record.error
     assert record.steps and record.grades  # it played and was graded
 
