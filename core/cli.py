@@ -93,8 +93,10 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                      "prices; each episode reserves the dearest episode cost seen so far); running ones "
                      "finish and are recorded, exit status 3, run again to resume")
     run.add_argument("--episode-timeout", type=float, metavar="S",
-                     help="wall-clock seconds per episode (any concurrency, any backend); one past it is "
-                     "stopped and recorded as infra_error with the cause 'timeout'")
+                     help="wall-clock seconds per episode, counted once its env is made and reset (any "
+                     "concurrency, any backend); one past it is stopped and recorded as infra_error with "
+                     "the cause 'timeout'. Default: 900 for an episode that calls a hosted model, none for "
+                     "offline models and scripted agents; 0: none")
     run.add_argument("--no-endpoint-check", action="store_true",
                      help="skip the one call per model endpoint made before the first episode")
     run.add_argument("--max-consecutive-errors", type=int, default=5, metavar="N",

@@ -57,8 +57,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError(f"--cost-limit must be a number of USD >= 0, got {args.cost_limit}")
     if args.max_consecutive_errors < 0:
         raise UserError(f"--max-consecutive-errors must be >= 0, got {args.max_consecutive_errors}")
-    if args.episode_timeout is not None and not args.episode_timeout > 0:
-        raise UserError(f"--episode-timeout must be a number of seconds > 0, got {args.episode_timeout}")
+    if args.episode_timeout is not None and not args.episode_timeout >= 0:
+        raise UserError(f"--episode-timeout must be a number of seconds >= 0 (0: none), got {args.episode_timeout}")
     tasks = [t.strip() for item in args.tasks for t in item.split(",") if t.strip()] if args.tasks else None
     check_scenario(scenario, environ=os.environ)
     episodes = select_episodes(expand(scenario), tasks=tasks, limit=args.limit)
@@ -66,7 +66,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.force_new:
         out_dir = next_free_folder(out_dir)
     if args.dry_run:
-        _print_plan(scenario, episodes, out_dir)
+        _print_plan(scenario, episodes, out_dir, args.episode_timeout)
         return 0
     if args.force_new:
         print(f"rsigym: new run folder {out_dir}", file=sys.stderr)
@@ -80,6 +80,12 @@ def run_command(args: argparse.Namespace) -> int:
                            endpoint_check=not args.no_endpoint_check,
                            max_consecutive_errors=args.max_consecutive_errors)
     _print_capacity(summary)
+    from .runner.capacity import HOSTED_EPISODE_TIMEOUT_S
+
+    defaulted = [agent for agent, timeout_s in summary.episode_timeouts.items() if timeout_s]
+    if args.episode_timeout is None and defaulted:
+        print(f"rsigym: episode timeout {HOSTED_EPISODE_TIMEOUT_S:g} s for {', '.join(defaulted)} (the default for a "
+              "hosted model; --episode-timeout S sets another, 0 none)", file=sys.stderr)
     return _print_summary(summary, args.max_infra_errors)
 
 
@@ -154,10 +160,11 @@ def _print_summary(summary: Any, max_infra_errors: int) -> int:
     return status
 
 
-def _print_plan(scenario: Any, episodes: list[Any], out_dir: Path) -> None:
+def _print_plan(scenario: Any, episodes: list[Any], out_dir: Path, timeout_s: float | None = None) -> None:
     """The episode plan of ``--dry-run``: counts per agent, what is recorded already, known costs."""
     from .jsonl import read_records
     from .runner import RECORDS_FILE
+    from .runner.capacity import episode_timeout_s
 
     recorded = read_records(out_dir / RECORDS_FILE).records if (out_dir / RECORDS_FILE).exists() else []
     done = {r.episode_key for r in recorded}
@@ -185,7 +192,9 @@ def _print_plan(scenario: Any, episodes: list[Any], out_dir: Path) -> None:
         else:
             cost = "unknown (no recorded episode of this agent yet)"
             unknown.append(agent.id)
-        print(f"  agent {agent.id} ({agent.kind}{', ' + model if model else ''}): {n} episodes to run; cost {cost}")
+        wall = episode_timeout_s(timeout_s, agent.model, scenario.env_kwargs)
+        print(f"  agent {agent.id} ({agent.kind}{', ' + model if model else ''}): {n} episodes to run; cost {cost}; "
+              f"episode timeout {f'{wall:g} s' if wall else 'none'}")
     print(f"  graders: {', '.join(g.name for g in scenario.graders) or 'none'}; "
           f"analyses: {', '.join(a.name for a in scenario.analyses)}")
     print(f"  cost estimate: ${total:.4f}" + (f" plus unknown for {', '.join(unknown)}" if unknown else ""))

@@ -5,7 +5,8 @@ parses at once; it is every later walk (schema validation, redaction, ``json.dum
 its 10**9 nodes. PyYAML's composer and constructor recurse per nesting level, and Python's ``int``
 refuses more than 4,300 digits: both end in a traceback. Here the document is first read as
 events (no recursion) to bound its depth, then composed, and its node graph is measured with
-memoised sizes (linear in the text, whatever the aliases) before anything is built.
+memoised sizes (linear in the text, whatever the aliases) before anything is built: its values and
+its characters (a 1 MB string aliased 100,000 times is few values but 100 GB to every later walk).
 A mapping that names one key twice is refused too (PyYAML keeps the last value silently, so
 ``seeds: [0]`` followed later by ``seeds: [1, 2]`` would run something the reader did not see).
 Each refusal is a ``UserError`` of one line.
@@ -19,10 +20,11 @@ import yaml
 
 from .errors import UserError
 
-__all__ = ["load_yaml", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "MAX_INT_DIGITS"]
+__all__ = ["load_yaml", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "MAX_YAML_CHARS", "MAX_INT_DIGITS"]
 
 MAX_YAML_DEPTH = 64          # a scenario nests 5 or 6 levels; agent params a few more
 MAX_YAML_NODES = 200_000     # nodes after alias expansion; the largest bundled scenario has < 500
+MAX_YAML_CHARS = 10_000_000  # characters of every scalar after alias expansion; bundled scenarios: < 20,000
 MAX_INT_DIGITS = 100         # seeds and sizes; nothing in a scenario needs a longer integer
 _INT_TAG = "tag:yaml.org,2002:int"
 
@@ -32,7 +34,7 @@ def load_yaml(text: str, source: str) -> Any:
 
     Raises:
         UserError: invalid YAML, nested deeper than ``MAX_YAML_DEPTH``, more than
-            ``MAX_YAML_NODES`` nodes once aliases are expanded, an integer of more than
+            ``MAX_YAML_NODES`` nodes or ``MAX_YAML_CHARS`` characters once aliases are expanded, an integer of more than
             ``MAX_INT_DIGITS`` digits, or a mapping with the same key twice.
     """
     try:
@@ -65,8 +67,8 @@ def _check_depth(text: str, source: str) -> None:
 
 
 def _check_size(root: yaml.Node, source: str) -> None:
-    """Count nodes as if every alias were copied; each distinct node is visited once."""
-    size: dict[int, int] = {}
+    """Count nodes and characters as if every alias were copied; each distinct node is visited once."""
+    size: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, characters) of its expanded tree
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, children_done = stack.pop()
@@ -77,7 +79,7 @@ def _check_size(root: yaml.Node, source: str) -> None:
                 mark = node.start_mark
                 raise UserError(f"{source}:{mark.line + 1}:{mark.column + 1}: an integer of "
                                 f"{sum(c.isdigit() for c in node.value)} digits; at most {MAX_INT_DIGITS} are read")
-            size[id(node)] = 1
+            size[id(node)] = (1, len(node.value))
             continue
         if isinstance(node, yaml.MappingNode) and not children_done:
             _check_unique_keys(node, source)
@@ -86,12 +88,16 @@ def _check_size(root: yaml.Node, source: str) -> None:
             stack.append((node, True))
             stack.extend((child, False) for child in children if id(child) not in size)
             continue
-        total = 1 + sum(size[id(child)] for child in children)
+        total = 1 + sum(size[id(child)][0] for child in children)
+        chars = sum(size[id(child)][1] for child in children)
+        mark = node.start_mark
         if total > MAX_YAML_NODES:
-            mark = node.start_mark
             raise UserError(f"{source}:{mark.line + 1}:{mark.column + 1}: YAML expands to more than "
                             f"{MAX_YAML_NODES:,} values (aliases repeated inside aliases?); refused")
-        size[id(node)] = total
+        if chars > MAX_YAML_CHARS:
+            raise UserError(f"{source}:{mark.line + 1}:{mark.column + 1}: YAML expands to more than "
+                            f"{MAX_YAML_CHARS:,} characters of values (a long value repeated through aliases?); refused")
+        size[id(node)] = (total, chars)
 
 
 def _check_unique_keys(node: yaml.MappingNode, source: str) -> None:

@@ -68,7 +68,7 @@ class EpisodeSpec:
     max_steps: int | None
     graders: tuple[NamedSpec, ...] = ()
     imports: tuple[str, ...] = ()  # modules every worker imports first (``--import``)
-    timeout_s: float | None = None  # wall clock for env, agent and steps (--episode-timeout); not in the key
+    timeout_s: float | None = None  # wall clock from the agent's reset to the last step (--episode-timeout); not in the key
     tool_mode: str | None = None  # tools or json: the endpoint check's probe for a tool_mode auto agent; not in the key
 
 

@@ -32,7 +32,7 @@ from .backends import infra_error_record, run_local
 from .episode import import_user_modules, run_episode
 from .lock import RunFolderLock
 from .progress import Progress, ProgressMode
-from .capacity import plan_capacity
+from .capacity import episode_timeout_s as resolve_timeout, plan_capacity
 from .guard import RunGuard
 from .inflight import WorkerStats, run_in_process, run_in_workers
 from .ray_backend import run_ray
@@ -75,6 +75,7 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)  # what the runner changed from the request, and why
     limits: list[limits.GateStats] = field(default_factory=list)  # per provider: waits, 429s, the cap
     peak_rss_mb: float | None = None  # the largest worker's peak memory (in-flight runs only)
+    episode_timeouts: dict[str, float | None] = field(default_factory=dict)  # agent id -> its episodes' wall clock
 
 
 _WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
@@ -140,7 +141,9 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             past this: each reserves its estimated cost first (``guard``); those running finish
             and are recorded; ``stopped`` says so and a later run resumes.
         episode_timeout_s: An episode past this wall clock is stopped and recorded as
-            ``infra_error`` with an error starting "timeout:" (any concurrency, any backend).
+            ``infra_error`` with an error starting "timeout:" (any concurrency, any backend). None:
+            ``HOSTED_EPISODE_TIMEOUT_S`` for an episode that calls a hosted model, none otherwise;
+            0: none. The clock starts once the env is made and reset (``run_episode``).
         concurrency: Episodes in flight per local worker or Ray runner (None: the scenario's
             ``runner.concurrency``, else 16 against a hosted model and 1 otherwise).
         max_connections: Calls in flight per provider and worker (over the scenario's ``limits:``).
@@ -192,8 +195,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             existing = read_records(path)
         done = {r.episode_key for r in existing}
         todo = [e for e in episodes if e.key not in done]
-        if episode_timeout_s is not None:
-            todo = [dataclasses.replace(e, timeout_s=episode_timeout_s) for e in todo]
+        todo = [dataclasses.replace(e, timeout_s=resolve_timeout(episode_timeout_s, e.agent.model, e.env.kwargs))
+                for e in todo]
         if checked is not None and checked.tool_modes:  # tool_mode auto: what the probe call found
             todo = [dataclasses.replace(e, tool_mode=checked.tool_modes.get(e.agent.id)) for e in todo]
 
@@ -201,7 +204,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                              bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,
                              infra_retried=retried, new_run=new_run, workers=plan.workers,
                              concurrency=plan.concurrency, notes=plan.notes,
-                             endpoint_check=checked, scenario_raw=scenario.raw)
+                             endpoint_check=checked, scenario_raw=scenario.raw,
+                             episode_timeouts={e.agent.id: e.timeout_s for e in todo})
         fallback_warned = False
         in_process = backend == "local" and plan.workers == 0
         with RecordWriter(path) as writer, Progress(len(todo), scenario.name, mode=progress) as bar:

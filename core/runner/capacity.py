@@ -19,10 +19,13 @@ from typing import Any
 
 from rsigym.errors import UserError
 
-__all__ = ["CapacityPlan", "HOSTED_CONCURRENCY", "CPU_HEAVY_KEY", "env_is_cpu_heavy", "plan_capacity",
-           "uses_hosted_model"]
+__all__ = ["CapacityPlan", "HOSTED_CONCURRENCY", "HOSTED_EPISODE_TIMEOUT_S", "CPU_HEAVY_KEY", "env_is_cpu_heavy",
+           "episode_timeout_s", "plan_capacity", "uses_hosted_model"]
 
 HOSTED_CONCURRENCY = 16  # episodes in flight per worker by default against a hosted model
+# The default wall clock of an episode that calls a hosted model: a provider that stops answering
+# must not hold a run for ever. 15 minutes is 10x the longest bundled hosted episode we have seen.
+HOSTED_EPISODE_TIMEOUT_S = 900.0
 CPU_HEAVY_KEY = "rsigym.cpu_heavy"
 
 
@@ -58,6 +61,17 @@ def uses_hosted_model(raw: dict[str, Any]) -> bool:
         return True
     return any(isinstance(g, dict) and _is_hosted((g.get("params") or {}).get("model"))
                for g in raw.get("graders") or [])
+
+
+def episode_timeout_s(asked_s: float | None, agent_model: Any, env_kwargs: dict[str, Any]) -> float | None:
+    """An episode's wall clock: ``asked_s`` (``--episode-timeout``; 0 turns it off), or by default
+    ``HOSTED_EPISODE_TIMEOUT_S`` when its agent or simulated user calls a hosted model and none for
+    offline models and scripted agents (they call nothing that can stop answering)."""
+    if asked_s is not None:
+        return asked_s or None
+    user = env_kwargs.get("user")
+    hosted = _is_hosted(agent_model) or (isinstance(user, dict) and _is_hosted(user.get("model")))
+    return HOSTED_EPISODE_TIMEOUT_S if hosted else None
 
 
 def plan_capacity(env_id: str, raw: dict[str, Any], *, workers: int, concurrency: int | None,

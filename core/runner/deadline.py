@@ -9,6 +9,14 @@ as soon as it returns. The blocking call an episode spends most of its time in, 
 is bounded by the deadline too: the LLM client caps its request timeout and its backoff sleeps to
 the time left (``rsigym.llm.call_deadline``). A native call that never returns is out of reach of
 both.
+
+Neither timer fires inside an import. An exception raised while a module executes leaves the
+worker with a half-made module (a later ``import litellm`` then fails with "partially initialized
+module"): the timer waits until the import has returned, up to ``IMPORT_GRACE_S``. On the main
+thread that wait is exact (the handler sees the interrupted frame). On a thread the watchdog
+checks the episode thread's frames just before it raises, which leaves a window of a few bytecodes;
+``interrupted_import`` reads from the timeout's traceback whether it landed in an import anyway (or
+the grace ran out), and the runner then retires that worker (``inflight``).
 """
 
 from __future__ import annotations
@@ -16,16 +24,22 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import signal
+import sys
 import threading
+from types import FrameType, TracebackType
 import time
 from typing import Any, Iterator
 
 from rsigym.llm import call_deadline
 
-__all__ = ["EpisodeTimeout", "TIMEOUT_CAUSE", "deadline", "timeout_message"]
+__all__ = ["EpisodeTimeout", "TIMEOUT_CAUSE", "IMPORT_GRACE_S", "deadline", "interrupted_import",
+           "timeout_message"]
 
 TIMEOUT_CAUSE = "timeout"  # the first word of the error of an episode stopped by its wall clock
 _REPEAT_S = 1.0  # once more after this, should something swallow the first one
+IMPORT_GRACE_S = 60.0  # how long past its deadline an episode may finish an import before the timer fires anyway
+_IMPORT_POLL_S = 0.05  # how often a deferred timer looks again whether the import has returned
+_IMPORTLIB = "<frozen importlib._bootstrap"  # both _bootstrap and _bootstrap_external
 
 
 class EpisodeTimeout(BaseException):
@@ -33,30 +47,65 @@ class EpisodeTimeout(BaseException):
     agent, env or provider client can swallow it and keep the run waiting."""
 
 
-def timeout_message(timeout_s: float) -> str:
-    return f"{TIMEOUT_CAUSE}: the episode ran past its wall clock of {timeout_s:g} s"
+def timeout_message(timeout_s: float, what: str = "the episode") -> str:
+    return f"{TIMEOUT_CAUSE}: {what} ran past its wall clock of {timeout_s:g} s"
+
+
+def _imports_on_stack(frame: FrameType | None) -> int:
+    """How many importlib frames are on the stack ending at ``frame`` (each import adds some)."""
+    count = 0
+    while frame is not None:
+        count += frame.f_code.co_filename.startswith(_IMPORTLIB)
+        frame = frame.f_back
+    return count
+
+
+def interrupted_import(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it surfaced as) passed through a module being imported or
+    through importlib itself: the worker may then hold a half-made module."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        tb: TracebackType | None = current.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            module = code.co_name == "<module>" and tb.tb_frame.f_globals.get("__spec__") is not None
+            if module or code.co_filename.startswith(_IMPORTLIB):
+                return True
+            tb = tb.tb_next
+        current = current.__context__
+    return False
 
 
 @contextlib.contextmanager
-def deadline(timeout_s: float | None) -> Iterator[None]:
-    """Raise ``EpisodeTimeout`` in this thread once ``timeout_s`` of wall clock have passed."""
+def deadline(timeout_s: float | None, what: str = "the episode") -> Iterator[None]:
+    """Raise ``EpisodeTimeout`` in this thread once ``timeout_s`` of wall clock have passed (never
+    inside an import, up to ``IMPORT_GRACE_S`` more); ``what`` names the stage in its message."""
     if not timeout_s:
         yield
         return
+    baseline = _imports_on_stack(sys._getframe())  # a run started from an import has some already
+    message = timeout_message(timeout_s, what)
     with call_deadline(time.monotonic() + timeout_s):
         if threading.current_thread() is threading.main_thread():
-            with _alarm(timeout_s):
+            with _alarm(timeout_s, message, baseline):
                 yield
         else:
-            with _watchdog(timeout_s):
+            with _watchdog(timeout_s, baseline):
                 yield
 
 
 @contextlib.contextmanager
-def _alarm(timeout_s: float) -> Iterator[None]:
+def _alarm(timeout_s: float, message: str, baseline: int) -> Iterator[None]:
+    give_up = time.monotonic() + timeout_s + IMPORT_GRACE_S
+
     def on_alarm(signum: int, frame: Any) -> None:
+        if _imports_on_stack(frame) > baseline and time.monotonic() < give_up:
+            signal.setitimer(signal.ITIMER_REAL, _IMPORT_POLL_S)  # let the import finish first
+            return
         signal.setitimer(signal.ITIMER_REAL, _REPEAT_S)
-        raise EpisodeTimeout(timeout_message(timeout_s))
+        raise EpisodeTimeout(message)
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
@@ -74,10 +123,11 @@ def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
 
 
 @contextlib.contextmanager
-def _watchdog(timeout_s: float) -> Iterator[None]:
+def _watchdog(timeout_s: float, baseline: int) -> Iterator[None]:
     target = threading.get_ident()
     left = threading.Event()
     lock = threading.Lock()  # the watchdog never raises into a thread that has left the episode
+    give_up = time.monotonic() + timeout_s + IMPORT_GRACE_S
 
     def watch() -> None:
         wait_s = timeout_s
@@ -85,6 +135,10 @@ def _watchdog(timeout_s: float) -> Iterator[None]:
             with lock:
                 if left.is_set():
                     return
+                frame = sys._current_frames().get(target)
+                if _imports_on_stack(frame) > baseline and time.monotonic() < give_up:
+                    wait_s = _IMPORT_POLL_S  # the episode is importing: raise once it has returned
+                    continue
                 _set_async_exc(target, EpisodeTimeout)
             wait_s = _REPEAT_S
 

@@ -8,7 +8,9 @@ threads in one process keep ``concurrency`` episodes in flight at the cost of on
 ``workers`` spawned processes, each running up to ``concurrency`` episodes at once. The parent
 hands each worker at most ``concurrency`` episodes at a time and knows which are where, so a
 worker that dies (OOM, segfault) gives its in-flight episodes back for another try, like the
-process pool does; a worker whose parent is killed exits at once. Either way ``on_record`` is
+process pool does; a worker whose parent is killed exits at once. A worker where a timeout
+landed inside an import (``deadline``) is retired: it finishes its episodes in flight, gives back
+those not started, and a fresh worker takes its place. Either way ``on_record`` is
 called in the calling thread only, once per episode: the single writer keeps records whole,
 fsynced and resumable, exactly as with one episode per worker.
 
@@ -38,7 +40,7 @@ from rsigym.records import Trajectory
 
 from ..scenario import EpisodeSpec
 from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
-from .episode import run_episode
+from .episode import run_episode, worker_damaged
 from .orphans import RunWatchdog, exit_with_parent
 
 __all__ = ["WorkerStats", "drain", "run_in_process", "run_in_workers"]
@@ -137,12 +139,19 @@ def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: i
         with sending:
             results.send(message)
 
+    retiring = threading.Event()
+
     def run(spec: EpisodeSpec) -> None:
         send(("record", worker_id, _safe_episode(spec)))
+        if worker_damaged() and not retiring.is_set():  # a half-made module: no further episode here
+            retiring.set()
+            send(("retire", worker_id, None))
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rsigym-episode") as pool:
         for spec in iter(inbox.get, None):
-            if spec.env.id in _warm_envs:
+            if retiring.is_set():
+                send(("give_back", worker_id, spec.key))  # not started: another worker runs it
+            elif spec.env.id in _warm_envs:
                 pool.submit(run, spec)
             else:
                 run(spec)  # the first one alone, in this thread: see the module's docstring
@@ -240,9 +249,22 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
 
     def handle(message: tuple[str, int, Any]) -> None:
         kind, worker_id, payload = message
+        worker = by_id[worker_id]
         if kind == "record":
-            by_id[worker_id].in_flight.pop(payload.episode_key, None)
+            worker.in_flight.pop(payload.episode_key, None)
             arrived.append(payload)  # written after the next feed: no slot idles during the fsyncs
+        elif kind == "give_back":  # a retiring worker had not started it: no attempt is counted
+            spec = worker.in_flight.pop(payload, None)
+            if spec is not None:
+                pending.appendleft(spec)
+        elif kind == "retire":  # its episodes in flight finish; a fresh worker takes its place
+            log.warning("worker %s is retired: a timeout interrupted an import there", worker_id)
+            if not worker.closed:
+                worker.closed = True
+                worker.inbox.put(None)
+            replacement = start()
+            pool.append(replacement)
+            by_id[replacement.id] = replacement
         else:
             stats.append(payload)
 

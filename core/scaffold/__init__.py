@@ -53,12 +53,18 @@ def new_family(name: str, parent: str | Path = ".") -> Path:
             importlib.util.find_spec(name) is not None):
         raise UserError(f"new family: {name!r} is already the name of an importable module; choose another")
     root = Path(parent) / name
+    if root.is_symlink():  # exists() is False for a dangling link, which mkdir then trips over
+        raise UserError(f"new family: {root} exists already (a symbolic link); nothing written")
     if root.exists():
         raise UserError(f"new family: {root} exists already; nothing written")
     template = files(__package__) / "family"
-    for source, target in FAMILY_FILES.items():
-        text = (template / source).read_text(encoding="utf-8").replace("__NAME__", name)
-        path = root / target.replace("NAME", name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    try:
+        root.mkdir(parents=True)  # exclusive: a folder made meanwhile (or a link) is refused, not written into
+        for source, target in FAMILY_FILES.items():
+            text = (template / source).read_text(encoding="utf-8").replace("__NAME__", name)
+            path = root / target.replace("NAME", name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"new family: cannot write {root}: {exc.strerror or exc}") from None
     return root

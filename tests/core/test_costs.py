@@ -114,12 +114,12 @@ def test_cost_limit_from_the_cli_says_so_and_exits_3(tmp_path, capsys):
 
 
 def test_a_timeout_in_a_worker_process_is_recorded_and_the_run_ends(tmp_path, capsys):
-    path = write_scenario(tmp_path / "s.yaml", agents=[{"id": "bisect", "kind": "probe_bisect"}],
+    path = write_scenario(tmp_path / "s.yaml", agents=[{"id": "hang", "kind": "test-hang"}],
                           conditions=["none"], seeds=[0], tasks={"split": "test", "limit": 2})
-    # 1 ms: no episode can make its env in that time, so each is stopped inside the worker
+    # an agent that never answers, stopped inside the worker (which imports this module for it)
     # exit 1: the two timeouts are infra errors, more than the default --max-infra-errors 0
-    assert main(["run", str(path), "--out", str(tmp_path / "run"), "--workers", "1", "--episode-timeout", "0.001",
-                 "--no-progress"]) == 1
+    assert main(["run", str(path), "--out", str(tmp_path / "run"), "--workers", "1", "--episode-timeout", "0.5",
+                 "--import", __name__, "--no-progress"]) == 1
     assert "infra error x2: timeout: the episode ran past its wall clock" in capsys.readouterr().out
     records = read_records(tmp_path / "run" / RECORDS_FILE).records
     assert len(records) == 2 and all(r.termination == "infra_error" and r.error.startswith("timeout:") for r in records)
