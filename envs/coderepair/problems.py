@@ -273,8 +273,8 @@ def build_suite(sandbox: Sandbox | None = None, *, use_cache: bool = True) -> Su
         variants = list(dict.fromkeys(f"candidate({', '.join(v)})" for args in calls[:4] for v in edge_variants(args)))
         plans.append((problem, docstring, fallback, variants))
         problems.append(problem)
-    jobs = [Job(p.problem_id, p.reference, p.entry, [*d, *f, *v], prelude=p.prelude, mode="eval", timeout_s=EVAL_TIMEOUT_S,
-                helpers=p.helpers) for p, d, f, v in plans]
+    jobs = [Job(p.problem_id, p.reference, p.entry, [*d, *f, *v], prelude=p.prelude, mode="eval",
+                timeout_s=EVAL_TIMEOUT_S, helpers=p.helpers) for p, d, f, v in plans]
     results = run_jobs(sandbox, jobs, trusted=True)  # the reference solutions
     for problem, docstring, fallback, variants in plans:
         outcomes = results[problem.problem_id].tests

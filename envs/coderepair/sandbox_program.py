@@ -21,9 +21,9 @@ Two programs, both passed inline to ``python3 -I -c`` (no file a program could o
   interpreter start, holds no earlier runner's token or the server's stream, and finds a few
   stdlib modules such as ``typing`` loaded; locally ``python3 -I -S``). Its job comes from the host
   on its stdin: the socket name, its one-time token, the program's source, entry name and prelude,
-  and the program names the test reads (never the test). It connects and sends its token (before any of
-  the program runs), loads the program (under an alarm) and reports what the program binds to
-  those names, then answers calls: decode the arguments, call under an alarm set to what is left
+  and the program names the test reads (never the test). It connects and sends its token (before
+  any of the program runs), loads the program (under an alarm) and reports what the program binds
+  to those names, then answers calls: decode the arguments, call under an alarm set to what is left
   of the test's time, encode the value. Its stdin, stdout and stderr are ``/dev/null`` while the
   program runs: the socket is its only channel. Nothing comes back before the test's first call:
   the collector reads the token, runs the prelude and reads the test's names while the runner
@@ -42,8 +42,10 @@ a runner that ends (a signal, ``os._exit``) before answering is a failure of tha
 result. A runner's frame is capped before anything parses it (``MAX_REPLY_BYTES``, then
 ``MAX_REPLY_ITEMS`` counted on the bytes before ``compile``; the tokenizer stops nesting at 200):
 a larger one fails its own test with type ``oversized``, and the collector's memory stays bounded
-whatever a runner sends, so the batch's other tests keep their results. Statuses: ``pass | fail | error | timeout`` (check mode), ``ok`` with ``repr`` and
-``literal`` (eval mode), as ``execution.JobResult`` reads them.
+whatever a runner sends, so the batch's other tests keep their results.
+
+Statuses: ``pass | fail | error | timeout`` (check mode), ``ok`` with ``repr`` and ``literal``
+(eval mode), as ``execution.JobResult`` reads them.
 """
 
 from __future__ import annotations
