@@ -12,6 +12,7 @@ import gymnasium as gym
 import pytest
 
 from rsigym.envs.coderepair.execution import CODEREPAIR_LIMITS, Job, names_read, run_jobs
+from rsigym.envs.coderepair.graders import regrade_programs
 from rsigym.envs.coderepair.problems import build_suite
 from rsigym.sandbox import DockerSandbox, LocalSandbox, open_sandbox
 
@@ -137,6 +138,9 @@ def test_a_model_that_offers_the_forging_program_solves_nothing_in_the_env(suite
         assert [r["problem_id"] for r in state["problems"]] == targets
         assert all("def abs(" in r["final_program"] for r in state["problems"])
         assert state["solved"] == 0, [(r["problem_id"], r["hidden_failure"]) for r in state["problems"]]
+        for strict in (False, True):  # the graders' regrade, in a fresh sandbox, agrees
+            passed, _ = regrade_programs(state, strict, provider)
+            assert not any(passed.values()), (strict, passed)
     finally:
         env.close()
         sb.close()
