@@ -48,7 +48,7 @@ def programs(suite: Any, n_mutants: int) -> list[tuple[str, Any, str]]:
 
 
 def outcomes(sandbox: Any, items: list[tuple[str, Any, str]]) -> tuple[dict[str, Any], float]:
-    jobs = [Job(key, code, p.entry, p.hidden, prelude=p.prelude) for key, p, code in items]
+    jobs = [Job(key, code, p.entry, p.hidden, prelude=p.prelude, helpers=p.helpers) for key, p, code in items]
     started = time.perf_counter()
     results = run_jobs(sandbox, jobs)
     elapsed = time.perf_counter() - started
@@ -79,8 +79,8 @@ def time_evaluations(sandbox: Any, old_sandbox: Any, items: list[tuple[str, Any,
     """
     timings: dict[str, list[float]] = {"old step": [], "new step": [], "new full": []}
     for key, p, code in items:
-        public = Job("public", code, p.entry, p.public, prelude=p.prelude)
-        hidden = Job("hidden", code, p.entry, p.hidden, prelude=p.prelude)
+        public = Job("public", code, p.entry, p.public, prelude=p.prelude, helpers=p.helpers)
+        hidden = Job("hidden", code, p.entry, p.hidden, prelude=p.prelude, helpers=p.helpers)
         ways: dict[str, Callable[[], Any]] = {
             "old step": lambda: _old_runner(old_sandbox, [public, hidden]),
             "new step": lambda: run_jobs(sandbox, [public]),

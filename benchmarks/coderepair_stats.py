@@ -60,7 +60,7 @@ def main(args: Args) -> dict[str, Any]:
 
         passes = {}
         for name in ("public", "hidden", "strict_extra"):
-            jobs = [Job(p.problem_id, p.reference, p.entry, getattr(p, name), prelude=p.prelude)
+            jobs = [Job(p.problem_id, p.reference, p.entry, getattr(p, name), prelude=p.prelude, helpers=p.helpers)
                     for p in suite.problems if getattr(p, name)]
             results = run_jobs(sandbox, jobs)
             passes[name] = (sum(r.all_pass for r in results.values()), len(jobs))

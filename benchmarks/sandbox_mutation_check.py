@@ -27,6 +27,10 @@ three fds, no later stdin of their batch; the zeroing of an earlier command's st
 with it removed the attack test still finds nothing, the allocator reuses the freed buffer), and
 the two lines that end a killed run's workers (the watchdog process, each worker's parent watch;
 both run as subprocesses of the tests, so these rows reach them through ``sitecustomize``).
+
+Issue 38 added two rows for code repair's checker: a test sees only the program's entry function
+(``tests/security/test_coderepair_checker_namespace.py``), and a runner's frame is capped in bytes
+and items before the collector parses it (``tests/security/test_coderepair_oversized_frame.py``).
 """
 
 from __future__ import annotations
@@ -133,6 +137,34 @@ def _coderepair_one_process() -> None:
         return original(sandbox, jobs, trusted=True)
 
     execution.run_jobs = run_jobs  # before the env and graders import it
+
+
+def _coderepair_program_namespace() -> None:
+    """A test takes every name it reads that the program defines at module level from the program
+    (``abs``, ``str``, ``poly``...), as before issue 38, not only the entry function."""
+    import ast
+
+    from rsigym.envs.coderepair import execution
+
+    def program_names(job: Any) -> tuple[str, ...]:
+        try:
+            body = ast.parse(job.source).body
+        except SyntaxError:
+            body = []
+        defined = {n.name for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        defined |= {t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        return ("candidate", job.entry, *sorted(defined))
+
+    execution.Job.program_names = property(program_names)  # type: ignore[method-assign,assignment]
+
+
+def _coderepair_frames_uncapped() -> None:
+    """The collector parses any runner frame up to the wire's 8 MiB (before issue 38)."""
+    from rsigym.envs.coderepair import execution
+
+    old = "MAX_REPLY_BYTES = 1024 * 1024\nMAX_REPLY_ITEMS = 20000\n"
+    assert old in execution.COLLECTOR
+    execution.COLLECTOR = execution.COLLECTOR.replace(old, "MAX_REPLY_BYTES = MAX_FRAME\nMAX_REPLY_ITEMS = 1 << 62\n")
 
 
 # The evolution clearing as it was: a recursive walk (a directory 3,000 deep ends in RecursionError).
@@ -244,6 +276,8 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "exec server: a forked program gets only its own three fds": _exec_server_text("        os.closerange(3, MAX_FD)\n", ""),
     "exec server: a batch's later stdins read only when their fork starts": _batch_read_ahead,
     "code repair: fresh interpreter per test": _coderepair_one_process,
+    "code repair: checker namespace from the entry and prompt helpers only": _coderepair_program_namespace,
+    "code repair: frame size and nesting capped before parsing": _coderepair_frames_uncapped,
     "evolution clearing without recursion": _recursive_clearing,
     "evolution clean-up fallback (reset, charge the leaver)": _no_cleanup_fallback,
     "workflow: workspace listing isolated (python3 -I)": _workflow_listing_not_isolated,

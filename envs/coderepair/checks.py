@@ -105,7 +105,8 @@ def run_checks_many(sandbox: Sandbox, rounds: Sequence[tuple[Problem, Sequence[s
         public, boundary = probe_inputs(problem)
         layout.append(len(public))
         calls = public + boundary
-        jobs += [Job(f"r{r}c{i}", code, problem.entry, calls, mode="eval", timeout_s=CHECK_TIMEOUT_S)
+        jobs += [Job(f"r{r}c{i}", code, problem.entry, calls, mode="eval", timeout_s=CHECK_TIMEOUT_S,
+                     helpers=problem.helpers)
                  for i, code in enumerate(codes) if calls]
     results = run_jobs(sandbox, jobs, trusted=trusted)
     out = []

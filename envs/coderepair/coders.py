@@ -97,7 +97,8 @@ def build_catalogue(problems: Sequence[Problem], sandbox: Sandbox) -> dict[str, 
             out[problem.problem_id] = [CatalogueEntry(**e) for e in json.loads(path.read_text())]
         else:
             todo[problem.problem_id] = (problem, _generate(problem))
-    jobs = [Job(f"{pid}#{i}", code, p.entry, [*p.public, *p.hidden], prelude=p.prelude, timeout_s=1.0)
+    jobs = [Job(f"{pid}#{i}", code, p.entry, [*p.public, *p.hidden], prelude=p.prelude, timeout_s=1.0,
+                helpers=p.helpers)
             for pid, (p, items) in todo.items() for i, (code, _, _) in enumerate(items)]
     results = run_jobs(sandbox, jobs, trusted=True)  # generated from the references
     for pid, (problem, items) in todo.items():

@@ -197,7 +197,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         code = self._candidates[choice].code
         assert self._sandbox is not None
         # Only the public tests run while rounds are live; see _grade_hidden for the hidden ones.
-        public = run_jobs(self._sandbox, [Job("public", code, problem.entry, problem.public, prelude=problem.prelude)])["public"]
+        public = run_jobs(self._sandbox, [Job("public", code, problem.entry, problem.public, prelude=problem.prelude,
+                                                 helpers=problem.helpers)])["public"]
         self._online_calls += 1
         failing = [f"{t} -> {r.get('status')}{': ' + r['detail'] if r.get('detail') else ''}"
                    for t, r in zip(problem.public, public.tests) if r.get("status") != "pass"]
@@ -269,7 +270,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         # one batch; each test of each program still runs in its own interpreter
         outcome = run_jobs(self._sandbox, [
             Job(f"{i}", row["final_program"], by_id[row["problem_id"]].entry, by_id[row["problem_id"]].hidden,
-                prelude=by_id[row["problem_id"]].prelude) for i, row in enumerate(pending)])
+                prelude=by_id[row["problem_id"]].prelude, helpers=by_id[row["problem_id"]].helpers)
+            for i, row in enumerate(pending)])
         for i, row in enumerate(pending):
             row.update(hidden_pass=outcome[f"{i}"].all_pass, hidden_failure=outcome[f"{i}"].failure_type())
 

@@ -9,7 +9,7 @@ import marshal
 import secrets
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 from rsigym.errors import InfraError
 from rsigym.sandbox import ExecResult, Sandbox, SandboxLimits
@@ -36,7 +36,12 @@ CODEREPAIR_LIMITS = SandboxLimits(memory_mb=512, pids=64, file_size_mb=8, output
 
 @dataclass(frozen=True)
 class Job:
-    """One program and its tests; each test runs in a fresh interpreter. See ``sandbox_program``."""
+    """One program and its tests; each test runs in a fresh interpreter. See ``sandbox_program``.
+
+    A test runs in the checker namespace: builtins, ``helpers`` and ``prelude`` (trusted text, run
+    on the harness side; ``helpers`` is the problem's own helper functions, ``Problem.helpers``)
+    and, of the program, only ``program_names``: its entry function.
+    """
 
     key: str
     source: str
@@ -45,10 +50,17 @@ class Job:
     prelude: str = ""
     mode: str = "check"
     timeout_s: float = 3.0
+    helpers: str = ""
+
+    @property
+    def program_names(self) -> tuple[str, ...]:
+        """The names a test may take from the program: its entry, as ``candidate`` and by name."""
+        return ("candidate", self.entry)
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "source": self.source, "entry": self.entry, "tests": list(self.tests),
-                "prelude": self.prelude, "mode": self.mode, "timeout_s": float(self.timeout_s)}
+                "prelude": self.prelude, "mode": self.mode, "timeout_s": float(self.timeout_s),
+                "helpers": self.helpers}
 
 
 @dataclass(frozen=True)
@@ -113,12 +125,13 @@ def run_jobs(sandbox: Sandbox, jobs: Sequence[Job], *, trusted: bool = False) ->
         tokens, runner_jobs = [], []
         for test in job.tests:
             token = secrets.token_hex(16)
-            units[token] = {"prelude": job.prelude, "mode": job.mode, "timeout_s": float(job.timeout_s), "test": test}
+            units[token] = {"prelude": job.prelude, "helpers": job.helpers, "program_names": list(job.program_names),
+                            "mode": job.mode, "timeout_s": float(job.timeout_s), "test": test}
             tokens.append(token)
             runner_jobs.append(marshal.dumps({
                 "socket": socket_name, "token": token, "wait_s": _CONNECT_WAIT_S, "source": job.source,
                 "entry": job.entry, "prelude": job.prelude, "timeout_s": float(job.timeout_s),
-                "names": names_read(test)}, 4))
+                "names": names_read(test, job.program_names)}, 4))
         plan.append(tokens)
         stdins.append(runner_jobs)
     end_token = secrets.token_hex(16)
@@ -218,11 +231,11 @@ def _job_runner(sandbox: Sandbox) -> Callable[..., list[ExecResult | None]]:
     return run
 
 
-def names_read(test: str) -> list[str]:
-    """The names ``test`` reads and does not bind itself, and ``candidate``: the runner reports
-    what the program binds to each (the host's copy of the collector's ``read_names``; the
-    collector then keeps the prelude's own names). A test that does not parse gets
-    ``["candidate"]``: the collector reports its syntax error."""
+def names_read(test: str, program_names: Collection[str] | None = None) -> list[str]:
+    """The names ``test`` reads and does not bind itself, and ``candidate``; with
+    ``program_names``, only those of them (the names the runner reports: the host's copy of the
+    collector's ``read_names``, which binds no other name of the program). A test that does not
+    parse gets ``["candidate"]``: the collector reports its syntax error."""
     try:
         tree = ast.parse(test, "test.py")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -236,7 +249,8 @@ def names_read(test: str) -> list[str]:
             stores.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             stores.add(node.name)
-    return sorted((loads - stores) | {"candidate"})
+    names = (loads - stores) | {"candidate"}
+    return sorted(names if program_names is None else names & {"candidate", *program_names})
 
 
 def _stopped(run: ExecResult | None, stop_after_s: float) -> bool:

@@ -45,7 +45,7 @@ def regrade_programs(state: dict[str, Any], strict: bool, sandbox: str, hidden_o
                 tests = [t for t, repeat in zip(p.hidden, overlapping(p)) if not repeat]
                 if not tests:
                     continue
-            jobs.append(Job(p.problem_id, row["final_program"], p.entry, tests, prelude=p.prelude))
+            jobs.append(Job(p.problem_id, row["final_program"], p.entry, tests, prelude=p.prelude, helpers=p.helpers))
         results = run_jobs(box, jobs)
         provider = box.info.get("provider")
     return {pid: r.all_pass for pid, r in results.items()}, provider

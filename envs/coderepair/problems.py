@@ -32,7 +32,7 @@ from rsigym.sandbox import Sandbox
 from .execution import Job, run_jobs
 
 __all__ = ["Problem", "Suite", "load_raw", "build_suite", "docstring_calls", "split_check", "hidden_calls",
-           "edge_variants", "dataset_sha256", "SUITE_VERSION"]
+           "edge_variants", "dataset_sha256", "prompt_helpers", "SUITE_VERSION"]
 
 SUITE_VERSION = 3
 _MAX_PUBLIC = 6
@@ -59,6 +59,11 @@ class Problem:
     @property
     def problem_id(self) -> str:
         return "he-" + self.task_id.split("/")[1].zfill(3)
+
+    @property
+    def helpers(self) -> str:
+        """The checker's copy of the prompt's helper functions (``Job.helpers``): see ``prompt_helpers``."""
+        return prompt_helpers(self.prompt, self.entry)
 
 
 @dataclass
@@ -210,6 +215,25 @@ def edge_variants(args: list[str]) -> list[list[str]]:
     return out
 
 
+def prompt_helpers(prompt: str, entry: str) -> str:
+    """Every top-level function of ``prompt`` but ``entry``, after the prompt's imports; "" when
+    there is none.
+
+    These are the problem's helpers (``poly`` for find_zero, ``encode_cyclic`` for decode_cyclic),
+    which its tests call: the checker runs this text, so a test calls the problem's helper, never
+    a program's redefinition of it (a ``poly`` that returns 0 would pass every root).
+    """
+    try:
+        body = ast.parse(prompt).body
+    except (SyntaxError, ValueError):
+        return ""
+    functions = [n for n in body if isinstance(n, ast.FunctionDef) and n.name != entry]
+    if not functions:
+        return ""
+    imports = [n for n in body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return ast.unparse(ast.Module([*imports, *functions], type_ignores=[]))
+
+
 def _round_trip_calls(prompt: str, entry: str) -> list[str]:
     """Fallback of the fallback (decoders whose checks draw random inputs): ``entry(helper(text))``
     for each other function the prompt defines, on two fixed texts."""
@@ -249,8 +273,8 @@ def build_suite(sandbox: Sandbox | None = None, *, use_cache: bool = True) -> Su
         variants = list(dict.fromkeys(f"candidate({', '.join(v)})" for args in calls[:4] for v in edge_variants(args)))
         plans.append((problem, docstring, fallback, variants))
         problems.append(problem)
-    jobs = [Job(p.problem_id, p.reference, p.entry, [*d, *f, *v], prelude=p.prelude, mode="eval", timeout_s=EVAL_TIMEOUT_S)
-            for p, d, f, v in plans]
+    jobs = [Job(p.problem_id, p.reference, p.entry, [*d, *f, *v], prelude=p.prelude, mode="eval",
+                timeout_s=EVAL_TIMEOUT_S, helpers=p.helpers) for p, d, f, v in plans]
     results = run_jobs(sandbox, jobs, trusted=True)  # the reference solutions
     for problem, docstring, fallback, variants in plans:
         outcomes = results[problem.problem_id].tests

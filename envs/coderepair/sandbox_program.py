@@ -5,10 +5,14 @@ Two programs, both passed inline to ``python3 -I -c`` (no file a program could o
 * ``COLLECTOR`` runs **once per batch as the harness identity** (on docker another uid, which the
   programs cannot ptrace, signal or read). It gets every job on its stdin from the host, listens
   on an abstract Unix socket whose random name the host gives both sides, and **runs each test
-  itself**: the test's statements execute in the collector with every name the test reads from
-  the program (``candidate``, the entry point, helpers such as ``encode_cyclic``) bound to a
-  proxy whose calls go over the socket. So a test's expected values, its assertions and the other
-  tests never leave the collector, and pass/fail is decided where the program cannot write.
+  itself**: the test's statements execute in the collector, in the **checker namespace**: the
+  collector's own ``builtins``, the problem's helper functions (``Job.helpers``: the prompt's
+  ``poly`` or ``encode_cyclic``, trusted text from the host) and the test module's prelude; of the
+  program only its entry function, as ``candidate`` and under its entry name (``Job.program_names``),
+  bound to a proxy whose calls go over the socket. A program that defines ``abs``, ``str`` or
+  ``poly`` changes what its own code calls, never what the test calls. So a test's expected
+  values, its assertions and the other tests never leave the collector, and pass/fail is decided
+  where the program cannot write.
   It prints one marked line (``repr`` of plain data) with every test's outcome once every test
   reported, or when the host sends the end token.
 * ``RUNNER`` runs **once per test as the user**, a fresh interpreter with nothing in it but its
@@ -17,9 +21,9 @@ Two programs, both passed inline to ``python3 -I -c`` (no file a program could o
   interpreter start, holds no earlier runner's token or the server's stream, and finds a few
   stdlib modules such as ``typing`` loaded; locally ``python3 -I -S``). Its job comes from the host
   on its stdin: the socket name, its one-time token, the program's source, entry name and prelude,
-  and the names the test reads (never the test). It connects and sends its token (before any of
-  the program runs), loads the program (under an alarm) and reports what the program binds to
-  those names, then answers calls: decode the arguments, call under an alarm set to what is left
+  and the program names the test reads (never the test). It connects and sends its token (before
+  any of the program runs), loads the program (under an alarm) and reports what the program binds
+  to those names, then answers calls: decode the arguments, call under an alarm set to what is left
   of the test's time, encode the value. Its stdin, stdout and stderr are ``/dev/null`` while the
   program runs: the socket is its only channel. Nothing comes back before the test's first call:
   the collector reads the token, runs the prelude and reads the test's names while the runner
@@ -35,8 +39,13 @@ its outcome through the values it returns: returning the right values is solving
 
 A token used twice (a program reconnecting to forge), an unreadable frame, a frame out of turn, or
 a runner that ends (a signal, ``os._exit``) before answering is a failure of that test, never a
-result. Statuses: ``pass | fail | error | timeout`` (check mode), ``ok`` with ``repr`` and
-``literal`` (eval mode), as ``execution.JobResult`` reads them.
+result. A runner's frame is capped before anything parses it (``MAX_REPLY_BYTES``, then
+``MAX_REPLY_ITEMS`` counted on the bytes before ``compile``; the tokenizer stops nesting at 200):
+a larger one fails its own test with type ``oversized``, and the collector's memory stays bounded
+whatever a runner sends, so the batch's other tests keep their results.
+
+Statuses: ``pass | fail | error | timeout`` (check mode), ``ok`` with ``repr`` and ``literal``
+(eval mode), as ``execution.JobResult`` reads them.
 """
 
 from __future__ import annotations
@@ -58,14 +67,19 @@ import _socket, marshal, time
 MAX_FRAME = 8 * 1024 * 1024
 
 
+class Oversized(ValueError):
+    pass
+
+
 def send_frame(sock, data):
     sock.sendall(len(data).to_bytes(4, "little") + data)
 
 
-def recv_frame(sock):
+def recv_frame(sock, limit=MAX_FRAME):
+    # the length is checked before a byte of the frame is read
     n = int.from_bytes(_read(sock, 4), "little")
-    if n > MAX_FRAME:
-        raise ValueError("a frame of %d bytes" % n)
+    if n > limit:
+        raise Oversized("a frame of %d bytes" % n)
     return _read(sock, n)
 
 
@@ -260,8 +274,26 @@ def _alarm(signum, frame):
 _signal.signal(_signal.SIGALRM, _alarm)
 
 
+# A runner's frame is read only up to these caps (the largest honest reply of the 164 references
+# and their catalogue mutants is 1.5 kB with 327 items; an opaque value's repr is cut at 20 kB).
+# ``compile`` costs about 1 kB of memory per item: 1 MB of "0," would cost 500 MB, more than the
+# sandbox holds, so items are counted on the bytes first (an over-count: brackets and commas inside
+# strings count too).
+MAX_REPLY_BYTES = 1024 * 1024
+MAX_REPLY_ITEMS = 20000
+
+
+def read_reply(conn):
+    # One runner frame as data, capped before anything parses it.
+    return read_literal(recv_frame(conn, MAX_REPLY_BYTES))
+
+
 def read_literal(data, limit=200):
     # The runner's repr text as data: tuples, lists, dicts, strings, numbers, True/False/None.
+    items = data.count(b",") + data.count(b"(") + data.count(b"[") + data.count(b"{")
+    if items > MAX_REPLY_ITEMS:
+        raise Oversized("a frame of %d items" % items)
+
     def value(node, depth):
         if depth > limit:
             raise ValueError("nested too deep")
@@ -319,13 +351,15 @@ class Remote:
                                                   "kwargs": {str(k): enc(a) for k, a in kwargs.items()},
                                                   "budget_s": budget}))
             self._conn.settimeout(budget + 1.0)
-            data = recv_frame(self._conn)
+            data = recv_frame(self._conn, MAX_REPLY_BYTES)
         except TestTimeout:
             raise
         except TimeoutError:
             raise TestTimeout()
         except (EOFError, ConnectionError):
             raise Broken("crashed", "the test process ended before it answered")
+        except Oversized as exc:
+            raise Broken("oversized", "a reply over the cap (%s)" % exc)
         except BaseException as exc:
             raise Broken("broken", "an unreadable reply (%s)" % type(exc).__name__)
         try:
@@ -340,6 +374,8 @@ class Remote:
                 return dec(reply["value"])
         except TestTimeout:
             raise
+        except Oversized as exc:
+            raise Broken("oversized", "a reply over the cap (%s)" % exc)
         except BaseException as exc:
             raise Broken("broken", "an unreadable reply (%s)" % type(exc).__name__)
         raise exc
@@ -428,8 +464,9 @@ def walk(node):
 
 
 def read_names(test):
-    # Names the test reads and does not bind itself, and "candidate": they may come from the
-    # program (``execution.names_read`` is the host's copy, which tells the runner what to report).
+    # Names the test reads and does not bind itself, and "candidate"; those of the unit's program
+    # names come from the program (``execution.names_read`` is the host's copy, which tells the
+    # runner what to report).
     loads, stores = set(), set()
     for node in walk(compile(test, "test.py", "exec", _ast.PyCF_ONLY_AST)):
         if isinstance(node, _ast.Name):
@@ -441,15 +478,18 @@ def read_names(test):
     return (loads - stores) | {"candidate"}
 
 
-PRELUDES = {}  # prelude text -> its code: compiled once, run afresh for each test
+PRELUDES = {}  # helper or prelude text -> its code: compiled once, run afresh for each test
 
 
-def run_prelude(prelude):
-    scope = {"__name__": "tests"}
-    if prelude:
-        if prelude not in PRELUDES:
-            PRELUDES[prelude] = compile(prelude, "tests.py", "exec")
-        exec(PRELUDES[prelude], scope)
+def checker_scope(helpers, prelude):
+    # The test's namespace before the program's entry is bound: the collector's own builtins (never
+    # the program's), the problem's helper functions and the test module's prelude (the host's text).
+    scope = {"__name__": "tests", "__builtins__": builtins}
+    for text in (helpers, prelude):
+        if text:
+            if text not in PRELUDES:
+                PRELUDES[text] = compile(text, "tests.py", "exec")
+            exec(PRELUDES[text], scope)
     return scope
 
 
@@ -461,6 +501,8 @@ def literal_repr(value):
     # repr(value) and whether it reads back equal, of the same type (eval mode)
     text = repr(value)
     try:
+        if len(text) > MAX_REPLY_BYTES:
+            raise Oversized("a repr of %d characters" % len(text))
         back = read_literal(text.encode("utf-8", "surrogatepass"), limit=100000)
         literal = back == value and type(back) is type(value)
     except Exception:
@@ -472,40 +514,36 @@ def serve(conn, unit):
     # Run one test against one runner, which got its job from the host and is loading the program
     # already: {"load": ..., "test": ...}
     timeout_s = float(unit["timeout_s"])
-    prelude_scope = run_prelude(unit["prelude"])
+    scope = checker_scope(unit["helpers"], unit["prelude"])
     mode, test = unit["mode"], unit["test"]
-    asked = read_names(test)  # what the runner reports; the prelude's own names stay the prelude's
-    names = {name for name in asked if name not in prelude_scope} | {"candidate"}
+    # the only names the test takes from the program: its entry, as "candidate" and by name
+    names = (read_names(test) & set(unit["program_names"])) | {"candidate"}
     conn.settimeout(timeout_s + 2.0)
+    _signal.setitimer(_signal.ITIMER_REAL, timeout_s + 2.0)  # parsing a capped frame is bounded too
     try:
-        load = read_literal(recv_frame(conn))
-    except TimeoutError:
+        load = read_reply(conn)
+    except (TimeoutError, TestTimeout):
         return {"load": {"load": "timeout"}}
     except (EOFError, OSError):
         return {"load": {"load": "crashed"}}
+    except Oversized as exc:
+        raise Broken("oversized", "a load report over the cap (%s)" % exc)
     except BaseException:
         raise Broken("broken", "an unreadable load report")
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
     if not isinstance(load, dict) or load.get("load") not in ("ok", "error", "timeout"):
         raise Broken("broken", "an unreadable load report")
     if load["load"] != "ok":
         return {"load": {k: str(load[k])[:300] for k in ("load", "detail", "type") if k in load}}
-    test_deadline = time.monotonic() + timeout_s
-    scope, state = dict(prelude_scope), {}
     reported = load.get("names")
-    for name, info in (reported.items() if isinstance(reported, dict) else ()):
-        if name not in asked:
-            raise Broken("broken", "a name that was not asked for")
-        if name not in names:
-            continue
-        if info == ("callable",):
-            scope[name] = Remote(conn, name, test_deadline, state)
-        elif info != ("missing",):
-            try:
-                scope[name] = dec(info)
-            except BaseException:
-                raise Broken("broken", "an unreadable value") from None
-    if not isinstance(scope.get("candidate"), Remote):
-        raise Broken("broken", "the entry point is not callable")
+    if not isinstance(reported, dict) or set(reported) != names \
+            or any(info != ("callable",) for info in reported.values()):
+        raise Broken("broken", "a load report of other names than the entry point's")
+    test_deadline = time.monotonic() + timeout_s
+    state = {}
+    for name in names:
+        scope[name] = Remote(conn, name, test_deadline, state)
     _signal.setitimer(_signal.ITIMER_REAL, timeout_s + 0.5)
     try:
         if mode == "eval":
@@ -551,9 +589,12 @@ while not expected <= set(results):
         break
     try:
         conn.settimeout(2.0)
-        hello = read_literal(recv_frame(conn))
+        _signal.setitimer(_signal.ITIMER_REAL, 2.0)
+        hello = read_reply(conn)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
         token = hello.get("token") if isinstance(hello, dict) else None
     except BaseException:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
         conn.close()
         continue
     if token == cfg["end_token"]:
@@ -587,9 +628,10 @@ sys.stdout.flush()
 # Programs the simulator itself generated (reference solutions, the catalogue's mutants): one
 # process of the harness identity runs a whole batch, each job in a forked child with its output
 # sent to /dev/null, a per-test alarm and a per-job deadline (the rest of its tests then read
-# ``timeout``). Never used for an agent's or a model's program.
+# ``timeout``). Never used for an agent's or a model's program. Its tests see the same checker
+# namespace as the collector's (the entry function, the helpers, the prelude, clean builtins).
 TRUSTED_BATCH = r'''
-import ast, json, os, select, signal, sys, time
+import ast, builtins, json, os, select, signal, sys, time
 MARK = "@@rsigym-coderepair@@"
 batch = json.loads(sys.stdin.buffer.read().decode("utf-8", "replace"))
 
@@ -633,14 +675,17 @@ def _child(job, wfd):
         signal.setitimer(signal.ITIMER_REAL, 0)
         send({"load": "error", "detail": _short(exc), "type": type(exc).__name__}); return
     send({"load": "ok"})
+    checker = [compile(text, "tests.py", "exec") for text in (job.get("helpers"), job.get("prelude")) if text]
     for index, test in enumerate(job["tests"]):
         if job["mode"] == "check" and index and timed_out:
             send({"status": "timeout", "detail": "not run after an earlier test timed out"})
             continue
-        scope = dict(namespace)
-        scope["candidate"] = function
+        scope = {"__name__": "tests", "__builtins__": builtins}
         try:
             signal.setitimer(signal.ITIMER_REAL, job["timeout_s"])
+            for code in checker:
+                exec(code, scope)
+            scope["candidate"] = scope[job["entry"]] = function
             if job["mode"] == "eval":
                 value = eval(compile(test, "test.py", "eval"), scope)
                 signal.setitimer(signal.ITIMER_REAL, 0)

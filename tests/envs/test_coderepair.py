@@ -51,7 +51,8 @@ def test_every_reference_solution_passes_public_hidden_and_strict_tests(suite):
     assert stats["problems"] == 164 and stats["without_public_tests"] == 0
     assert stats["with_docstring_examples"] + stats["fallback"] == 164
     assert stats["hidden_assertions"] > 164 * 3
-    jobs = [Job(p.problem_id, p.reference, p.entry, p.public + p.hidden + p.strict_extra, prelude=p.prelude)
+    jobs = [Job(p.problem_id, p.reference, p.entry, p.public + p.hidden + p.strict_extra, prelude=p.prelude,
+                helpers=p.helpers)
             for p in suite.problems]
     with open_sandbox("local") as sandbox:
         results = run_jobs(sandbox, jobs, trusted=True)  # the references: one exec
