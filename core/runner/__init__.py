@@ -24,6 +24,7 @@ from ..errors import UserError
 from ..jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
 from ..manifest import check_or_write_manifest
 from ..records import Trajectory
+from ..redact import redacted_excerpt
 from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
 from .. import limits
@@ -83,7 +84,7 @@ _WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
 def infra_error_cause(error: str | None) -> str:
     """One line naming why an episode was an infra error (the error without its code location)."""
     line = (error or "unknown cause").strip().splitlines()[0] if (error or "").strip() else "unknown cause"
-    return _WHERE.sub("", line)[:160]
+    return redacted_excerpt(_WHERE.sub("", line), 160)  # redacted before the cut: no secret half-kept
 
 
 def select_episodes(episodes: Sequence[EpisodeSpec], *, tasks: Sequence[str] | None = None,
