@@ -34,6 +34,7 @@ from .records import Usage
 __all__ = ["Endpoint", "EndpointCheck", "scenario_endpoints", "check_endpoints", "PING"]
 
 PING = [{"role": "user", "content": "Reply with the word OK."}]
+DEADLINE_S = 60.0  # per endpoint: the ping, its retry and the tool probe together
 _PASSING_KINDS = frozenset({"rate_limit", "server"})  # the endpoint answered; the run may retry
 
 
@@ -94,7 +95,7 @@ def scenario_endpoints(raw: dict[str, Any]) -> list[Endpoint]:
 
 def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: Mapping[str, str] | None = None,
                     call: Callable[..., Any] | None = None, timeout_s: float = 30.0,
-                    deadline_s: float = 60.0) -> EndpointCheck:
+                    deadline_s: float | None = None) -> EndpointCheck:
     """Call each endpoint of the scenario once; problems name the key path and the provider's words.
 
     Args:
@@ -103,11 +104,13 @@ def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: M
         environ: Where ``api_key_env`` variables are read (default ``os.environ``).
         call: The client (``rsigym.llm.complete``; tests may pass another).
         timeout_s: Per-request timeout.
-        deadline_s: Overall time per endpoint (its calls, the retry and the tool probe together).
+        deadline_s: Overall time per endpoint (its calls, the retry and the tool probe together;
+            default ``DEADLINE_S``).
     """
     from .llm import LLMError, RetryPolicy, call_deadline, complete, load_litellm
 
     environ = os.environ if environ is None else environ
+    deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     call = call or complete
     result = EndpointCheck(endpoints=scenario_endpoints(raw))
     if result.endpoints and call is complete:

@@ -36,7 +36,7 @@ from .output_modes import _STRUCTURED, planned_tool_mode, structured_output_supp
 from .provider_errors import NOT_RETRIED, error_kind, provider_message
 from .records import Usage
 from .provider_usage import cost_usd, local_tokens, priced_usd, reported_tokens
-from .redact import redacted_excerpt, register_secrets_in
+from .redact import is_secret_key, redacted_excerpt, register_secret, register_secrets_in
 
 __all__ = ["planned_tool_mode", "call_deadline", "LLMError", "LLMReply", "RetryEvent", "RetryPolicy", "complete", "is_retryable",
            "is_rate_limit", "load_litellm", "on_load", "retry_after_s", "structured_output_supported"]
@@ -85,6 +85,10 @@ def load_litellm() -> Any:
         litellm.suppress_debug_info = True  # no "Provider List" banners on every error
         logging.getLogger("LiteLLM").setLevel(logging.ERROR)
         http_guard.install(litellm, _DEADLINE.get)  # the call deadline holds per socket operation too
+        # LiteLLM reads keys from the environment; a spawned worker never ran the CLI that registered them
+        for name, value in os.environ.items():
+            if is_secret_key(name):
+                register_secret(value)
         _litellm = litellm
     for hook in _on_load:
         hook(_litellm)
