@@ -181,7 +181,9 @@ def _transport(deadline: Deadline, verify: Any, proxy: str | None = None) -> Gua
     inner = httpx.HTTPTransport(verify=verify, proxy=proxy,
                                 limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100))
     pool = inner._pool  # httpx passes no network backend through; the pool keeps it here
-    pool._network_backend = _DeadlineBackend(pool._network_backend, deadline)  # type: ignore[union-attr]
+    if not hasattr(pool, "_network_backend"):  # an httpcore that moved it: say so, never run unguarded
+        raise RuntimeError("rsigym.http_guard: httpcore's pool keeps no _network_backend; the deadline cannot be set")
+    pool._network_backend = _DeadlineBackend(pool._network_backend, deadline)
     return GuardedTransport(inner)
 
 
