@@ -77,6 +77,13 @@ class RunSummary:
     limits: list[limits.GateStats] = field(default_factory=list)  # per provider: waits, 429s, the cap
     peak_rss_mb: float | None = None  # the largest worker's peak memory (in-flight runs only)
 
+    @property
+    def usage_estimated(self) -> int:
+        """Model calls (the endpoint check's included) whose provider usage was missing or invalid:
+        their tokens were counted locally (``rsigym.provider_usage``)."""
+        checked = self.endpoint_check.usage.usage_estimated if self.endpoint_check else 0
+        return checked + sum(r.usage.usage_estimated for r in self.replied)
+
 
 _WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
 
