@@ -21,6 +21,7 @@ import jsonschema
 from rsigym.llm import LLMError, LLMReply, RetryEvent, RetryPolicy, complete, load_litellm, planned_tool_mode
 from rsigym.spaces import invalid_action
 from rsigym.records import AgentSpec, Usage
+from rsigym.redact import redacted_excerpt
 
 from rsigym.agent import register_agent
 from .llm_messages import ACT_TOOL, act_tool, parse_env_tool_reply, parse_reply, system_prompt
@@ -231,8 +232,8 @@ def _mode_used(mode: str, env_tools: bool, reply_format: str) -> str:
 def _reply_text(message: Any) -> str:
     calls = getattr(message, "tool_calls", None) or []
     if calls:
-        return json.dumps([{"name": c.function.name, "arguments": c.function.arguments} for c in calls])[:2000]
-    return str(getattr(message, "content", "") or "")[:2000]
+        return redacted_excerpt(json.dumps([{"name": c.function.name, "arguments": c.function.arguments} for c in calls]), 2000)
+    return redacted_excerpt(str(getattr(message, "content", "") or ""), 2000)
 
 
 def _assistant_dict(message: Any) -> dict[str, Any]:

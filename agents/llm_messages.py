@@ -14,6 +14,8 @@ from typing import Any
 
 import jsonschema
 
+from rsigym.redact import redacted_excerpt
+
 __all__ = ["ACT_TOOL", "Parsed", "system_prompt", "act_tool", "parse_reply", "parse_env_tool_reply",
            "extract_json"]
 
@@ -68,7 +70,7 @@ def _load_and_check(raw: Any, validator: jsonschema.protocols.Validator, label: 
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError as exc:
-        return None, f"the arguments of {label} are not valid JSON ({exc.msg}): {str(raw)[:200]!r}"
+        return None, f"the arguments of {label} are not valid JSON ({exc.msg}): {redacted_excerpt(str(raw), 200)!r}"
     errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     if errors:
         where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
@@ -124,7 +126,7 @@ def parse_reply(message: Any, validator: jsonschema.protocols.Validator) -> Pars
     try:
         value = extract_json(content)
     except json.JSONDecodeError as exc:
-        return Parsed(error=f"the reply is not valid JSON ({exc.msg}): {content[:200]!r}")
+        return Parsed(error=f"the reply is not valid JSON ({exc.msg}): {redacted_excerpt(content, 200)!r}")
     errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     if errors:
         where = "/".join(str(p) for p in errors[0].absolute_path) or "action"

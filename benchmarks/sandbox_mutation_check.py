@@ -430,6 +430,43 @@ def main(only: list[str] | None = None, tests: list[str] | None = None) -> dict[
     return results
 
 
+# ---- issue 38 hole 4: a provider's usage is not trusted (helper i38-providers) -----------------
+# The client as it was: the provider's token counts taken as reported (negative, or 0 for a missing
+# usage) and LiteLLM's price of them, however negative. ``tests/security/test_provider_walls.py``
+# must notice (its cost limit runs are in-process; subprocesses get the mutation all the same).
+def _usage_trusted() -> None:
+    from rsigym import llm
+
+    def reported_tokens(response: Any) -> tuple[int, int]:
+        reported = getattr(response, "usage", None)
+        return (int(getattr(reported, "prompt_tokens", 0) or 0), int(getattr(reported, "completion_tokens", 0) or 0))
+
+    def cost_usd(litellm: Any, response: Any, model: str) -> float:
+        return float((getattr(response, "_hidden_params", None) or {}).get("response_cost") or 0.0)
+
+    llm.reported_tokens, llm.cost_usd = reported_tokens, cost_usd  # type: ignore[assignment]
+
+
+COST_MUTATIONS: dict[str, Callable[[], None]] = {
+    "cost clamp: untrusted usage replaced by a local count": _usage_trusted,
+}
+COST_TESTS = ["tests/security/test_provider_walls.py"]
+MUTATIONS.update(COST_MUTATIONS)
+
+
+def _cost_rows_first(earlier: Callable[[str, list[str]], list[str]]) -> Callable[[str, list[str]], list[str]]:
+    def pytest_args(name: str, tests: list[str]) -> list[str]:
+        if name in COST_MUTATIONS:
+            _propagate_to_subprocesses(name)
+            return COST_TESTS if tests == TESTS else tests
+        return earlier(name, tests)
+
+    return pytest_args
+
+
+_pytest_args = _cost_rows_first(_pytest_args)
+# ---- end of the issue 38 block ------------------------------------------------------------------
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", choices=list(MUTATIONS), help="run only these mutations")

@@ -138,6 +138,11 @@ def _print_summary(summary: Any, max_infra_errors: int) -> int:
         print(f"replies: {line}")
     for line in reply_warnings(rates):
         print(f"rsigym: warning: {line}", file=sys.stderr)
+    estimated = summary.usage_estimated
+    if estimated:  # once per run: the provider's word on tokens was not taken for these calls
+        print(f"rsigym: warning: {estimated} model calls came back with a usage report that was missing, negative "
+              "or not a number; their tokens were counted locally (LiteLLM's token counter) and priced from that "
+              "(usage_estimated in the records)", file=sys.stderr)
     if summary.report:
         print(f"report: {summary.report}")
     status = 0

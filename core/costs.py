@@ -56,5 +56,7 @@ def usage_section(records: Sequence[Trajectory], out_dir: Path | None = None) ->
                      f"{u.cost_usd:.4f} | {u.cost_usd / n:.4f} | {u.latency_s:.2f} | {u.latency_s / n:.3f} | "
                      f"{u.env_s:.2f} | {u.provider_retries} | {u.invalid_replies} |")
     verdict = (f"{total.prompt_tokens + total.completion_tokens} tokens, {total.cost_usd:.4f} USD, "
-               f"{total.model_calls} model calls ({total.provider_retries} retried) over {len(records)} episodes")
+               f"{total.model_calls} model calls ({total.provider_retries} retried) over {len(records)} episodes"
+               + (f"; {total.usage_estimated} calls without a valid usage report, their tokens counted locally"
+                  if total.usage_estimated else ""))
     return ReportSection("Cost and time", "\n".join(lines), verdict)

@@ -14,11 +14,17 @@ For an ``llm`` agent with ``tool_mode: auto`` a second call offers one function 
 a reply that calls it means native tools work at that endpoint (``tools``), anything else (text,
 a refusal of the request) means JSON (``json``). LiteLLM's map would guess from the model's name,
 which a local server's model is not in.
+
+Each endpoint has one overall deadline (``deadline_s``, both calls and the retry together): the
+request timeout applies per read, and a server that trickles its answer a byte at a time would
+hold every run at this check for as long as it liked. Past the deadline the socket is closed
+(``rsigym.http_guard`` bounds every socket operation by it) and the endpoint is a problem.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -28,6 +34,7 @@ from .records import Usage
 __all__ = ["Endpoint", "EndpointCheck", "scenario_endpoints", "check_endpoints", "PING"]
 
 PING = [{"role": "user", "content": "Reply with the word OK."}]
+DEADLINE_S = 60.0  # per endpoint: the ping, its retry and the tool probe together
 _PASSING_KINDS = frozenset({"rate_limit", "server"})  # the endpoint answered; the run may retry
 
 
@@ -87,7 +94,8 @@ def scenario_endpoints(raw: dict[str, Any]) -> list[Endpoint]:
 
 
 def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: Mapping[str, str] | None = None,
-                    call: Callable[..., Any] | None = None, timeout_s: float = 30.0) -> EndpointCheck:
+                    call: Callable[..., Any] | None = None, timeout_s: float = 30.0,
+                    deadline_s: float | None = None) -> EndpointCheck:
     """Call each endpoint of the scenario once; problems name the key path and the provider's words.
 
     Args:
@@ -96,12 +104,17 @@ def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: M
         environ: Where ``api_key_env`` variables are read (default ``os.environ``).
         call: The client (``rsigym.llm.complete``; tests may pass another).
         timeout_s: Per-request timeout.
+        deadline_s: Overall time per endpoint (its calls, the retry and the tool probe together;
+            default ``DEADLINE_S``).
     """
-    from .llm import LLMError, RetryPolicy, complete
+    from .llm import LLMError, RetryPolicy, call_deadline, complete, load_litellm
 
     environ = os.environ if environ is None else environ
+    deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     call = call or complete
     result = EndpointCheck(endpoints=scenario_endpoints(raw))
+    if result.endpoints and call is complete:
+        load_litellm()  # seconds of import, before any endpoint's deadline starts
     # one retry: a connection that fails twice in a row is not coming up for the run either
     retry = RetryPolicy(max_retries=1, backoff_base_s=0.5, backoff_max_s=2.0, retry_after_max_s=5.0,
                         max_rate_limit_retries=0)
@@ -109,25 +122,32 @@ def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: M
         where = f"{source}: {endpoint.wheres[0]}.model"
         at = f" at {endpoint.api_base}" if endpoint.api_base else ""
         key = environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
-        try:
-            reply = call(PING, model=endpoint.model, role=endpoint.role, api_base=endpoint.api_base,
-                         api_key=key, params={"max_tokens": 5, "temperature": 0.0}, timeout_s=timeout_s,
-                         retry=retry)
-        except LLMError as exc:
-            result.usage = result.usage + exc.usage
-            cause = exc.__cause__
-            words = provider_message(cause) if cause is not None else str(exc).split(": ", 1)[-1]
-            line = f"{where}: {endpoint.model}{at} failed the endpoint check ({exc.kind or 'error'}): {words}"
-            line = " ".join(line.split())  # one line, whatever the provider sent
-            if exc.kind in _PASSING_KINDS:
-                result.warnings.append(line)
-            else:
-                result.problems.append(line + " (--no-endpoint-check skips this check)")
-            continue
-        result.usage = result.usage + reply.usage
-        if endpoint.auto_agents:
-            mode = _probe_tools(call, endpoint, key, timeout_s, retry, result)
-            result.tool_modes.update({agent: mode for agent in endpoint.auto_agents})
+        end = time.monotonic() + deadline_s
+        with call_deadline(end):
+            try:
+                reply = call(PING, model=endpoint.model, role=endpoint.role, api_base=endpoint.api_base,
+                             api_key=key, params={"max_tokens": 5, "temperature": 0.0}, timeout_s=timeout_s,
+                             retry=retry)
+            except LLMError as exc:
+                result.usage = result.usage + exc.usage
+                if time.monotonic() >= end:
+                    result.problems.append(f"{where}: {endpoint.model}{at} failed the endpoint check (deadline): no "
+                                           f"complete answer within the check's deadline of {deadline_s:g} s per "
+                                           "endpoint (--no-endpoint-check skips this check)")
+                    continue
+                cause = exc.__cause__
+                words = provider_message(cause) if cause is not None else str(exc).split(": ", 1)[-1]
+                line = f"{where}: {endpoint.model}{at} failed the endpoint check ({exc.kind or 'error'}): {words}"
+                line = " ".join(line.split())  # one line, whatever the provider sent
+                if exc.kind in _PASSING_KINDS:
+                    result.warnings.append(line)
+                else:
+                    result.problems.append(line + " (--no-endpoint-check skips this check)")
+                continue
+            result.usage = result.usage + reply.usage
+            if endpoint.auto_agents:
+                mode = _probe_tools(call, endpoint, key, timeout_s, retry, result)
+                result.tool_modes.update({agent: mode for agent in endpoint.auto_agents})
     return result
 
 

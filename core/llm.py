@@ -10,8 +10,13 @@ exception type, ``LLMError``: an ``InfraError``, so the runner records the episo
 attempts so that the record counts them.
 
 LiteLLM is imported on first use (it takes seconds), with its local price map so that nothing is
-fetched at import. Code that serves models in-process (the offline ``rsigym/...`` models)
-installs itself into LiteLLM with ``on_load``.
+fetched at import, and its HTTP goes through ``rsigym.http_guard`` (a deadline on every socket
+operation, a reply size cap). Code that serves models in-process (the offline ``rsigym/...``
+models) installs itself into LiteLLM with ``on_load``.
+
+A provider's usage is not trusted blindly (``rsigym.provider_usage``): a call whose reported
+tokens are missing, negative or no number is counted and priced locally, and flagged in
+``Usage.usage_estimated``.
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from . import limits
+from . import http_guard, limits
 from .errors import InfraError
 from .output_modes import _STRUCTURED, planned_tool_mode, structured_output_supported
 from .provider_errors import NOT_RETRIED, error_kind, provider_message
 from .records import Usage
+from .provider_usage import cost_usd, local_tokens, priced_usd, reported_tokens
+from .redact import is_secret_key, redacted_excerpt, register_secret, register_secrets_in
 
 __all__ = ["planned_tool_mode", "call_deadline", "LLMError", "LLMReply", "RetryEvent", "RetryPolicy", "complete", "is_retryable",
            "is_rate_limit", "load_litellm", "on_load", "retry_after_s", "structured_output_supported"]
@@ -77,6 +84,11 @@ def load_litellm() -> Any:
 
         litellm.suppress_debug_info = True  # no "Provider List" banners on every error
         logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+        http_guard.install(litellm, _DEADLINE.get)  # the call deadline holds per socket operation too
+        # LiteLLM reads keys from the environment; a spawned worker never ran the CLI that registered them
+        for name, value in os.environ.items():
+            if is_secret_key(name):
+                register_secret(value)
         _litellm = litellm
     for hook in _on_load:
         hook(_litellm)
@@ -185,7 +197,7 @@ def is_rate_limit(exc: BaseException, litellm: Any) -> bool:
 
 def _summary(exc: BaseException) -> str:
     """The exception's type and the provider's own words (LiteLLM's prefixes dropped), one line."""
-    return f"{type(exc).__name__}: {provider_message(exc)[:1000]}"
+    return f"{type(exc).__name__}: {redacted_excerpt(provider_message(exc), 1000)}"
 
 
 def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base: str | None = None,
@@ -229,6 +241,10 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
         if tool_choice is not None:
             request["tool_choice"] = tool_choice
     request.update(params or {})
+    # registered here, in whichever process calls: a provider that echoes the key, a header or the
+    # URL's password is redacted even from an excerpt cut before the record's own redaction
+    register_secrets_in({"api_key": request.get("api_key") or api_key, "params": params,
+                         "api_base": request.get("api_base")})
     usage = Usage()
     started, slept_s = time.perf_counter(), 0.0
 
@@ -263,8 +279,9 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
                 structured = False
                 del request["response_format"]
                 continue
-            # a URL that is not one fails the same way every time, though LiteLLM calls it a 500
-            if not is_retryable(exc, litellm) or error_kind(exc) == "bad_url":
+            # a URL that is not one fails the same way every time, though LiteLLM calls it a 500;
+            # an oversized reply is no passing trouble either
+            if not is_retryable(exc, litellm) or error_kind(exc) in ("bad_url", "too_large"):
                 raise fail(f"provider error {NOT_RETRIED}: {_summary(exc)}", exc) from exc
             throttled = is_rate_limit(exc, litellm)
             if (throttled_attempt == retry.max_rate_limit_retries) if throttled else (attempt == retry.max_retries):
@@ -286,12 +303,16 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
             delay = _time_left_s(delay)
             sleep(delay)
             slept_s += delay
-    reported = getattr(response, "usage", None)
-    usage.prompt_tokens = int(getattr(reported, "prompt_tokens", 0) or 0)
-    usage.completion_tokens = int(getattr(reported, "completion_tokens", 0) or 0)
-    usage.cost_usd = _cost_usd(litellm, response, model)
-    usage.latency_s = max(time.perf_counter() - started - slept_s, 0.0)  # backoff waits excluded
     message = response.choices[0].message
+    reported = reported_tokens(response)
+    if reported is None:  # missing, negative or not a number: counted here instead
+        usage.prompt_tokens, usage.completion_tokens = local_tokens(litellm, model, messages, tools, message)
+        usage.cost_usd = priced_usd(litellm, model, usage.prompt_tokens, usage.completion_tokens)
+        usage.usage_estimated = 1
+    else:
+        usage.prompt_tokens, usage.completion_tokens = reported
+        usage.cost_usd = cost_usd(litellm, response, model)
+    usage.latency_s = max(time.perf_counter() - started - slept_s, 0.0)  # backoff waits excluded
     reply_format = "tools" if tools else ("json_schema" if structured else "text")
     return LLMReply(message, str(getattr(message, "content", None) or ""), usage, response, reply_format)
 
@@ -308,9 +329,9 @@ def _send(litellm: Any, request: dict[str, Any], gate: limits.Gate | None) -> tu
             slot.throttled = is_rate_limit(exc, litellm)
             exc._rsigym_gate_wait_s = slot.waited_s  # type: ignore[attr-defined]
             raise
-        reported = getattr(response, "usage", None)
+        reported = reported_tokens(response)
         slot.ok = True
-        slot.tokens = int(getattr(reported, "total_tokens", 0) or 0)
+        slot.tokens = sum(reported) if reported is not None else 0  # never negative: no credit at the gate
         return response, slot.waited_s
 
 
@@ -326,14 +347,3 @@ def _default_key(litellm: Any, model: str, api_base: str | None,
     if missing:
         raise fail(f"no credentials; set {' or '.join(missing)}")
     return None
-
-
-def _cost_usd(litellm: Any, response: Any, model: str) -> float:
-    """LiteLLM's price of the response; 0 where the model has no price."""
-    hidden = getattr(response, "_hidden_params", None) or {}
-    if hidden.get("response_cost") is not None:  # already computed by LiteLLM for this call
-        return float(hidden["response_cost"])
-    try:
-        return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
-    except Exception:  # no price known for this model
-        return 0.0

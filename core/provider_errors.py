@@ -16,7 +16,7 @@ __all__ = ["provider_message", "root_cause", "error_kind", "UNRECOVERABLE_KINDS"
            "NOT_RETRIED"]
 
 NOT_RETRIED = "(not retried)"  # in every LLMError message of a failure that cannot pass
-UNRECOVERABLE_KINDS = frozenset({"auth", "not_found", "bad_request", "bad_url"})
+UNRECOVERABLE_KINDS = frozenset({"auth", "not_found", "bad_request", "bad_url", "too_large"})
 
 _PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+(?:Error|Exception):\s*)?(?:\w+Exception\s*-\s*)?")
 _BODY = re.compile(r"Error code: \d+ - (\{.*\})\s*$", re.S)
@@ -59,10 +59,14 @@ def provider_message(exc: BaseException) -> str:
 
 
 def error_kind(exc: BaseException) -> str:
-    """``auth``, ``not_found``, ``bad_request``, ``bad_url``, ``connection``, ``rate_limit``,
-    ``server`` or ``other``: what kind of failure a provider call met."""
-    if type(root_cause(exc)).__name__ in _URL_ERRORS:
+    """``auth``, ``not_found``, ``bad_request``, ``bad_url``, ``too_large`` (a reply over the cap of
+    ``rsigym.http_guard``), ``connection``, ``rate_limit``, ``server`` or ``other``: what kind of
+    failure a provider call met."""
+    cause = type(root_cause(exc)).__name__
+    if cause in _URL_ERRORS:
         return "bad_url"
+    if cause == "ReplyTooLarge":
+        return "too_large"
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     if status in (401, 403) or name in ("AuthenticationError", "PermissionDeniedError"):

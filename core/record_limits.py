@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .action_limits import short_repr
+from .redact import redacted_excerpt
 
 __all__ = ["RecordLimits", "DEFAULT_RECORD_LIMITS", "TRUNCATED_KEY", "cap_for_record", "is_truncated"]
 
@@ -65,7 +66,7 @@ def _cap_string(text: str, limits: RecordLimits, budget: list[int]) -> str:
         budget[0] -= len(text)
         return text
     budget[0] -= keep
-    return f"{text[:keep]}...[rsigym truncated: {len(text)} chars]"
+    return f"{redacted_excerpt(text, keep)}...[rsigym truncated: {len(text)} chars]"  # no secret cut in half
 
 
 def _cap(value: Any, depth: int, limits: RecordLimits, budget: list[int]) -> Any:

@@ -178,6 +178,7 @@ class Usage:
     provider_retries: int = 0   # requests retried after a provider error
     invalid_replies: int = 0    # replies that failed validation and were fed back
     text_replies: int = 0       # replies without a tool call where native tools were offered
+    usage_estimated: int = 0    # calls whose provider usage was missing or invalid: tokens counted locally
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))

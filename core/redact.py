@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-__all__ = ["REDACTED", "redact", "redact_text", "is_secret_key", "register_secret", "secrets_in",
-           "register_secrets_in"]
+__all__ = ["REDACTED", "redact", "redact_text", "redacted_excerpt", "is_secret_key", "register_secret",
+           "secrets_in", "register_secrets_in"]
 
 REDACTED = "[redacted]"
 
@@ -130,6 +130,18 @@ def redact_text(text: str) -> str:
         if any(word in lowered for word in _HEADER_WORDS):  # most text names no header: skip the regex
             text = _HEADER_TEXT.sub(_redact_header, text)
     return _KEY_SHAPES.sub(REDACTED, text)
+
+
+def redacted_excerpt(text: str, chars: int) -> str:
+    """The first ``chars`` characters of ``text`` redacted: redaction first, then the cut.
+
+    Cut first, a secret the cut splits is no longer the registered value nor a key's shape, and its
+    first part stays ("15 of 23 characters"). Only a window is redacted (a 10 MB reply costs no
+    more than its head): the cut plus the longest registered secret, so a value that starts before
+    the cut ends inside the window; the shapes and URL rules also hide a value cut at its end.
+    """
+    window = chars + max((len(s) for s in _SECRETS), default=0) + 64
+    return redact_text(text[:window])[:chars]
 
 
 def _hide_all(value: Any) -> Any:

@@ -24,6 +24,7 @@ from ..errors import UserError
 from ..jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
 from ..manifest import check_or_write_manifest
 from ..records import Trajectory
+from ..redact import redacted_excerpt
 from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
 from .. import limits
@@ -77,6 +78,13 @@ class RunSummary:
     peak_rss_mb: float | None = None  # the largest worker's peak memory (in-flight runs only)
     episode_timeouts: dict[str, float | None] = field(default_factory=dict)  # agent id -> its episodes' wall clock
 
+    @property
+    def usage_estimated(self) -> int:
+        """Model calls (the endpoint check's included) whose provider usage was missing or invalid:
+        their tokens were counted locally (``rsigym.provider_usage``)."""
+        checked = self.endpoint_check.usage.usage_estimated if self.endpoint_check else 0
+        return checked + sum(r.usage.usage_estimated for r in self.replied)
+
 
 _WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
 
@@ -84,7 +92,7 @@ _WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
 def infra_error_cause(error: str | None) -> str:
     """One line naming why an episode was an infra error (the error without its code location)."""
     line = (error or "unknown cause").strip().splitlines()[0] if (error or "").strip() else "unknown cause"
-    return _WHERE.sub("", line)[:160]
+    return redacted_excerpt(_WHERE.sub("", line), 160)  # redacted before the cut: no secret half-kept
 
 
 def select_episodes(episodes: Sequence[EpisodeSpec], *, tasks: Sequence[str] | None = None,

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 from rsigym.errors import UserError
 from rsigym.records import Trajectory, utc_now
+from rsigym.redact import redacted_excerpt
 
 from ..scenario import EpisodeSpec
 from .episode import run_episode
@@ -116,7 +117,7 @@ def _run_pools(context: multiprocessing.context.BaseContext, episodes: Sequence[
                             on_record(infra_error_record(spec, f"worker process died {MAX_ATTEMPTS} times"))
                         continue
                     except Exception as exc:  # e.g. a result that cannot be pickled: keep the episode
-                        record = infra_error_record(spec, f"worker: {type(exc).__name__}: {exc}"[:500])
+                        record = infra_error_record(spec, redacted_excerpt(f"worker: {type(exc).__name__}: {exc}", 500))
                     on_record(record)
                 if stop():
                     for waiting in not_done:

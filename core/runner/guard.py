@@ -56,6 +56,7 @@ class RunGuard:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self.spent_usd = self.spent_usd if self.spent_usd > 0 else 0.0
 
     def admit(self, spec: EpisodeSpec) -> bool:
         """Whether ``spec`` may start now; if so its estimated cost is reserved until it finishes."""
@@ -84,6 +85,7 @@ class RunGuard:
         with self._lock:
             self.reserved.pop(record.episode_key, None)
             cost = float(record.usage.cost_usd)
+            cost = cost if cost > 0 else 0.0  # a negative or NaN cost (a record of a lying provider) buys no room
             self.spent_usd += cost
             agent = record.agent.id
             self.dearest_usd[agent] = max(self.dearest_usd.get(agent, 0.0), cost)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 from rsigym import limits
 from rsigym.errors import UserError
 from rsigym.records import Trajectory
+from rsigym.redact import redacted_excerpt
 
 from ..scenario import EpisodeSpec
 from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
@@ -251,7 +252,7 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
                         ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
                     lost(runner, spec, exc)
                 except ray.exceptions.RayError as exc:  # e.g. a record that cannot be unpickled here
-                    arrived.append(infra_error_record(spec, f"ray: {type(exc).__name__}: {str(exc)[:300]}"))
+                    arrived.append(infra_error_record(spec, f"ray: {type(exc).__name__}: {redacted_excerpt(str(exc), 300)}"))
             feed()  # refill first: no slot idles during the fsyncs
             while arrived:
                 on_record(arrived.pop(0))

@@ -30,6 +30,7 @@ from rsigym.agent import register_agent
 from rsigym.agents.llm_messages import extract_json
 from rsigym.llm import LLMError, RetryPolicy, complete
 from rsigym.records import AgentSpec, Usage
+from rsigym.redact import redacted_excerpt
 from rsigym.spaces import invalid_action
 
 from .acceptance import (Case, Verdict, accept_challenger, evaluates_fully, missed_new_bests_estimate, path_cost,
@@ -188,7 +189,7 @@ class EvoAllocAgent:
         self._full_at_revision = self._full_results
         if proposal and proposal != self.incumbent:
             self.challenger, self.trial = proposal, []
-            params = proposal.strip().splitlines()[-1][:300]
+            params = redacted_excerpt(proposal.strip().splitlines()[-1], 300)
             self._event({"version": self.version + 1, "event": "proposed", "at_candidate": self._decided,
                          "full_results": self._full_results, "policy": proposal},
                         f"challenger v{self.version + 1} proposed at candidate {self._decided} after "
@@ -211,7 +212,7 @@ class EvoAllocAgent:
             self._pending.challenger.append(shadow or decision)
         note = f"policy v{self.version}" + (f"; challenger v{self.version + 1} on trial" if self.challenger else "")
         lines, self._unannounced = [note, *self._unannounced], []
-        return {"decision": decision, "rationale": "\n".join(lines)[:2000]}
+        return {"decision": decision, "rationale": redacted_excerpt("\n".join(lines), 2000)}
 
     def observe(self, reward: float, observation: dict[str, Any], info: dict[str, Any]) -> None:
         decided, pending = info.get("decided"), self._pending

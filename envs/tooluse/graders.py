@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from rsigym.grader import get_grader, register_grader, snapshot_state
 from rsigym.llm import RetryPolicy, complete
 from rsigym.records import Grade, Trajectory, canonical_json, to_jsonable
+from rsigym.redact import redacted_excerpt
 
 __all__ = ["DbStateMatch", "OutputsTold", "ActionMatch", "ActionMatchMapped", "LLMJudge", "TaskReward"]
 
@@ -178,12 +179,12 @@ class LLMJudge:
             verdict = extract_json(reply.text)
             score = float(verdict["score"])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            return Grade(self.name, self.version, None, {"usage": usage, "reply": reply.text[:500]},
+            return Grade(self.name, self.version, None, {"usage": usage, "reply": redacted_excerpt(reply.text, 500)},
                          error=f"the judge gave no score: {type(exc).__name__}: {exc}")
         if not 0.0 <= score <= 1.0:
-            return Grade(self.name, self.version, None, {"usage": usage, "reply": reply.text[:500]},
+            return Grade(self.name, self.version, None, {"usage": usage, "reply": redacted_excerpt(reply.text, 500)},
                          error=f"judge score {score} outside [0, 1]")
-        return Grade(self.name, self.version, score, {"reason": str(verdict.get("reason", ""))[:500], "usage": usage})
+        return Grade(self.name, self.version, score, {"reason": redacted_excerpt(str(verdict.get("reason", "")), 500), "usage": usage})
 
 
 @register_grader("reward")

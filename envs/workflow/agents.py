@@ -18,6 +18,7 @@ import rsigym.agents.offline  # noqa: F401  (serves the rsigym/... offline model
 from rsigym.agent import register_agent
 from rsigym.llm import RetryPolicy, complete
 from rsigym.records import AgentSpec, Usage
+from rsigym.redact import redacted_excerpt
 from rsigym.spaces import invalid_action
 
 from .actions import ACTION_SCHEMA
@@ -83,7 +84,7 @@ class RolePlayer:
         self.usage_by_role[role] = self.usage_by_role.get(role, Usage()) + reply.usage
         action = extract_json(reply.text)
         if not isinstance(action, dict):
-            return invalid_action("the reply held no JSON object", reply.text[:500]), reply.usage
+            return invalid_action("the reply held no JSON object", redacted_excerpt(reply.text, 500)), reply.usage
         return action, reply.usage
 
 

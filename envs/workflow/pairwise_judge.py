@@ -16,6 +16,7 @@ from typing import Any
 
 from rsigym.llm import complete
 from rsigym.records import Usage
+from rsigym.redact import redacted_excerpt
 
 from .agents import extract_json
 
@@ -73,7 +74,7 @@ class PairwiseJudge:
                          params={"temperature": self.temperature, "seed": seed}, rng=random.Random(seed))
         answer = extract_json(reply.text)
         winner = answer.get("winner") if isinstance(answer, dict) else None
-        reason = str(answer.get("reason", "")) if isinstance(answer, dict) else reply.text[:200]
+        reason = str(answer.get("reason", "")) if isinstance(answer, dict) else redacted_excerpt(reply.text, 200)
         return (winner if winner in ("first", "second", "tie") else "tie"), reason, reply.usage
 
     def compare(self, brief: str, a: dict[str, str], b: dict[str, str]) -> Verdict:
