@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 from rsigym import limits
 from rsigym.records import Trajectory
 
+from ..redact import redacted_excerpt
 from ..scenario import EpisodeSpec
 from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
 from .episode import run_episode, worker_damaged
@@ -68,7 +69,7 @@ def _safe_episode(spec: EpisodeSpec) -> Trajectory:
     try:
         record = run_episode(spec)
     except Exception as exc:
-        return infra_error_record(spec, f"runner: {type(exc).__name__}: {str(exc)[:300]}")
+        return infra_error_record(spec, f"runner: {type(exc).__name__}: {redacted_excerpt(str(exc), 300)}")
     _warm_envs.add(spec.env.id)
     return record
 
