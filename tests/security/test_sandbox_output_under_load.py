@@ -12,6 +12,7 @@ processes whose work is bounded by an iteration count.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import subprocess
@@ -130,3 +131,106 @@ def test_concurrent_docker_execs_under_a_cpu_hog_each_report_exactly_their_own_o
 
     wrong = _hammer(lambda: open_sandbox("docker", LIMITS, image=sandbox_image), "docker")
     assert wrong == []
+
+
+# -- the Probe answer check: output the harness lost is never graded ------------------------------
+
+
+class _LosingSandbox:
+    """A local sandbox whose first ``losses`` execs report exit 0 and an empty stdout: what an
+    engine that lost the stream returned on main."""
+
+    def __init__(self, losses: int) -> None:
+        self._box = LocalSandbox(LIMITS)
+        self.losses, self.execs = losses, 0
+        self.info = {"provider": "lossy"}
+        self._info_extra: dict[str, object] = {}
+
+    def write_files(self, files, **kwargs):
+        self._box.write_files(files, **kwargs)
+
+    def exec(self, argv, **kwargs):
+        self.execs += 1
+        result = self._box.exec(argv, **kwargs)
+        if self.execs <= self.losses:
+            return dataclasses.replace(result, stdout="", stderr="", exit_code=0)
+        return result
+
+    def close(self):
+        self._box.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _solved_record(task_id: str = "probe-100"):
+    from rsigym.envs.probe import make_task
+    from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Trajectory
+
+    task = make_task(task_id)
+    state = {"task_id": task_id, "low": 0, "high": 100, "final_guess": task.secret, "guesses": [task.secret],
+             "feedback": ["correct"], "solved": True, "oracle_sha256": task.oracle_sha256, "max_guesses": 10}
+    return Trajectory(episode_key="k", env=EnvRef("rsigym/Probe-v0", task_id=task_id),
+                      agent=AgentSpec("bisect", "probe_bisect"), seed=0, rep=0, final=FinalSnapshot.of(state))
+
+
+def _grade_with(monkeypatch, sandbox: _LosingSandbox):
+    from rsigym.envs.probe import graders
+    from rsigym.grader import get_grader, grade_record
+
+    monkeypatch.setattr(graders, "open_sandbox", lambda provider: sandbox)
+    return grade_record(get_grader("probe_answer"), _solved_record())
+
+
+def test_an_answer_check_whose_output_was_lost_once_is_run_again_and_graded_on_real_output(monkeypatch):
+    sandbox = _LosingSandbox(losses=1)
+    grade = _grade_with(monkeypatch, sandbox)
+    assert sandbox.execs == 2
+    assert grade.score == 1.0 and grade.error is None
+
+
+def test_an_answer_check_whose_output_is_always_lost_is_an_infra_error_never_a_score(monkeypatch):
+    sandbox = _LosingSandbox(losses=10**6)
+    grade = _grade_with(monkeypatch, sandbox)
+    assert grade.score is None
+    assert grade.error is not None and grade.error.startswith("infra_error:")
+    assert 1 < sandbox.execs <= 5  # retried, a bounded number of times
+
+
+def test_an_answer_check_that_printed_its_words_but_lost_its_end_is_not_graded(monkeypatch):
+    from rsigym.envs.probe import env as probe_env
+
+    class _CutSandbox(_LosingSandbox):
+        def exec(self, argv, **kwargs):  # the oracle's word arrives, the check's last line does not
+            result = self._box.exec(argv, **kwargs)
+            return dataclasses.replace(result, stdout=result.stdout.replace(probe_env.DONE + "\n", ""))
+
+    grade = _grade_with(monkeypatch, _CutSandbox(losses=0))
+    assert grade.score is None and grade.error is not None and grade.error.startswith("infra_error:")
+
+
+@pytest.mark.docker
+def test_docker_output_that_arrived_with_the_upgrade_headers_is_not_lost(monkeypatch, sandbox_image):
+    """A starved harness thread parses the engine's answer to ``exec start`` late: by then the
+    command's first frames arrived with the headers, and the HTTP client's buffered reader took them
+    along. On main they were skipped: exit 0, stdout empty."""
+    import http.client
+
+    from rsigym.sandbox import open_sandbox
+
+    begin = http.client.HTTPResponse.begin
+
+    def late_begin(self: http.client.HTTPResponse) -> None:
+        if self._method == "POST":  # type: ignore[attr-defined]
+            time.sleep(0.5)  # the starved thread: the command's output is waiting when it wakes
+        begin(self)
+
+    with open_sandbox("docker", LIMITS, image=sandbox_image) as box:
+        monkeypatch.setattr(http.client.HTTPResponse, "begin", late_begin)
+        results = [box.exec(["echo", f"token-{n}"]) for n in range(3)]
+        monkeypatch.setattr(http.client.HTTPResponse, "begin", begin)
+    for n, result in enumerate(results):
+        assert (result.exit_code, result.stdout) == (0, f"token-{n}\n")
