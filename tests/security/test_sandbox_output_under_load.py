@@ -235,3 +235,21 @@ def test_docker_output_that_arrived_with_the_upgrade_headers_is_not_lost(monkeyp
         monkeypatch.setattr(http.client.HTTPResponse, "begin", begin)
     for n, result in enumerate(results):
         assert (result.exit_code, result.stdout) == (0, f"token-{n}\n")
+
+
+@pytest.mark.docker
+def test_many_exec_urls_never_close_the_engine_connection_another_thread_is_using(sandbox_image):
+    """docker-py keyed its connection pools by request URL (each exec has its own) and closed the
+    least recently used of 25 to make room: a thread still holding one got "Pool is closed"."""
+    from rsigym.sandbox.engine import connect
+
+    client = connect()
+    try:
+        adapter = client.api.adapters["http+docker://"]
+        held = adapter.get_connection("http+docker://localhost/v1.41/exec/first/json")
+        for n in range(40):  # the execs of other threads
+            adapter.get_connection(f"http+docker://localhost/v1.41/exec/other-{n}/json")
+        connection = held._get_conn()  # on main: ClosedPoolError
+        held._put_conn(connection)
+    finally:
+        client.close()
