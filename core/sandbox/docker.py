@@ -223,7 +223,7 @@ class DockerSandbox:
         if exit_code >= marked_below or out.getvalue().startswith(b"OCI runtime exec failed"):
             return strip_start_mark(out, mark)
         raise OutputLost(f"the engine's stream of an exec ended without the output the command wrote "
-                           f"(exit {exit_code}, {out.written} bytes seen): output lost, not the command's")
+                         f"(exit {exit_code}, {out.written} bytes seen): output lost, not the command's")
 
     def _exit_code(self, exec_id: str) -> int:
         # The stream can close a moment before the engine records the exit: poll briefly.
