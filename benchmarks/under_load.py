@@ -18,8 +18,10 @@ Totals must show 0 wrong grades, 0 wrong feedback, 0 agent errors, and nothing l
 resumes (no infra error, no grader error).
 
 Run: ``python benchmarks/under_load.py [--runs 10] [--hog-per-core 8] [--sandboxes local,docker]
-[--batteries smoke,probe]``. One run of both batteries on both providers took about 4 min on a
-loaded 2-core machine; the full 10 runs about 40 min.
+[--batteries smoke,probe] [--keep DIR]``. One run of both batteries on both providers took 335 s
+here (2 shared cores: local 73 + 55 s, docker 89 + 118 s, all 400 graded right, nothing to
+resume); the full 10 runs take about an hour. On main, one run of ``smoke`` on docker needed 5
+resumes (46 of 80 episodes infra errors: exit 0, empty stdout) and left 6 grader errors.
 """
 
 from __future__ import annotations
