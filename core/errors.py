@@ -29,6 +29,11 @@ class SandboxError(InfraError):
     """A sandbox could not do what was asked (not a failure of the program it ran)."""
 
 
+class OutputLost(SandboxError):
+    """A command ran but its output did not all reach the harness (an engine's stream ended early
+    under load). Never the command's result; safe to retry only where the command is."""
+
+
 class SandboxUnavailable(SandboxError):
     """The sandbox is gone (container dead, engine unreachable). Never scored as a success."""
 

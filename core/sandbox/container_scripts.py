@@ -70,8 +70,9 @@ SETUP_HARNESS = ["chmod", "0755", HARNESS_DIR]
 # shell builtin such as `exit` cannot stand in for it), then kill every other process of the
 # identity (kill -1 spares only the caller and PID 1; atomic against fork), then pass the
 # command's status on. If the user kills the wrapper instead, the exec's status is >= 128 and
-# the provider runs KILL_ALL itself.
-WRAP = '/usr/bin/env -- "$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+# the provider runs KILL_ALL itself. The first argument is a mark printed before and after the
+# command (``exec_stream.unframe``): a stream that ends without it lost output on the way.
+WRAP = 'm=$1; shift; printf %s "$m"; /usr/bin/env -- "$@"; rc=$?; kill -9 -1 2>/dev/null; printf %s "$m"; exit $rc'
 
 # cgroup v2, then v1; `exit 0` so a missing file is not an exec failure.
 OOM_READ = ["sh", "-c", "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; exit 0"]
@@ -100,14 +101,15 @@ with tarfile.open(fileobj=sys.stdin.buffer, mode="r|") as tar:
 
 # read_file: refuse what is not a regular file inside the work dir (a FIFO would block, a device
 # would never end, a symlink, of the file or of a dir above it, may lead anywhere), then print
-# it. Exit 2: missing, 3: refused. A file swapped after the check is bounded by the timeout.
+# it between two marks ($3, as the exec wrapper does). Exit 2: missing, 3: refused, 4: unreadable.
+# A file swapped after the check is bounded by the timeout.
 READ = r"""
 f=$1
 case "$f" in /*) ;; *) f="$PWD/$f" ;; esac
 r=$(realpath -e -- "$f" 2>/dev/null) || { echo "no such file" >&2; exit 2; }
 case "$r" in "$2"/*) ;; *) echo "resolves outside the work dir" >&2; exit 3 ;; esac
 [ -f "$r" ] || { echo "not a regular file" >&2; exit 3; }
-exec cat -- "$r"
+printf %s "$3"; cat -- "$r" || exit 4; printf %s "$3"
 """
 
 # One identity's part of the reset, run as that identity: kill all its processes, remove its

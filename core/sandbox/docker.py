@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from rsigym.errors import SandboxError, SandboxUnavailable
+from rsigym.errors import OutputLost, SandboxError, SandboxUnavailable
 from rsigym.sandbox import engine
 from rsigym.sandbox.base import (
     ExecResult,
@@ -57,7 +57,7 @@ from rsigym.sandbox.container_scripts import (
     WRAPPER,
 )
 from rsigym.sandbox.engine import HARNESS, IDENTITY_USERS, INIT, NOBODY, connect, engine_errors
-from rsigym.sandbox.exec_stream import pump_exec_socket, raw_socket
+from rsigym.sandbox.exec_stream import buffered_output, new_mark, pump_exec_socket, raw_socket, strip_start_mark, unframe
 from rsigym.sandbox.output import CappedBuffer
 from rsigym.sandbox.paths import work_relative
 
@@ -70,6 +70,7 @@ __all__ = ["DockerSandbox"]
 
 _MIB = 1024 * 1024
 _SIGKILL_EXIT = 128 + 9
+_READ_ATTEMPTS = 3  # read_file tries of a stream that lost output
 _RESTART_NOTE = "\n[rsigym] runaway processes could not be killed; the sandbox was restarted and its files cleared\n"
 
 
@@ -179,9 +180,15 @@ class DockerSandbox:
         env: Mapping[str, str] | None = None,
         workdir: str | None = None,
         kill_on_timeout: bool = True,
+        mark: bytes | None = None,
+        marked_below: int = 128,
     ) -> _Raw:
+        """Run ``argv`` to its end or ``deadline``. With ``mark``, the command prints it before and
+        after its output when it exits with a status below ``marked_below`` (the exec wrapper:
+        unless killed; READ: on success): stdout comes back without the marks, and a stream that
+        lost them raises OutputLost (``_unmarked``)."""
         deadline = time.monotonic() + timeout
-        out, err = CappedBuffer(cap), CappedBuffer(cap)
+        out, err = CappedBuffer(cap + (len(mark) if mark else 0)), CappedBuffer(cap)  # the start mark, kept
         with engine_errors(self.container_id):
             exec_id = self._api.exec_create(
                 self.container_id, list(argv), stdin=stdin is not None, user=user,
@@ -190,15 +197,33 @@ class DockerSandbox:
             response = self._api.exec_start(exec_id, socket=True)
             sock = raw_socket(response)
             try:
-                finished = pump_exec_socket(sock, stdin, deadline, out, err)
+                sock.setblocking(False)
+                already = buffered_output(response, sock)
+                finished = pump_exec_socket(sock, stdin, deadline, out, err, already=already)
             finally:
                 sock.close()  # the real close happens once the SDK's wrapper lets go too
                 response.close()
             if not finished:
                 restarted = self._kill_all(user) if kill_on_timeout else False
-                return _Raw(out.getvalue(), err.getvalue(), None, True, out.truncated or err.truncated, restarted)
+                stdout = strip_start_mark(out, mark) if mark else out.getvalue()
+                return _Raw(stdout, err.getvalue(), None, True, out.truncated or err.truncated, restarted)
             exit_code = self._exit_code(exec_id)
-        return _Raw(out.getvalue(), err.getvalue(), exit_code, False, out.truncated or err.truncated)
+        if mark is None:
+            return _Raw(out.getvalue(), err.getvalue(), exit_code, False, out.truncated or err.truncated)
+        framed = unframe(out, mark)
+        if framed is None:
+            return _Raw(self._unmarked(out, mark, exit_code, marked_below), err.getvalue(), exit_code, False,
+                        out.truncated or err.truncated)
+        return _Raw(framed[0], err.getvalue(), exit_code, False, framed[1] or err.truncated)
+
+    def _unmarked(self, out: CappedBuffer, mark: bytes, exit_code: int, marked_below: int) -> bytes:
+        """Stdout of a finished command whose marks did not both arrive: its own doing when it
+        exited with a status that prints none (killed) or could not start (the engine's 126);
+        else the stream lost output."""
+        if exit_code >= marked_below or out.getvalue().startswith(b"OCI runtime exec failed"):
+            return strip_start_mark(out, mark)
+        raise OutputLost(f"the engine's stream of an exec ended without the output the command wrote "
+                         f"(exit {exit_code}, {out.written} bytes seen): output lost, not the command's")
 
     def _exit_code(self, exec_id: str) -> int:
         # The stream can close a moment before the engine records the exit: poll briefly.
@@ -247,14 +272,17 @@ class DockerSandbox:
         workdir = home if cwd is None else self._resolve(cwd, args.as_user)
         user = IDENTITY_USERS[args.as_user]
         exec_env = {"HOME": home, **args.env}
-        if not args.persist:
-            command = [WRAPPER, "-c", WRAP, "rsigym", *command]
+        # A persisting exec has no wrapper, and so no check of its stream.
+        mark = None if args.persist else new_mark()
+        if mark is not None:
+            command = [WRAPPER, "-c", WRAP, "rsigym", mark.decode(), *command]
         started = time.monotonic()
         with self._tracker.running(args.as_user, args.persist):
             if args.as_user == "harness":
                 self._harness_used = True
             raw = self._raw_exec(
-                command, args.stdin, args.timeout, self.limits.output_bytes, user=user, env=exec_env, workdir=workdir
+                command, args.stdin, args.timeout, self.limits.output_bytes, user=user, env=exec_env, workdir=workdir,
+                mark=mark,
             )
             if not args.persist and not raw.timed_out and (raw.exit_code is None or raw.exit_code >= 128):
                 # Killed by a signal: perhaps the wrapper itself, before its kill ran.
@@ -368,8 +396,16 @@ class DockerSandbox:
         rel = self._relative(path)
         if rel == ".":
             raise SandboxError(f"read_file({path!r}): not a regular file")
-        argv = ["sh", "-c", READ, "read", posixpath.join(self.limits.work_dir, rel), self.limits.work_dir]
-        raw = self._raw_exec(argv, None, timeout, cap, user=NOBODY)
+        for attempt in range(1, _READ_ATTEMPTS + 1):  # reading is idempotent: a lost stream is retried
+            mark = new_mark()
+            argv = ["sh", "-c", READ, "read", posixpath.join(self.limits.work_dir, rel), self.limits.work_dir,
+                    mark.decode()]
+            try:
+                raw = self._raw_exec(argv, None, timeout, cap, user=NOBODY, mark=mark, marked_below=1)
+                break
+            except OutputLost:
+                if attempt == _READ_ATTEMPTS:
+                    raise
         detail = raw.stderr.decode(errors="replace").strip()
         if raw.timed_out:
             raise SandboxError(f"read_file({path!r}) did not finish within {timeout} s")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import socket
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+from urllib.parse import urlsplit
 
 from rsigym.errors import SandboxError, SandboxUnavailable
 from rsigym.sandbox.base import SandboxLimits
@@ -54,9 +55,34 @@ def connect() -> "docker.DockerClient":
     except ImportError as exc:  # pragma: no cover - docker is a hard dependency
         raise SandboxUnavailable("the docker Python package is not installed") from exc
     try:
-        return docker.from_env()
+        client = docker.from_env(max_pool_size=_CONNECTIONS)
     except docker.errors.DockerException as exc:
         raise SandboxUnavailable(f"Docker engine not reachable: {exc}") from exc
+    _one_pool_per_engine(client)
+    return client
+
+
+_CONNECTIONS = 64  # kept open to the engine: 32 episodes in flight each hold one or two at once
+
+
+def _one_pool_per_engine(client: "docker.DockerClient") -> None:
+    """Key the SDK's connection pools by the engine's address, not by the whole request URL.
+
+    docker-py 7 keys them by URL, and every exec has URLs of its own (``/exec/<id>/json``): at
+    most 25 pools, the least recently used closed to make room, so with 32 threads a request
+    could take a pool that another thread's request was closing ("Pool is closed", an infra
+    error; 1 answer check of 400 under load).
+    """
+    for adapter in client.api.adapters.values():
+        get = getattr(adapter, "get_connection", None)
+        if get is None or not hasattr(adapter, "pools"):
+            continue
+
+        def by_engine(url: str, proxies: object = None, _get: Any = get) -> Any:
+            parts = urlsplit(url)
+            return _get(f"{parts.scheme}://{parts.netloc}", proxies)
+
+        adapter.get_connection = by_engine
 
 
 @contextmanager

@@ -55,7 +55,7 @@ from rsigym.sandbox.base import ExecResult, validate_exec_args
 from rsigym.sandbox.container_scripts import EXEC_SERVER
 from rsigym.sandbox.container_scripts import HARNESS_DIR
 from rsigym.sandbox.engine import IDENTITY_USERS, engine_errors
-from rsigym.sandbox.exec_stream import Demux, raw_socket
+from rsigym.sandbox.exec_stream import Demux, buffered_output, raw_socket
 from rsigym.sandbox.output import CappedBuffer
 
 if TYPE_CHECKING:
@@ -160,6 +160,8 @@ class ExecServer:
             self._sock.setblocking(False)
             self._stdout, self._stderr = _Bytes(), CappedBuffer(65536)
             self._demux = Demux(self._stdout, self._stderr)  # type: ignore[arg-type]
+            # Its first frames (the ready line) may have come with the upgrade headers.
+            self._demux.feed(buffered_output(self._response, self._sock))
             try:
                 ready, _, _ = self._read_frame(time.monotonic() + timeout_s)
             except (_Lost, ValueError) as lost:

@@ -12,11 +12,14 @@ class CappedBuffer:
     would otherwise never exit), so bytes past the cap are dropped here, not left unread.
     """
 
+    TAIL_BYTES = 256  # the last bytes written are kept apart too: an end marker past the cap
+
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self._chunks: list[bytes] = []
         self._kept = 0
         self.dropped = 0
+        self.tail = b""  # the last TAIL_BYTES bytes written, kept or not
 
     def write(self, data: bytes) -> None:
         room = self.cap - self._kept
@@ -25,6 +28,12 @@ class CappedBuffer:
             self._chunks.append(kept)
             self._kept += len(kept)
         self.dropped += max(0, len(data) - max(room, 0))
+        self.tail = (self.tail + data[-self.TAIL_BYTES:])[-self.TAIL_BYTES:]
+
+    @property
+    def written(self) -> int:
+        """Bytes written in all, kept or dropped."""
+        return self._kept + self.dropped
 
     @property
     def truncated(self) -> bool:

@@ -19,6 +19,7 @@ __all__ = ["pump_process"]
 
 # How long to keep draining pipes after the command died, in case an escaped process holds them.
 _DRAIN_GRACE_S = 0.5
+_READY_READS = 64  # reads at most of what the pipes already hold when the grace ends
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -72,8 +73,17 @@ def pump_process(
             if exit_deadline is None and pidfd is None and _exited(proc.pid):
                 exit_deadline = _on_exit(proc, keep_group)
             if exit_deadline is not None and (not readers or now >= exit_deadline):
-                break  # done, or an escaped process holds the pipes: stop waiting for it
+                # Done, or an escaped process holds the pipes: stop waiting for it, but first take
+                # what is already in them (a starved thread can reach here with it unread).
+                _take_ready(sel)
+                break
             if exit_deadline is None and now >= deadline:
+                if _exited(proc.pid):
+                    # It ended before this thread looked (a starved harness thread can wake up
+                    # past the deadline with the exit event unread): a finished command, not a
+                    # timeout. Drain what it wrote, as after any exit.
+                    exit_deadline = _on_exit(proc, keep_group)
+                    continue
                 timed_out = True
                 _kill_group(proc)
                 break
@@ -83,7 +93,8 @@ def pump_process(
             for key, _ in sel.select(max(limit, 0.0)):
                 if key.data == "exit":
                     sel.unregister(key.fileobj)
-                    exit_deadline = _on_exit(proc, keep_group)
+                    if exit_deadline is None:  # not already seen at the deadline
+                        exit_deadline = _on_exit(proc, keep_group)
                 elif key.data is None:  # stdin writable
                     try:
                         pos += os.write(key.fd, pending[pos : pos + 65536])
@@ -126,6 +137,21 @@ def _on_exit(proc: subprocess.Popen[bytes], keep_group: bool) -> float:
     if not keep_group:
         _kill_group(proc)
     return time.monotonic() + _DRAIN_GRACE_S
+
+
+def _take_ready(sel: selectors.BaseSelector) -> None:
+    """Read what the pipes hold now, without waiting; bounded, should an escaped process keep
+    writing (a pipe holds at most 1 MiB by default: 16 reads of 64 KiB)."""
+    for _ in range(_READY_READS):
+        ready = [key for key, _ in sel.select(0) if isinstance(key.data, CappedBuffer)]
+        if not ready:
+            return
+        for key in ready:
+            chunk = os.read(key.fd, 65536)
+            if chunk:
+                key.data.write(chunk)
+            else:
+                sel.unregister(key.fileobj)
 
 
 def _drain(sel: selectors.BaseSelector, until: float) -> None:

@@ -29,16 +29,41 @@ def _reverse_hints() -> Callable[[str], str]:
     return lambda word: {"higher": "lower", "lower": "higher"}.get(word, word)
 
 
+# The check runs oracle.py (unchanged, so its sha256 in old records still matches), then prints
+# DONE: output without it as its last line was lost by the harness, not produced by the oracle.
+DONE = "rsigym-probe-check-done"
+_CHECK = ("import sys; sys.argv[0] = 'oracle.py'; "
+          "exec(compile(open('oracle.py').read(), 'oracle.py', 'exec'), {'__name__': '__main__'}); "
+          f"print({DONE!r})")
+CHECK_ATTEMPTS = 3  # a check whose output was lost is run again, this many times in all
+
+
 def run_oracle(sandbox: Sandbox, guesses: list[int], *, timeout_s: float = 10.0) -> list[str]:
     """Run the task's oracle (already written to ``oracle.py``) on guesses, in one sandbox exec.
 
-    ``-S`` skips site-packages: the oracle needs none, and it halves interpreter start-up.
+    ``-S`` skips site-packages: the oracle needs none, and it halves interpreter start-up. The
+    oracle is a pure function, so a check that failed for the harness (output lost or cut, a
+    sandbox error, a timeout of a program that needs milliseconds) is run again, up to
+    ``CHECK_ATTEMPTS`` times; then InfraError. Never an answer from output the oracle did not print.
     """
-    result = sandbox.exec(["python3", "-S", "oracle.py", *(str(int(g)) for g in guesses)], timeout=timeout_s)
+    for attempt in range(1, CHECK_ATTEMPTS + 1):
+        try:
+            return _check_once(sandbox, guesses, timeout_s)
+        except InfraError:
+            if attempt == CHECK_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _check_once(sandbox: Sandbox, guesses: list[int], timeout_s: float) -> list[str]:
+    result = sandbox.exec(["python3", "-S", "-c", _CHECK, *(str(int(g)) for g in guesses)], timeout=timeout_s)
     words = result.stdout.split()
-    if not result.ok or len(words) != len(guesses) or not set(words) <= set(FEEDBACK[1:]):
-        raise InfraError(f"probe oracle failed (exit {result.exit_code}, timed out "
-                         f"{result.timed_out}): {result.stderr.strip()[-200:] or result.stdout[:80]!r}")
+    whole = result.ok and not result.output_truncated and words[-1:] == [DONE]
+    words = words[:-1]
+    if not whole or len(words) != len(guesses) or not set(words) <= set(FEEDBACK[1:]):
+        raise InfraError(f"probe oracle failed (exit {result.exit_code}, timed out {result.timed_out}, "
+                         f"end line {'seen' if whole else 'missing'}): "
+                         f"{result.stderr.strip()[-200:] or result.stdout[:80]!r}")
     return words
 
 
