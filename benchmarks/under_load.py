@@ -18,7 +18,9 @@ Totals must show 0 wrong grades, 0 wrong feedback, 0 agent errors, and nothing l
 resumes (no infra error, no grader error).
 
 Run: ``python benchmarks/under_load.py [--runs 10] [--hog-per-core 8] [--sandboxes local,docker]
-[--batteries smoke,probe] [--keep DIR]``. One run of both batteries on both providers took 335 s
+[--batteries smoke,probe] [--keep DIR]``; ``python benchmarks/under_load.py --beside CMD ...`` runs
+any command (the suite's subprocess and thread tests) beside the same hog instead and exits with
+its status. One run of both batteries on both providers took 335 s
 here (2 shared cores: local 73 + 55 s, docker 89 + 118 s, all 400 graded right, nothing to
 resume); the full 10 runs take about an hour. On main, one run of ``smoke`` on docker needed 5
 resumes (46 of 80 episodes infra errors: exit 0, empty stdout) and left 6 grader errors.
@@ -193,7 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batteries", default="smoke,probe")
     parser.add_argument("--max-resumes", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="keep the run folders here (default: a temp dir, removed)")
+    parser.add_argument("--beside", nargs=argparse.REMAINDER, metavar="CMD",
+                        help="run CMD (all the arguments after it) beside the hog instead of the batteries")
     args = parser.parse_args(argv)
+    if args.beside:
+        return run_beside_hog(args.beside, args.hog_per_core, args.hog_max_s)
     sandboxes = [s for s in args.sandboxes.split(",") if s]
     batteries = [b for b in args.batteries.split(",") if b]
     for name in batteries:
@@ -219,6 +225,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
     return _summarise(results)
+
+
+def run_beside_hog(command: list[str], per_core: int, max_s: float) -> int:
+    """Run ``command`` beside ``per_core`` busy processes per core; its exit status."""
+    count = per_core * (os.cpu_count() or 1)
+    print(f"beside a hog of {count} busy processes: {' '.join(command)}", flush=True)
+    started = time.monotonic()
+    with Hog(count, max_s):
+        status = subprocess.call(command)
+    print(f"exit {status} after {time.monotonic() - started:.0f} s beside the hog", flush=True)
+    return status
 
 
 def _summarise(results: list[RunResult]) -> int:
