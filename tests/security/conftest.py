@@ -67,3 +67,27 @@ def any_sandbox(provider, request) -> Iterator[LocalSandbox | DockerSandbox]:
         yield sb
     finally:
         sb.remove()
+
+
+@pytest.fixture
+def make_repair_sandbox(request):
+    """Makes a code repair sandbox (``CODEREPAIR_LIMITS``) of the named provider; the caller closes it."""
+    from rsigym.envs.coderepair.execution import CODEREPAIR_LIMITS
+
+    def make(provider: str) -> LocalSandbox | DockerSandbox:
+        if provider == "local":
+            return LocalSandbox(CODEREPAIR_LIMITS)
+        return DockerSandbox(request.getfixturevalue("sandbox_image"), CODEREPAIR_LIMITS,
+                             client=request.getfixturevalue("docker_client"))
+
+    return make
+
+
+@pytest.fixture
+def repair_sandbox(provider, make_repair_sandbox) -> Iterator[LocalSandbox | DockerSandbox]:
+    """A fresh code repair sandbox of each provider."""
+    sb = make_repair_sandbox(provider)
+    try:
+        yield sb
+    finally:
+        sb.close()

@@ -11,10 +11,10 @@ import builtins
 import gymnasium as gym
 import pytest
 
-from rsigym.envs.coderepair.execution import CODEREPAIR_LIMITS, Job, names_read, run_jobs
+from rsigym.envs.coderepair.execution import Job, names_read, run_jobs
 from rsigym.envs.coderepair.graders import regrade_programs
 from rsigym.envs.coderepair.problems import build_suite
-from rsigym.sandbox import DockerSandbox, LocalSandbox, open_sandbox
+from rsigym.sandbox import open_sandbox
 
 # What each redefinition returns so that a test comparing with a constant 0 passes: ``abs(x - y)``
 # is 0, ``range(...)`` is empty (the loop of asserts never runs), ``str(x)``, ``sum(...)`` and
@@ -48,22 +48,6 @@ def suite(tmp_path_factory):
         patch.setenv("RSIGYM_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
         with open_sandbox("local") as sandbox:
             return build_suite(sandbox)
-
-
-def _sandbox(provider: str, request: pytest.FixtureRequest):
-    if provider == "local":
-        return LocalSandbox(CODEREPAIR_LIMITS)
-    return DockerSandbox(request.getfixturevalue("sandbox_image"), CODEREPAIR_LIMITS,
-                         client=request.getfixturevalue("docker_client"))
-
-
-@pytest.fixture
-def repair_sandbox(provider, request):
-    sb = _sandbox(provider, request)
-    try:
-        yield sb
-    finally:
-        sb.close()
 
 
 def test_a_program_that_redefines_what_a_test_reads_passes_no_more_tests_than_its_constant_answer(suite, repair_sandbox):
@@ -125,7 +109,7 @@ FORGING_BODY = "    return 0\n\n\n" + "\n\n".join(
 
 def test_a_model_that_offers_the_forging_program_solves_nothing_in_the_env(suite, provider, request):
     targets = sorted(p.problem_id for p in suite.problems if _program_names_read(p) & set(FORGED_NAMES))
-    sb = _sandbox(provider, request)
+    sb = request.getfixturevalue("make_repair_sandbox")(provider)
     env = gym.make("rsigym/CodeRepair-v0", coder="llm", problems=targets, shuffle=False, rounds=1, candidates=2,
                    sandbox=sb, coder_params={"model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:9",
                                              "litellm_kwargs": {"mock_response": f"```python\n{FORGING_BODY}```"}})

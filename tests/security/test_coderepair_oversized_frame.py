@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rsigym.envs.coderepair.execution import CODEREPAIR_LIMITS, Job, run_jobs
-from rsigym.sandbox import DockerSandbox, LocalSandbox
+from rsigym.envs.coderepair.execution import Job, run_jobs
 
 TESTS = [f"assert candidate({i}) == {i + 1}" for i in range(3)]
 CORRECT = "def f(x):\n    return x + 1\n"
@@ -47,20 +46,13 @@ ATTACKS = {
 }
 
 
-def _sandbox(provider: str, request: pytest.FixtureRequest):
-    if provider == "local":
-        return LocalSandbox(CODEREPAIR_LIMITS)
-    return DockerSandbox(request.getfixturevalue("sandbox_image"), CODEREPAIR_LIMITS,
-                         client=request.getfixturevalue("docker_client"))
-
-
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_one_huge_frame_fails_its_own_test_and_the_rest_of_the_batch_keeps_its_results(provider, request, attack):
     payload, at_load = ATTACKS[attack]
     attacker = SEND_FRAME.replace("PAYLOAD", payload).replace("AT_LOAD", str(at_load))
     jobs = [Job("correct1", CORRECT, "f", TESTS), Job("attacker", attacker, "f", TESTS),
             Job("correct2", CORRECT, "f", TESTS), Job("correct3", CORRECT, "f", TESTS)]
-    sb = _sandbox(provider, request)
+    sb = request.getfixturevalue("make_repair_sandbox")(provider)
     try:
         results = run_jobs(sb, jobs)  # an InfraError here is the hole: the collector died
     finally:

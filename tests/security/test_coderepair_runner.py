@@ -8,8 +8,7 @@ import pytest
 
 from rsigym.envs.coderepair.coders import Candidate
 from rsigym.envs.coderepair.env import CodeRepairEnv
-from rsigym.envs.coderepair.execution import CODEREPAIR_LIMITS, Job, run_jobs
-from rsigym.sandbox import DockerSandbox, LocalSandbox
+from rsigym.envs.coderepair.execution import Job, run_jobs
 
 TESTS = [f"assert candidate({i}) == {i + 1}" for i in range(6)]
 
@@ -63,22 +62,6 @@ def f(x):
 '''
 
 
-def _sandbox(provider: str, request: pytest.FixtureRequest):
-    if provider == "local":
-        return LocalSandbox(CODEREPAIR_LIMITS)
-    return DockerSandbox(request.getfixturevalue("sandbox_image"), CODEREPAIR_LIMITS,
-                         client=request.getfixturevalue("docker_client"))
-
-
-@pytest.fixture
-def repair_sandbox(provider, request):
-    sb = _sandbox(provider, request)
-    try:
-        yield sb
-    finally:
-        sb.close()
-
-
 def test_a_program_cannot_forge_its_results_through_its_callers_frames(repair_sandbox):
     result = run_jobs(repair_sandbox, [Job("forger", FORGE_THROUGH_FRAMES, "f", TESTS)])["forger"]
     assert not any(result.passed), result.tests
@@ -93,7 +76,7 @@ def test_a_program_cannot_write_a_batch_result_into_a_runners_stdout(request):
     keys = ["attacker", "none1", "none2", "none3"]
     attacker = FORGE_INTO_RUNNER_STDOUT.replace("KEYS", repr(keys))
     jobs = [Job("attacker", attacker, "f", TESTS)] + [Job(k, "def f(x):\n    return None\n", "f", TESTS) for k in keys[1:]]
-    with _sandbox("docker", request) as sb:
+    with request.getfixturevalue("make_repair_sandbox")("docker") as sb:
         results = run_jobs(sb, jobs)
     assert not any(any(r.passed) for r in results.values()), {k: r.tests for k, r in results.items()}
 
@@ -136,7 +119,7 @@ def test_hidden_tests_never_reach_a_live_round_or_its_feedback(provider, request
     """A program that reads every test text in its process and raises it as its error message:
     the next round's feedback (shown to the coder) holds no hidden test, and the per-step reward
     is the public outcome; the hidden outcome appears only in the final state."""
-    sb = _sandbox(provider, request)
+    sb = request.getfixturevalue("make_repair_sandbox")(provider)
     env = CodeRepairEnv(problems=["he-000", "he-002"], shuffle=False, rounds=2, sandbox=sb)
     try:
         env.reset(seed=0)
