@@ -1,6 +1,15 @@
 """The co-update protocol: versioned predictions, a reliability check per version, adaptation only
-when the check says "off" and data suffice, per-component checks, and the pair acceptance check on
-a held-out time split, with the retained pair kept when the new one does not win.
+when the check says "off" and data suffice, per-component checks, and the pair acceptance check
+(``acceptance``: a normalised paired comparison with a CI and a margin) on held-out problems, with
+the retained pair kept when the new one does not win.
+
+Drift: the protocol looks at a **window** of the newest ``window`` problems. The check judges the
+current version on the rounds of the window it predicted; a refit uses the window's rows except an
+interleaved held-out subset (every k-th problem, k = round(1 / holdout)), on which the new and the
+retained pair are compared; an accepted new predictor is then refitted on the whole window. Only
+accepted adaptations count against ``max_adaptations``: a version whose check keeps saying "off" is
+re-tried at every later check point as evidence arrives. Every decision, with its CI, margin and
+the rows used, goes into the audit log (the record's ``wm_decisions``).
 
 The logged data are the executed candidates only: each row holds the round's features, the
 chosen index, its propensity (the behaviour policy's probability of that choice, randomised
@@ -15,10 +24,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from .acceptance import Pair, compare_pairs, pair_value
 from .coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate, round_ratio
 from .predictors import Predictor, make_predictor
 from .reliability import ReliabilityCheck
@@ -91,8 +101,10 @@ class CoUpdateState:
     known_failure_column: int
     check: ReliabilityCheck = field(default_factory=ReliabilityCheck)
     min_fit_rows: int = 60
-    holdout: float = 0.3
-    max_adaptations: int = 5
+    holdout: float = 0.3               # share of the window's problems held out (every round(1/holdout)-th)
+    max_adaptations: int = 5           # accepted adaptations
+    window: int = 60                   # problems: the newest ones the check and the refit look at
+    margin: float = 0.02               # the new pair must win by more than this (and its CI exclude 0)
     policy_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
     seed: int = 0
     max_weight: float = 10.0
@@ -134,11 +146,20 @@ class CoUpdateState:
             self.log(t, "warmup_fit_skipped", reason=f"{len(self.rows)} logged rounds")
             return
         self.predictor, self.version = self._fit(self.rows), self._new_version(self.rows)
-        self.log(t, "warmup_fit", rows=len(self.rows))
+        self.log(t, "warmup_fit", rows=len(self.rows), predictor=self.predictor_kind)
+
+    def window_rows(self, t: int) -> list[LoggedRound]:
+        return [r for r in self.rows if r.t >= t - self.window]
+
+    def split(self, rows: list[LoggedRound]) -> tuple[list[LoggedRound], list[LoggedRound], int]:
+        """(fit rows, held-out rows, k): every k-th problem held out, whole problems on one side."""
+        every = max(2, round(1 / self.holdout))
+        held = [r for r in rows if r.t % every == every - 1]
+        return [r for r in rows if r.t % every != every - 1], held, every
 
     def reliability(self, t: int) -> str:
-        """Check the current version on the rounds it predicted; returns the verdict."""
-        mine = [r for r in self.rows if r.version == self.version]
+        """Check the current version on the window's rounds it predicted; returns the verdict."""
+        mine = [r for r in self.window_rows(t) if r.version == self.version]
         result = self.check.check([r.predicted for r in mine], [r.outcome for r in mine],
                                   [self.weight(r) for r in mine])
         self.log(t, "reliability_check", result=result.to_json())
@@ -149,41 +170,51 @@ class CoUpdateState:
 
         The predictor is refitted only when its check says "off"; with a coder mix (the policy
         side), a re-estimated mix is proposed at every check point with data. Each new component
-        is checked on the held-out (later) rounds: the predictor's reliability, the selection
-        policy's value, the mix's candidate quality; then the new pair (mix, predictor, selection)
-        against the retained pair. All of it is accepted together, or nothing.
+        is checked on the held-out problems: the predictor's reliability, the selection policy's
+        value, the mix's candidate quality; then the new pair (mix, predictor, selection) against
+        the retained pair (``acceptance.compare_pairs``). All of it is accepted together, or nothing.
         """
         verdict = self.reliability(t)
         if verdict != "off" and self.mix is None:
             self.log(t, "keep", reason=verdict)
             return
         if self.adaptations >= self.max_adaptations:
-            self.log(t, "keep", reason=f"adaptation budget spent ({self.max_adaptations})")
+            self.log(t, "keep", reason=f"adaptation budget spent ({self.max_adaptations} accepted)")
             return
-        if len(self.rows) < self.min_fit_rows:
-            self.log(t, "keep", reason=f"insufficient data to adapt ({len(self.rows)} < {self.min_fit_rows} rounds)")
+        window = self.window_rows(t)
+        if len(window) < self.min_fit_rows:
+            self.log(t, "keep", reason=f"insufficient data to adapt ({len(window)} < {self.min_fit_rows} rounds "
+                                       f"in the newest {self.window} problems)")
             return
-        cut = int(len(self.rows) * (1 - self.holdout))
-        fit_rows, held = self.rows[:cut], self.rows[cut:]
+        fit_rows, held = self.split(window)[:2]
+        if not held or not fit_rows:
+            self.log(t, "keep", reason=f"no held-out or no fitting problems in the newest {self.window} problems")
+            return
         refit = verdict == "off"
         new_mix = self._propose_mix(fit_rows, held)
         if not refit and new_mix is None:
             self.log(t, "keep", reason=f"{verdict}; no executed rounds with origins to re-estimate the coder's mix")
             return
-        self.adaptations += 1
         candidate = self._fit(fit_rows) if refit else self.predictor
         col = self.known_failure_column
-        value: Callable[[Predictor, Policy, list[LoggedRound], CoderMix | None], float] = \
-            lambda pr, po, rs, mx: ipw_value(rs, pr, po, col, mx)
-        new_policy = max((Policy(k) for k in self.policy_grid), key=lambda po: value(self.predictor, po, fit_rows, None))
-        details: dict[str, Any] = {"fit_rows": len(fit_rows), "held_rows": len(held), "refit_predictor": refit}
+        # the outcome model of the comparison: a refit has seen no held-out row; the current predictor
+        # may have (the deployed version is refitted on its whole window), so without a refit: plain SNIPW
+        outcome_model = candidate if refit else None
+
+        def value(pr: Predictor, po: Policy, rs: list[LoggedRound]) -> float:
+            return pair_value(rs, Pair(pr, po.known_failure_penalty), outcome_model, col)
+
+        new_policy = max((Policy(k) for k in self.policy_grid), key=lambda po: value(candidate, po, fit_rows))
+        details: dict[str, Any] = {"window_problems": self.window, "window_rows": len(window), "fit_rows": len(fit_rows),
+                                   "held_rows": len(held), "held_out_every": self.split(window)[2],
+                                   "refit_predictor": refit}
         predictor_ok = True
         if refit:
             predictor_check = self.check.check([candidate.predict(r.features[r.chosen:r.chosen + 1])[0] for r in held],
                                                [r.outcome for r in held], [self.weight(r) for r in held])
             predictor_ok = predictor_check.verdict != "off"
             details["predictor_check"] = predictor_check.to_json()
-        policy_ok = value(self.predictor, new_policy, held, None) >= value(self.predictor, self.policy, held, None)
+        policy_ok = value(self.predictor, new_policy, held) >= value(self.predictor, self.policy, held)
         details["policy"] = {"retained": self.policy.known_failure_penalty, "new": new_policy.known_failure_penalty,
                              "passes": policy_ok}
         coder_ok = True
@@ -194,22 +225,24 @@ class CoUpdateState:
             coder_ok = quality[1] >= quality[0]
             details["coder"] = {"retained": self.mix.to_json(), "new": new_mix.to_json(), "retained_quality":
                                 round(quality[0], 4), "new_quality": round(quality[1], 4), "passes": coder_ok}
-        retained = (value(self.predictor, self.policy, held, self.mix), _weighted_brier(held, self.predictor, self.max_weight))
-        new = (value(candidate, new_policy, held, new_mix or self.mix), _weighted_brier(held, candidate, self.max_weight))
-        wins = new[0] > retained[0] or (new[0] == retained[0] and new[1] < retained[1])
-        details["pair"] = {"retained_value": round(retained[0], 4), "retained_brier": round(retained[1], 4),
-                           "new_value": round(new[0], 4), "new_brier": round(new[1], 4), "new_wins": wins}
-        if predictor_ok and policy_ok and coder_ok and wins:
+        comparison = compare_pairs(held, Pair(self.predictor, self.policy.known_failure_penalty, self.mix),
+                                   Pair(candidate, new_policy.known_failure_penalty, new_mix or self.mix), outcome_model, col,
+                                   margin=self.margin, seed=self.seed * 100_003 + t)
+        details["pair"] = {**comparison.to_json(), "retained_brier": round(_weighted_brier(held, self.predictor, self.max_weight), 4),
+                           "new_brier": round(_weighted_brier(held, candidate, self.max_weight), 4)}
+        if predictor_ok and policy_ok and coder_ok and comparison.accept:
             old = self.version
+            self.adaptations += 1
             self.policy = new_policy
-            if refit:
-                self.predictor, self.version = candidate, self._new_version(fit_rows)
+            if refit:  # checked on rows it had not seen; deployed refitted on the whole window
+                self.predictor, self.version = self._fit(window), self._new_version(window)
+                details["deployed_fit_rows"] = len(window)
             if new_mix is not None:
                 self.mix = new_mix
-            self.log(t, "accept", replaced=old, **details)
+            self.log(t, "accept", replaced=old, accepted=self.adaptations, **details)
         else:
-            self.log(t, "reject", reason="the new pair does not win" if not wins else "a component check failed",
-                     **details)
+            self.log(t, "reject", reason="a component check failed" if comparison.accept else
+                     "the new pair does not win by the margin with its CI above 0", **details)
 
     def _propose_mix(self, fit_rows: list[LoggedRound], held: list[LoggedRound]) -> CoderMix | None:
         """The coder's mix re-estimated from the executed rounds of ``fit_rows`` (None: no policy side or no data)."""

@@ -168,8 +168,10 @@ def test_adaptation_happens_only_when_off_and_a_worse_pair_is_rejected():
     assert [e["event"] for e in calm.audit] == ["reliability_check", "keep"]
     assert calm.audit[-1]["reason"] == "insufficient evidence"
 
+    # outcomes reversed against the static scorer ("parses" now means fail): off, and a new pair that
+    # picks better on the held-out problems is accepted (a mere recalibration with the same picks is not)
     off = CoUpdateState("logistic", FEATURE_NAMES.index("known_failure"), ReliabilityCheck(min_samples=20))
-    off.rows = [LoggedRound(r.t, r.features, r.chosen, r.propensity, r.outcome, off.version, 0.95)
+    off.rows = [LoggedRound(r.t, r.features, r.chosen, r.propensity, 1.0 - r.outcome, off.version, 0.95)
                 for r in _rows(200, 1, 0.95, col)]
     off.adapt(200)
     events = [e["event"] for e in off.audit]
