@@ -18,7 +18,10 @@ pick the same candidate their terms are equal. ``rho_r`` is the round's likeliho
 pair's coder mix (1 without a mix; with one, rows whose origins were not told are skipped). Each
 value is clipped to [0, 1]: a pass rate, so the unnormalised estimate's 1.453 cannot recur.
 
-The difference (new - retained) is paired per problem: a bootstrap resamples held-out problems
+Cross-fitting: the window's problems are cut into k interleaved folds; each fold's rows are scored
+with a new predictor (and ``q``) fitted on the other folds, so every row is judged by a fit that has
+not seen it and all the window's rows count. (With a new coder mix, one held-out fold: the mix is
+re-estimated on the other rows.) The difference (new - retained) is paired per problem: a bootstrap resamples held-out problems
 (all rows of a problem together) and recomputes both values on the same resample. The new pair is
 accepted only when the difference exceeds ``margin`` and the CI's lower end is above 0.
 """
@@ -26,14 +29,14 @@ accepted only when the difference exceeds ``margin`` and the CI's lower end is a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .coder_mix import CoderMix, round_ratio
 from .predictors import Predictor
 
-__all__ = ["Pair", "PairComparison", "pair_components", "pair_value", "compare_pairs"]
+__all__ = ["Pair", "Fold", "PairComparison", "pair_components", "crossfit_value", "compare_pairs"]
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,20 @@ def _values(sums: np.ndarray) -> np.ndarray:
     return np.clip(direct + correction, 0.0, 1.0)
 
 
-def pair_value(rows: Sequence[Any], pair: Pair, outcome_model: Predictor | None, known_failure_column: int) -> float:
-    """The pair's SN-DR value on ``rows`` (0 when no row counts)."""
-    parts, _ = pair_components(rows, pair, outcome_model, known_failure_column)
-    return float(_values(parts.sum(axis=0))) if len(parts) else 0.0
+@dataclass(frozen=True)
+class Fold:
+    """Held-out rows, the new predictor fitted without them and the outcome model ``q`` for them."""
+
+    rows: Sequence[Any]
+    new_predictor: Predictor
+    outcome_model: Predictor | None
+
+
+def crossfit_value(folds: Sequence[Fold], pair_for: Callable[[Fold], Pair], known_failure_column: int) -> float:
+    """A pair's SN-DR value over the folds' rows, each scored with its own fold's ``q`` (0 when no row counts)."""
+    parts = [pair_components(f.rows, pair_for(f), f.outcome_model, known_failure_column)[0] for f in folds]
+    stacked = np.concatenate(parts) if parts else np.zeros((0, 4))
+    return float(_values(stacked.sum(axis=0))) if len(stacked) else 0.0
 
 
 def _by_problem(parts: np.ndarray, problems: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -99,15 +112,20 @@ def _by_problem(parts: np.ndarray, problems: np.ndarray, order: np.ndarray) -> n
     return out
 
 
-def compare_pairs(rows: Sequence[Any], retained: Pair, new: Pair, outcome_model: Predictor | None, known_failure_column: int,
-                  *, margin: float = 0.02, confidence: float = 0.95, bootstraps: int = 2000,
+def compare_pairs(folds: Sequence[Fold], retained_for: Callable[[Fold], Pair], new_for: Callable[[Fold], Pair],
+                  known_failure_column: int, *, margin: float = 0.02, confidence: float = 0.95, bootstraps: int = 2000,
                   seed: int = 0) -> PairComparison:
-    """New vs retained pair on held-out ``rows`` (see the module docstring)."""
-    old_parts, old_t = pair_components(rows, retained, outcome_model, known_failure_column)
-    new_parts, new_t = pair_components(rows, new, outcome_model, known_failure_column)
+    """New vs retained pair on the folds' held-out rows (see the module docstring)."""
+    sides = []
+    for pair_for in (retained_for, new_for):
+        found = [pair_components(f.rows, pair_for(f), f.outcome_model, known_failure_column) for f in folds]
+        sides.append((np.concatenate([p for p, _ in found]) if found else np.zeros((0, 4)),
+                      np.concatenate([t for _, t in found]) if found else np.zeros(0)))
+    (old_parts, old_t), (new_parts, new_t) = sides
+    rows = sum(len(f.rows) for f in folds)
     order = np.unique(np.concatenate([old_t, new_t]))
     if len(order) < 2:
-        return PairComparison(0.0, 0.0, 0.0, (0.0, 0.0), margin, len(order), len(rows), False)
+        return PairComparison(0.0, 0.0, 0.0, (0.0, 0.0), margin, len(order), rows, False)
     old_sums, new_sums = _by_problem(old_parts, old_t, order), _by_problem(new_parts, new_t, order)   # (P, 4)
     old_value, new_value = float(_values(old_sums.sum(axis=0))), float(_values(new_sums.sum(axis=0)))
     draws = np.random.default_rng([seed, 0xACCE]).integers(len(order), size=(bootstraps, len(order)))  # (B, P)
@@ -115,5 +133,5 @@ def compare_pairs(rows: Sequence[Any], retained: Pair, new: Pair, outcome_model:
     tail = (1 - confidence) / 2
     low, high = (float(x) for x in np.quantile(differences, [tail, 1 - tail]))
     difference = new_value - old_value
-    return PairComparison(old_value, new_value, difference, (low, high), margin, len(order), len(rows),
+    return PairComparison(old_value, new_value, difference, (low, high), margin, len(order), rows,
                           difference > margin and low > 0)

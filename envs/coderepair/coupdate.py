@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from .acceptance import Pair, compare_pairs, pair_value
+from .acceptance import Fold, Pair, compare_pairs, crossfit_value
 from .coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate, round_ratio
 from .predictors import Predictor, make_predictor
 from .reliability import ReliabilityCheck
@@ -84,13 +84,6 @@ def ipw_value(rows: list[LoggedRound], predictor: Predictor, policy: Policy, kno
         total += ratio * float(pick == row.chosen) * row.outcome / row.propensity
         norm += ratio
     return total / norm
-
-
-def _weighted_brier(rows: list[LoggedRound], predictor: Predictor, max_weight: float) -> float:
-    p = np.array([predictor.predict(r.features[r.chosen:r.chosen + 1])[0] for r in rows])
-    y = np.array([r.outcome for r in rows])
-    w = np.array([min(1.0 / r.propensity, max_weight) for r in rows])
-    return float(np.average((y - p) ** 2, weights=w))
 
 
 @dataclass
@@ -195,26 +188,35 @@ class CoUpdateState:
         if not refit and new_mix is None:
             self.log(t, "keep", reason=f"{verdict}; no executed rounds with origins to re-estimate the coder's mix")
             return
-        candidate = self._fit(fit_rows) if refit else self.predictor
-        col = self.known_failure_column
-        # the outcome model of the comparison: a refit has seen no held-out row; the current predictor
-        # may have (the deployed version is refitted on its whole window), so without a refit: plain SNIPW
-        outcome_model = candidate if refit else None
+        col, every = self.known_failure_column, self.split(window)[2]
+        if refit and new_mix is None:  # cross-fitted: each fold's rows scored by a fit on the other folds
+            folds = []
+            for f in range(every):
+                held_f = [r for r in window if r.t % every == f]
+                fitted = self._fit([r for r in window if r.t % every != f]) if held_f else self.predictor
+                folds.append(Fold(held_f, fitted, fitted))
+        else:  # a new mix is estimated on fit_rows: one held-out fold; without a refit no model is unseen by
+            # the held-out rows (the deployed version is refitted on its window), so q = None: plain SNIPW
+            candidate = self._fit(fit_rows) if refit else self.predictor
+            folds = [Fold(held, candidate, candidate if refit else None)]
+        scored = [r for f in folds for r in f.rows]
 
-        def value(pr: Predictor, po: Policy, rs: list[LoggedRound]) -> float:
-            return pair_value(rs, Pair(pr, po.known_failure_penalty), outcome_model, col)
+        def value(pair_for: Callable[[Fold], Pair]) -> float:
+            return crossfit_value(folds, pair_for, col)
 
-        new_policy = max((Policy(k) for k in self.policy_grid), key=lambda po: value(candidate, po, fit_rows))
-        details: dict[str, Any] = {"window_problems": self.window, "window_rows": len(window), "fit_rows": len(fit_rows),
-                                   "held_rows": len(held), "held_out_every": self.split(window)[2],
-                                   "refit_predictor": refit}
+        new_policy = max((Policy(k) for k in self.policy_grid),
+                         key=lambda po: value(lambda f: Pair(f.new_predictor, po.known_failure_penalty)))
+        details: dict[str, Any] = {"window_problems": self.window, "window_rows": len(window), "folds": len(folds),
+                                   "held_rows": len(scored), "held_out_every": every, "refit_predictor": refit}
         predictor_ok = True
         if refit:
-            predictor_check = self.check.check([candidate.predict(r.features[r.chosen:r.chosen + 1])[0] for r in held],
-                                               [r.outcome for r in held], [self.weight(r) for r in held])
+            predictor_check = self.check.check([f.new_predictor.predict(r.features[r.chosen:r.chosen + 1])[0]
+                                                for f in folds for r in f.rows],
+                                               [r.outcome for r in scored], [self.weight(r) for r in scored])
             predictor_ok = predictor_check.verdict != "off"
             details["predictor_check"] = predictor_check.to_json()
-        policy_ok = value(self.predictor, new_policy, held) >= value(self.predictor, self.policy, held)
+        policy_ok = (value(lambda f: Pair(self.predictor, new_policy.known_failure_penalty))
+                     >= value(lambda f: Pair(self.predictor, self.policy.known_failure_penalty)))
         details["policy"] = {"retained": self.policy.known_failure_penalty, "new": new_policy.known_failure_penalty,
                              "passes": policy_ok}
         coder_ok = True
@@ -225,16 +227,15 @@ class CoUpdateState:
             coder_ok = quality[1] >= quality[0]
             details["coder"] = {"retained": self.mix.to_json(), "new": new_mix.to_json(), "retained_quality":
                                 round(quality[0], 4), "new_quality": round(quality[1], 4), "passes": coder_ok}
-        comparison = compare_pairs(held, Pair(self.predictor, self.policy.known_failure_penalty, self.mix),
-                                   Pair(candidate, new_policy.known_failure_penalty, new_mix or self.mix), outcome_model, col,
-                                   margin=self.margin, seed=self.seed * 100_003 + t)
-        details["pair"] = {**comparison.to_json(), "retained_brier": round(_weighted_brier(held, self.predictor, self.max_weight), 4),
-                           "new_brier": round(_weighted_brier(held, candidate, self.max_weight), 4)}
+        comparison = compare_pairs(folds, lambda f: Pair(self.predictor, self.policy.known_failure_penalty, self.mix),
+                                   lambda f: Pair(f.new_predictor, new_policy.known_failure_penalty, new_mix or self.mix),
+                                   col, margin=self.margin, seed=self.seed * 100_003 + t)
+        details["pair"] = comparison.to_json()
         if predictor_ok and policy_ok and coder_ok and comparison.accept:
             old = self.version
             self.adaptations += 1
             self.policy = new_policy
-            if refit:  # checked on rows it had not seen; deployed refitted on the whole window
+            if refit:  # checked on rows its fits had not seen; deployed refitted on the whole window
                 self.predictor, self.version = self._fit(window), self._new_version(window)
                 details["deployed_fit_rows"] = len(window)
             if new_mix is not None:

@@ -52,7 +52,7 @@ class OffsetLogisticPredictor:
     gradient.
     """
 
-    def __init__(self, l2: float = 4.0) -> None:
+    def __init__(self, l2: float = 1.0) -> None:
         self.l2 = l2
         self.coef = np.zeros(len(FEATURE_NAMES))
         self.intercept = 0.0
