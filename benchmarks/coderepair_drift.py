@@ -116,7 +116,8 @@ def _specs(args: argparse.Namespace) -> tuple[dict[str, AgentSpec], list[str]]:
     accepted = getattr(agents_module, "_PARAMS", None)
     wm = {"predictor": args.predictor, "warmup": args.warmup, "min_samples": args.min_samples,
           "audit_rate": args.audit_rate, "check_every": args.check_every, "min_fit_rows": args.min_fit_rows,
-          "window": args.window, "margin": args.margin, "max_adaptations": args.max_adaptations}
+          "window": args.window, "margin": args.margin, "max_adaptations": args.max_adaptations,
+          "doubt_audit_rate": args.doubt_audit_rate, "loss_margin": args.loss_margin}
     dropped = sorted(k for k in wm if accepted is not None and k not in accepted)
     wm = {k: v for k, v in wm.items() if k not in dropped}
     fixed = {k: wm[k] for k in ("predictor", "warmup", "min_samples", "audit_rate") if k in wm}
@@ -132,12 +133,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--drift-at", type=int, default=65, help="the first problem under the reversed relation")
     parser.add_argument("--predictor", default="offset")
     parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--check-every", type=int, default=10)
+    parser.add_argument("--check-every", type=int, default=5)
     parser.add_argument("--min-samples", type=int, default=30)
     parser.add_argument("--min-fit-rows", type=int, default=40)
-    parser.add_argument("--window", type=int, default=60)
+    parser.add_argument("--window", type=int, default=40)
     parser.add_argument("--margin", type=float, default=0.02)
-    parser.add_argument("--audit-rate", type=float, default=0.2)
+    parser.add_argument("--audit-rate", type=float, default=0.05)
+    parser.add_argument("--doubt-audit-rate", type=float, default=0.3)
+    parser.add_argument("--loss-margin", type=float, default=0.01)
     parser.add_argument("--max-adaptations", type=int, default=5)
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -149,7 +152,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   + (f"; params the installed agent does not take, dropped: {', '.join(dropped)}" if dropped else ""))
     methods = ["static", "fixed", "adaptive", "uniform", "oracle"]
     out: dict[str, Any] = {}
-    for phase, span in (("before drift", range(args.warmup, args.drift_at)), ("after drift", range(args.drift_at, args.problems))):
+    settled = (args.drift_at + args.problems) // 2
+    for phase, span in (("before drift", range(args.warmup, args.drift_at)), ("after drift", range(args.drift_at, args.problems)),
+                        ("after drift, second half", range(settled, args.problems))):
         table = Table(title=f"{phase} (problems {span.start}..{span.stop - 1}): expected public-pass rate of the picks")
         for column in ("method", "rate", "per-seed range", "delta vs static", "95% CI (seed x problem)"):
             table.add_column(column)
@@ -166,11 +171,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             table.add_row(*row)
         console.print(table)
         out[phase] = rates
-    after = out["after drift"]
-    for name in ("fixed", "adaptive"):
-        console.print(f"after the drift, {name}: recovered (x - uniform)/(oracle - uniform) = "
-                      f"{(after[name] - after['uniform']) / (after['oracle'] - after['uniform']):.2f}, "
-                      f"(x - static)/(oracle - static) = {(after[name] - after['static']) / (after['oracle'] - after['static']):.2f}")
+    for phase in ("after drift", "after drift, second half"):
+        after = out[phase]
+        for name in ("fixed", "adaptive"):
+            console.print(f"{phase}, {name}: recovered (x - uniform)/(oracle - uniform) = "
+                          f"{(after[name] - after['uniform']) / (after['oracle'] - after['uniform']):.2f}, "
+                          f"(x - static)/(oracle - static) = {(after[name] - after['static']) / (after['oracle'] - after['static']):.2f}")
     events: Counter[str] = Counter()
     first_accept = []
     for run in runs:

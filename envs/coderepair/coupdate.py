@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .acceptance import Fold, Pair, compare_pairs, crossfit_value
+from .acceptance import Fold, Pair, compare_losses, compare_pairs, crossfit_value
 from .coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate, round_ratio
 from .predictors import Predictor, make_predictor
 from .reliability import ReliabilityCheck
@@ -96,8 +96,10 @@ class CoUpdateState:
     min_fit_rows: int = 60
     holdout: float = 0.3               # share of the window's problems held out (every round(1/holdout)-th)
     max_adaptations: int = 5           # accepted adaptations
-    window: int = 60                   # problems: the newest ones the check and the refit look at
-    margin: float = 0.02               # the new pair must win by more than this (and its CI exclude 0)
+    window: int = 40                   # problems: the newest ones the check and the refit look at
+    margin: float = 0.02               # pair value: a new mix must win by more than this (CI above 0); a new
+                                       # predictor's pair must not be estimated worse by more than this
+    loss_margin: float = 0.01          # a new predictor's held-out log-loss must improve by more (nats per row)
     policy_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
     seed: int = 0
     max_weight: float = 10.0
@@ -110,6 +112,7 @@ class CoUpdateState:
     adaptations: int = field(default=0, init=False)
     rows: list[LoggedRound] = field(default_factory=list)
     audit: list[dict[str, Any]] = field(default_factory=list)
+    last_verdict: str = field(default="insufficient evidence", init=False)  # the current version's latest check
 
     def __post_init__(self) -> None:
         self.predictor = make_predictor("static")
@@ -156,6 +159,7 @@ class CoUpdateState:
         result = self.check.check([r.predicted for r in mine], [r.outcome for r in mine],
                                   [self.weight(r) for r in mine])
         self.log(t, "reliability_check", result=result.to_json())
+        self.last_verdict = result.verdict
         return result.verdict
 
     def adapt(self, t: int) -> None:
@@ -213,7 +217,12 @@ class CoUpdateState:
             predictor_check = self.check.check([f.new_predictor.predict(r.features[r.chosen:r.chosen + 1])[0]
                                                 for f in folds for r in f.rows],
                                                [r.outcome for r in scored], [self.weight(r) for r in scored])
-            predictor_ok = predictor_check.verdict != "off"
+            retained_check = self.check.check([self.predictor.predict(r.features[r.chosen:r.chosen + 1])[0] for r in scored],
+                                              [r.outcome for r in scored], [self.weight(r) for r in scored])
+            # the new predictor must not be "off" where the retained one is fine; where both are off
+            # on the same held-out rows (a window that spans a drift), the loss comparison decides
+            predictor_ok = predictor_check.verdict != "off" or retained_check.verdict == "off"
+            details["retained_check"] = retained_check.to_json()
             details["predictor_check"] = predictor_check.to_json()
         policy_ok = (value(lambda f: Pair(self.predictor, new_policy.known_failure_penalty))
                      >= value(lambda f: Pair(self.predictor, self.policy.known_failure_penalty)))
@@ -231,19 +240,36 @@ class CoUpdateState:
                                    lambda f: Pair(f.new_predictor, new_policy.known_failure_penalty, new_mix or self.mix),
                                    col, margin=self.margin, seed=self.seed * 100_003 + t)
         details["pair"] = comparison.to_json()
-        if predictor_ok and policy_ok and coder_ok and comparison.accept:
+        if refit:
+            # A new predictor is judged where every held-out row is evidence: its log-loss on the
+            # executed candidates (cross-fitted, paired per problem, CI and margin). The pair's
+            # value sees a new selection's picks only on the audit rows that executed them (a CI of
+            # about +-0.4 at 60 problems), so it is a guard here: not estimated worse by more than
+            # the margin.
+            losses = compare_losses(folds, self.predictor, self.weight, margin=self.loss_margin,
+                                    seed=self.seed * 100_003 + t)
+            guard = comparison.difference >= -self.margin
+            details["loss"] = losses.to_json()
+            details["pair_guard"] = {"passes": guard, "rule": f"new pair value >= retained - {self.margin}"}
+            wins, why = losses.accept and guard, ("the new predictor's held-out log-loss does not improve by the "
+                                                  "margin with its CI above 0" if not losses.accept else
+                                                  "the new pair's value is estimated worse than the retained's")
+        else:
+            wins, why = comparison.accept, "the new pair does not win by the margin with its CI above 0"
+        if predictor_ok and policy_ok and coder_ok and wins:
             old = self.version
             self.adaptations += 1
             self.policy = new_policy
             if refit:  # checked on rows its fits had not seen; deployed refitted on the whole window
                 self.predictor, self.version = self._fit(window), self._new_version(window)
+                self.last_verdict = "insufficient evidence"  # the new version has predicted nothing yet
                 details["deployed_fit_rows"] = len(window)
             if new_mix is not None:
                 self.mix = new_mix
             self.log(t, "accept", replaced=old, accepted=self.adaptations, **details)
         else:
-            self.log(t, "reject", reason="a component check failed" if comparison.accept else
-                     "the new pair does not win by the margin with its CI above 0", **details)
+            self.log(t, "reject", reason=why if wins is False and predictor_ok and policy_ok and coder_ok
+                     else "a component check failed", **details)
 
     def _propose_mix(self, fit_rows: list[LoggedRound], held: list[LoggedRound]) -> CoderMix | None:
         """The coder's mix re-estimated from the executed rounds of ``fit_rows`` (None: no policy side or no data)."""

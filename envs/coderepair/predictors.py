@@ -45,14 +45,15 @@ class OffsetLogisticPredictor:
     """The static verifier's logit as a fixed offset plus a learned linear correction ``x . beta + b``.
 
     Fitted by weighted (inverse-propensity) log-likelihood with an L2 penalty ``l2 / 2 * (|beta|^2 +
-    b^2)`` that pulls the correction to 0, weights rescaled to mean 1 so the penalty counts as ``l2``
+    0.1 b^2)`` that pulls the correction to 0 (the intercept, a recalibration that keeps static's
+    ranking, less), weights rescaled to mean 1 so the penalty counts as ``l2``
     rows of evidence for "no change". Unfitted, or fitted on no rows, it predicts exactly the static
     scores; with few rows it moves little; with many consistent rows it can reverse a static weight.
     The loss is convex (a penalised logistic likelihood), minimised by L-BFGS with its closed-form
     gradient.
     """
 
-    def __init__(self, l2: float = 1.0) -> None:
+    def __init__(self, l2: float = 0.3) -> None:
         self.l2 = l2
         self.coef = np.zeros(len(FEATURE_NAMES))
         self.intercept = 0.0
@@ -66,13 +67,15 @@ class OffsetLogisticPredictor:
         offset = StaticPredictor().logit(X)                              # (N,)
         design = np.concatenate([X, np.ones((len(X), 1))], axis=1)       # (N, F + 1)
         weights = w / np.mean(w)                                         # (N,)
+        # the intercept (a recalibration that keeps static's ranking) is penalised 10 times less
+        penalty = np.r_[np.full(X.shape[1], self.l2), 0.1 * self.l2]     # (F + 1,)
 
         def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
             z = offset + design @ theta                                  # (N,)
             # log(1 + e^z) - y z, written stably
             nll = float(np.sum(weights * (np.logaddexp(0.0, z) - y * z)))
             residual = weights * (1.0 / (1.0 + np.exp(-z)) - y)          # (N,)
-            return nll + 0.5 * self.l2 * float(theta @ theta), design.T @ residual + self.l2 * theta
+            return nll + 0.5 * float(theta @ (penalty * theta)), design.T @ residual + penalty * theta
 
         result = minimize(loss, np.zeros(design.shape[1]), jac=True, method="L-BFGS-B")
         self.coef, self.intercept = result.x[:-1], float(result.x[-1])
