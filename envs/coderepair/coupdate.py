@@ -61,8 +61,8 @@ def ipw_value(rows: list[LoggedRound], predictor: Predictor, policy: Policy, kno
 
     With ``mix`` (the policy side), each round is also re-weighted by the executed candidate's
     probability ratio under ``mix`` vs the mix in force (``executed_ratio``; the other candidates'
-    origins are never told, so it is approximate, see ``coder_mix``), self-normalised by those
-    ratios; rows without origins are skipped.
+    origins are never told, so it is approximate, see ``coder_mix``), clipped at 10 as the whole-set
+    ratio was, and self-normalised by those ratios; rows without origins are skipped.
     """
     if mix is not None:
         rows = [r for r in rows if r.origins is not None]
@@ -70,7 +70,7 @@ def ipw_value(rows: list[LoggedRound], predictor: Predictor, policy: Policy, kno
         return 0.0
     total, norm = 0.0, 0.0
     for row in rows:
-        ratio = executed_ratio(row.origins, mix) if mix is not None and row.origins is not None else 1.0
+        ratio = min(executed_ratio(row.origins, mix), 10.0) if mix is not None and row.origins is not None else 1.0
         pick = policy.greedy(predictor.predict(row.features), row.features, known_failure_column)
         total += ratio * float(pick == row.chosen) * row.outcome / row.propensity
         norm += ratio
