@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate, round_ratio
+from .coder_mix import CoderMix, RoundOrigins, candidate_quality, executed_ratio, reestimate
 from .predictors import Predictor, make_predictor
 from .reliability import ReliabilityCheck
 
@@ -35,7 +35,7 @@ class LoggedRound:
     outcome: float             # 1.0: the executed candidate passed the public tests
     version: str
     predicted: float           # the version's prediction for the executed candidate
-    origins: RoundOrigins | None = None  # told by the env once the round's problem is over
+    origins: RoundOrigins | None = None  # the executed candidate's origin etc., told once the problem is over
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,10 @@ def ipw_value(rows: list[LoggedRound], predictor: Predictor, policy: Policy, kno
               mix: CoderMix | None = None) -> float:
     """Inverse-propensity estimate of the public-pass rate of the pair's greedy picks on logged rounds.
 
-    With ``mix`` (the policy side), each round also carries the likelihood ratio of its candidate
-    set under ``mix`` vs the mix that generated it, and the estimate is self-normalised by those
-    ratios (so the coder's unknown per-problem normalisers cancel); rows without origins are skipped.
+    With ``mix`` (the policy side), each round is also re-weighted by the executed candidate's
+    probability ratio under ``mix`` vs the mix in force (``executed_ratio``; the other candidates'
+    origins are never told, so it is approximate, see ``coder_mix``), clipped at 10 as the whole-set
+    ratio was, and self-normalised by those ratios; rows without origins are skipped.
     """
     if mix is not None:
         rows = [r for r in rows if r.origins is not None]
@@ -69,7 +70,7 @@ def ipw_value(rows: list[LoggedRound], predictor: Predictor, policy: Policy, kno
         return 0.0
     total, norm = 0.0, 0.0
     for row in rows:
-        ratio = round_ratio(row.origins, mix) if mix is not None and row.origins is not None else 1.0
+        ratio = min(executed_ratio(row.origins, mix), 10.0) if mix is not None and row.origins is not None else 1.0
         pick = policy.greedy(predictor.predict(row.features), row.features, known_failure_column)
         total += ratio * float(pick == row.chosen) * row.outcome / row.propensity
         norm += ratio
