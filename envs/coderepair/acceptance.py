@@ -14,7 +14,7 @@ window's non-held-out rows; without a refit there is no model that has not seen 
 and ``q = None`` makes it plain self-normalised IPW). The propensities are known, so the estimate is unbiased whatever ``q``
 is; ``q`` only lowers the variance (inverse-propensity weighting alone sees a new pair's picks only
 on the few audit rows that executed them). Both pairs are scored with the same ``q``: where they
-pick the same candidate their terms are equal. ``rho_r`` is the round's likelihood ratio under the
+pick the same candidate their terms are equal. ``rho_r`` is the executed candidate's probability ratio under the
 pair's coder mix (1 without a mix; with one, rows whose origins were not told are skipped). Each
 value is clipped to [0, 1]: a pass rate, so the unnormalised estimate's 1.453 cannot recur.
 
@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .coder_mix import CoderMix, round_ratio
+from .coder_mix import CoderMix, executed_ratio
 from .predictors import Predictor
 
 __all__ = ["Pair", "Fold", "PairComparison", "LossComparison", "pair_components", "crossfit_value", "compare_pairs",
@@ -72,7 +72,9 @@ def pair_components(rows: Sequence[Any], pair: Pair, outcome_model: Predictor | 
     for row in rows:
         if pair.mix is not None and row.origins is None:
             continue
-        rho = round_ratio(row.origins, pair.mix) if pair.mix is not None else 1.0
+        # the executed candidate's probability ratio under the pair's mix (only its origin is told),
+        # capped as the protocol caps 1/propensity
+        rho = min(executed_ratio(row.origins, pair.mix), 10.0) if pair.mix is not None else 1.0
         q = outcome_model.predict(row.features) if outcome_model is not None else np.zeros(len(row.features))  # (C,)
         scores = pair.predictor.predict(row.features) - pair.known_failure_penalty * row.features[:, known_failure_column]
         pick = int(np.argmax(scores))

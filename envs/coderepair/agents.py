@@ -160,11 +160,13 @@ class WorldModelAgent:
             self._protocol()
 
     def _attach_origins(self, rounds: list[dict[str, Any]]) -> None:
-        """The env's account of the finished problem's rounds goes onto their logged rows."""
+        """The env's account of the finished problem's rounds (the executed candidates' origins) goes
+        onto their logged rows."""
         mine = self.state.rows[self._problem_rows:]
-        if len(rounds) == len(mine) and all(r.get("origin_mass") for r in rounds):  # else rows stay without origins
+        if len(rounds) == len(mine) and all(r.get("origin_mass") and r.get("candidate") == row.chosen
+                                            for r, row in zip(rounds, mine)):  # else rows stay without origins
             for i, (row, told) in enumerate(zip(mine, rounds)):
-                origins = RoundOrigins(tuple(told["origins"]), dict(told["origin_mass"]), dict(told["mix"]))
+                origins = RoundOrigins(str(told["origin"]), dict(told["origin_mass"]), dict(told["mix"]))
                 self.state.rows[self._problem_rows + i] = replace(row, origins=origins)
         self._problem_rows = len(self.state.rows)
 

@@ -29,11 +29,11 @@ from typing import Any, Callable
 import numpy as np
 
 from .acceptance import Fold, Pair, compare_losses, compare_pairs, crossfit_value
-from .coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate, round_ratio
+from .coder_mix import CoderMix, RoundOrigins, candidate_quality, executed_ratio, reestimate
 from .predictors import Predictor, make_predictor
 from .reliability import ReliabilityCheck
 
-__all__ = ["LoggedRound", "Policy", "CoUpdateState", "ipw_value", "version_id"]
+__all__ = ["LoggedRound", "Policy", "CoUpdateState", "version_id"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class LoggedRound:
     outcome: float             # 1.0: the executed candidate passed the public tests
     version: str
     predicted: float           # the version's prediction for the executed candidate
-    origins: RoundOrigins | None = None  # told by the env once the round's problem is over
+    origins: RoundOrigins | None = None  # the executed candidate's origin etc., told once the problem is over
 
 
 @dataclass(frozen=True)
@@ -63,27 +63,6 @@ def version_id(number: int, predictor_kind: str, fingerprint: Any) -> str:
     """``wm-NNNN-<8 hex>``: the version number and a hash of what defines the version."""
     digest = hashlib.sha256(repr((predictor_kind, fingerprint)).encode()).hexdigest()[:8]
     return f"wm-{number:04d}-{digest}"
-
-
-def ipw_value(rows: list[LoggedRound], predictor: Predictor, policy: Policy, known_failure_column: int,
-              mix: CoderMix | None = None) -> float:
-    """Inverse-propensity estimate of the public-pass rate of the pair's greedy picks on logged rounds.
-
-    With ``mix`` (the policy side), each round also carries the likelihood ratio of its candidate
-    set under ``mix`` vs the mix that generated it, and the estimate is self-normalised by those
-    ratios (so the coder's unknown per-problem normalisers cancel); rows without origins are skipped.
-    """
-    if mix is not None:
-        rows = [r for r in rows if r.origins is not None]
-    if not rows:
-        return 0.0
-    total, norm = 0.0, 0.0
-    for row in rows:
-        ratio = round_ratio(row.origins, mix) if mix is not None and row.origins is not None else 1.0
-        pick = policy.greedy(predictor.predict(row.features), row.features, known_failure_column)
-        total += ratio * float(pick == row.chosen) * row.outcome / row.propensity
-        norm += ratio
-    return total / norm
 
 
 @dataclass
