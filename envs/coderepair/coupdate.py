@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .acceptance import Fold, Pair, compare_losses, compare_pairs, crossfit_value
-from .coder_mix import CoderMix, RoundOrigins, candidate_quality, executed_ratio, reestimate
+from .coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate
 from .predictors import Predictor, make_predictor
 from .reliability import ReliabilityCheck
 
