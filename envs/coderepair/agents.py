@@ -84,7 +84,7 @@ class WorldModelAgent:
         self.warmup, self.check_every = int(p.get("warmup", 20)), int(p.get("check_every", 10))
         self.check = ReliabilityCheck(int(p.get("min_samples", 30)), float(p.get("z_crit", 2.58)),
                                       float(p.get("ece_bound", 0.15)), float(p.get("min_skill", 0.0)))
-        self.min_fit_rows, self.holdout = int(p.get("min_fit_rows", 60)), float(p.get("holdout", 0.3))
+        self.min_fit_rows, self.holdout = int(p.get("min_fit_rows", 40)), float(p.get("holdout", 0.3))
         self.max_adaptations = int(p.get("max_adaptations", 5))
         self.window, self.margin = int(p.get("window", 40)), float(p.get("margin", 0.02))
         self.loss_margin = float(p.get("loss_margin", 0.01))
@@ -129,7 +129,7 @@ class WorldModelAgent:
                                       checks if isinstance(checks, list) and len(checks) == len(codes) else None)
         predictions = self.state.predictor.predict(features)                    # (C,)
         greedy = self.state.policy.greedy(predictions, features, _KNOWN_FAILURE)
-        rate = self.doubt_audit_rate if self.state.last_verdict == "off" else self.audit_rate
+        rate = self.doubt_audit_rate if self.mode == "adaptive" and self.state.in_doubt else self.audit_rate
         audit = bool(self.rng.random() < rate)
         choice = int(self.rng.integers(len(codes))) if audit else greedy
         propensity = (1 - rate) * float(choice == greedy) + rate / len(codes)

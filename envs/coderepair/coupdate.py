@@ -72,7 +72,7 @@ class CoUpdateState:
     predictor_kind: str
     known_failure_column: int
     check: ReliabilityCheck = field(default_factory=ReliabilityCheck)
-    min_fit_rows: int = 60
+    min_fit_rows: int = 40
     holdout: float = 0.3               # share of the window's problems held out (every round(1/holdout)-th)
     max_adaptations: int = 5           # accepted adaptations
     window: int = 40                   # problems: the newest ones the check and the refit look at
@@ -91,7 +91,11 @@ class CoUpdateState:
     adaptations: int = field(default=0, init=False)
     rows: list[LoggedRound] = field(default_factory=list)
     audit: list[dict[str, Any]] = field(default_factory=list)
-    last_verdict: str = field(default="insufficient evidence", init=False)  # the current version's latest check
+    # In doubt: the current version's latest decisive check ("off" or "reliable") said "off". A check
+    # can fall back to "insufficient evidence" while in doubt (the audits it triggers lower the
+    # effective sample size); the doubt stays until a check says "reliable" or a new version is
+    # accepted, and the refit is re-tried meanwhile.
+    in_doubt: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.predictor = make_predictor("static")
@@ -138,22 +142,25 @@ class CoUpdateState:
         result = self.check.check([r.predicted for r in mine], [r.outcome for r in mine],
                                   [self.weight(r) for r in mine])
         self.log(t, "reliability_check", result=result.to_json())
-        self.last_verdict = result.verdict
+        if result.verdict != "insufficient evidence":
+            self.in_doubt = result.verdict == "off"
         return result.verdict
 
     def adapt(self, t: int) -> None:
         """The protocol at a check point; every branch is logged.
 
-        The predictor is refitted only when its check says "off"; with a coder mix (the policy
+        The predictor is refitted only while in doubt (the latest decisive check said "off"); with a coder mix (the policy
         side), a re-estimated mix is proposed at every check point with data. Each new component
         is checked on the held-out problems: the predictor's reliability, the selection policy's
         value, the mix's candidate quality; then the new pair (mix, predictor, selection) against
         the retained pair (``acceptance.compare_pairs``). All of it is accepted together, or nothing.
         """
         verdict = self.reliability(t)
-        if verdict != "off" and self.mix is None:
+        if not self.in_doubt and self.mix is None:
             self.log(t, "keep", reason=verdict)
             return
+        if verdict != "off" and self.in_doubt:
+            self.log(t, "in_doubt", reason=f"check says {verdict}; the last decisive check said off: re-tried")
         if self.adaptations >= self.max_adaptations:
             self.log(t, "keep", reason=f"adaptation budget spent ({self.max_adaptations} accepted)")
             return
@@ -166,7 +173,7 @@ class CoUpdateState:
         if not held or not fit_rows:
             self.log(t, "keep", reason=f"no held-out or no fitting problems in the newest {self.window} problems")
             return
-        refit = verdict == "off"
+        refit = self.in_doubt
         new_mix = self._propose_mix(fit_rows, held)
         if not refit and new_mix is None:
             self.log(t, "keep", reason=f"{verdict}; no executed rounds with origins to re-estimate the coder's mix")
@@ -241,7 +248,7 @@ class CoUpdateState:
             self.policy = new_policy
             if refit:  # checked on rows its fits had not seen; deployed refitted on the whole window
                 self.predictor, self.version = self._fit(window), self._new_version(window)
-                self.last_verdict = "insufficient evidence"  # the new version has predicted nothing yet
+                self.in_doubt = False  # the new version has predicted nothing yet
                 details["deployed_fit_rows"] = len(window)
             if new_mix is not None:
                 self.mix = new_mix
