@@ -24,7 +24,7 @@ the executed candidate's probability under any mix is exact:
   executed candidates (each weighted ``executed_ratio / (C * propensity)``; self-normalised): the
   coder's own check.
 
-The pair's value (``coupdate.ipw_value``) re-weights each logged round by ``executed_ratio``
+The pair's value (``acceptance.pair_components``) re-weights each logged round by ``executed_ratio``
 (self-normalised). That moves the executed candidate to the new mix but keeps the round's other
 candidates as logged (their origins are not told), so when the greedy pick depends on what else
 was drawn it is approximate; so was the earlier whole-set ratio, which also needed every origin.
