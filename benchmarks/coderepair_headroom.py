@@ -12,7 +12,7 @@ deltas against the static verifier, two-way seed x problem bootstrap CI and MDD)
 A replay of first rounds only: later rounds (after feedback) are not played, so the agents learn
 from one executed candidate per problem, fewer rows than in a full episode.
 
-Run: ``python benchmarks/coderepair_headroom.py [--problems 164] [--seeds 10] [--predictor boosting]``.
+Run: ``python benchmarks/coderepair_headroom.py [--problems 164] [--seeds 10] [--predictor offset]``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from rsigym.envs.coderepair.env import CodeRepairEnv
 from rsigym.envs.coderepair.execution import CODEREPAIR_LIMITS
 from rsigym.envs.coderepair.features import candidate_features
 from rsigym.envs.coderepair.headroom import FirstRound, headroom_rows
+from rsigym.envs.coderepair.predictors import PREDICTOR_KINDS
 from rsigym.records import AgentSpec
 from rsigym.sandbox import open_sandbox
 
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--drift-at", type=float, default=0.4)
     parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--predictor", default="boosting", choices=["logistic", "torch", "boosting"])
+    parser.add_argument("--predictor", default="offset", choices=list(PREDICTOR_KINDS))
     parser.add_argument("--sandbox", default="auto")
     args = parser.parse_args(argv)
     started = time.perf_counter()

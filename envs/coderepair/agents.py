@@ -5,9 +5,11 @@
 * ``static_verifier_audit``: the same scorer with randomised audit picks (a separately named
   variant: its audits cost it picks the greedy verifier would not make).
 * ``fixed_world_model``: the static scorer during warm-up, then a predictor fitted once on the
-  warm-up rounds and frozen.
+  warm-up rounds and frozen. The default predictor (``offset``) is the static scorer plus a
+  penalised correction learned from executed outcomes: with little evidence it stays the static
+  scorer.
 * ``adaptive_world_model``: as fixed, then the co-update protocol (``coupdate``) every
-  ``check_every`` problems.
+  ``check_every`` problems, on the newest ``window`` problems.
 * ``coderepair_random``: a uniform pick (the blind control).
 
 ``adaptive_world_model`` with ``update_coder: true`` also updates the **policy side**: the mixture
@@ -48,15 +50,21 @@ __all__ = ["WorldModelAgent", "RandomPickAgent"]
 _KNOWN_FAILURE = FEATURE_NAMES.index("known_failure")
 _MODES = {"static_verifier": "static", "static_verifier_audit": "static", "fixed_world_model": "fixed",
           "adaptive_world_model": "adaptive"}
-_DEFAULT_AUDIT = {"static_verifier": 0.0, "static_verifier_audit": 0.2, "fixed_world_model": 0.2, "adaptive_world_model": 0.2}
+# Audits are cheap while the model is trusted (5% of picks) and frequent while the adaptive model's
+# latest check says "off" (``doubt_audit_rate``, 30%): exploration goes where there is doubt, so a
+# model that is right loses little to it and a model that has gone off gathers evidence quickly.
+_DEFAULT_AUDIT = {"static_verifier": 0.0, "static_verifier_audit": 0.05, "fixed_world_model": 0.05, "adaptive_world_model": 0.05}
 _PARAMS = {"predictor", "audit_rate", "warmup", "check_every", "min_fit_rows", "holdout", "max_adaptations",
-           "min_samples", "z_crit", "ece_bound", "min_skill", "update_coder"}
+           "min_samples", "z_crit", "ece_bound", "min_skill", "update_coder", "window", "margin", "loss_margin",
+           "doubt_audit_rate"}
 
 
 class WorldModelAgent:
-    """See the module docstring; ``params``: ``predictor`` (logistic | torch), ``audit_rate``,
-    ``warmup`` and ``check_every`` (problems), ``min_fit_rows``, ``holdout``, ``max_adaptations``
-    and the reliability thresholds ``min_samples``, ``z_crit``, ``ece_bound``, ``min_skill``."""
+    """See the module docstring; ``params``: ``predictor`` (offset | logistic | torch | boosting),
+    ``audit_rate``, ``warmup``, ``check_every`` and ``window`` (problems), ``min_fit_rows``,
+    ``holdout`` (share of the window's problems held out), ``max_adaptations`` (accepted ones),
+    ``margin`` (of the pair comparison) and the reliability thresholds ``min_samples``, ``z_crit``,
+    ``ece_bound``, ``min_skill``."""
 
     def __init__(self, spec: AgentSpec) -> None:
         unknown = set(spec.params) - _PARAMS
@@ -64,7 +72,7 @@ class WorldModelAgent:
             raise TypeError(f"{spec.kind} takes {sorted(_PARAMS)}, got unknown {sorted(unknown)}")
         self.spec, self.mode = spec, _MODES[spec.kind]
         p = spec.params
-        self.predictor_kind = str(p.get("predictor", "logistic"))
+        self.predictor_kind = str(p.get("predictor", "offset"))
         if self.predictor_kind not in PREDICTOR_KINDS:
             raise TypeError(f"predictor must be one of {', '.join(PREDICTOR_KINDS)}, got {self.predictor_kind!r}")
         self.audit_rate = float(p.get("audit_rate", _DEFAULT_AUDIT[spec.kind]))
@@ -76,8 +84,18 @@ class WorldModelAgent:
         self.warmup, self.check_every = int(p.get("warmup", 20)), int(p.get("check_every", 10))
         self.check = ReliabilityCheck(int(p.get("min_samples", 30)), float(p.get("z_crit", 2.58)),
                                       float(p.get("ece_bound", 0.15)), float(p.get("min_skill", 0.0)))
-        self.min_fit_rows, self.holdout = int(p.get("min_fit_rows", 60)), float(p.get("holdout", 0.3))
+        self.min_fit_rows, self.holdout = int(p.get("min_fit_rows", 40)), float(p.get("holdout", 0.3))
         self.max_adaptations = int(p.get("max_adaptations", 5))
+        self.window, self.margin = int(p.get("window", 40)), float(p.get("margin", 0.02))
+        self.loss_margin = float(p.get("loss_margin", 0.01))
+        self.doubt_audit_rate = float(p.get("doubt_audit_rate", 0.3 if spec.kind == "adaptive_world_model" else self.audit_rate))
+        if spec.kind != "adaptive_world_model" and "doubt_audit_rate" in p:
+            raise TypeError(f"doubt_audit_rate is a param of adaptive_world_model only, not of {spec.kind}")
+        if spec.kind == "adaptive_world_model" and not 0 < self.doubt_audit_rate <= 1:
+            raise TypeError(f"doubt_audit_rate must be in (0, 1], got {self.doubt_audit_rate}")
+        if not 0 < self.holdout < 1 or self.window < 2 or self.margin < 0:
+            raise TypeError(f"holdout must be in (0, 1), window >= 2 problems and margin >= 0, got holdout "
+                            f"{self.holdout}, window {self.window}, margin {self.margin}")
         self.update_coder = p.get("update_coder", False)
         if not isinstance(self.update_coder, bool):
             raise TypeError(f"update_coder must be true or false, got {self.update_coder!r}")
@@ -89,6 +107,7 @@ class WorldModelAgent:
         self.rng = np.random.default_rng([int(seed), 0xC0DE])
         self.state = CoUpdateState(self.predictor_kind, _KNOWN_FAILURE, self.check, seed=int(seed),
                                    min_fit_rows=self.min_fit_rows, holdout=self.holdout, max_adaptations=self.max_adaptations,
+                                   window=self.window, margin=self.margin, loss_margin=self.loss_margin,
                                    mix=CoderMix() if self.update_coder else None)
         self._mix_sent = CoderMix().version
         self._problem_rows = 0  # index of the current problem's first logged round
@@ -110,9 +129,10 @@ class WorldModelAgent:
                                       checks if isinstance(checks, list) and len(checks) == len(codes) else None)
         predictions = self.state.predictor.predict(features)                    # (C,)
         greedy = self.state.policy.greedy(predictions, features, _KNOWN_FAILURE)
-        audit = bool(self.rng.random() < self.audit_rate)
+        rate = self.doubt_audit_rate if self.mode == "adaptive" and self.state.in_doubt else self.audit_rate
+        audit = bool(self.rng.random() < rate)
         choice = int(self.rng.integers(len(codes))) if audit else greedy
-        propensity = (1 - self.audit_rate) * float(choice == greedy) + self.audit_rate / len(codes)
+        propensity = (1 - rate) * float(choice == greedy) + rate / len(codes)
         self._last = (features, choice, propensity, float(predictions[choice]))
         self._forms = [canonical_form(code, self._entry or "") for code in codes]
         decisions, self._pending = self._pending, []
@@ -140,11 +160,13 @@ class WorldModelAgent:
             self._protocol()
 
     def _attach_origins(self, rounds: list[dict[str, Any]]) -> None:
-        """The env's account of the finished problem's rounds goes onto their logged rows."""
+        """The env's account of the finished problem's rounds (the executed candidates' origins) goes
+        onto their logged rows."""
         mine = self.state.rows[self._problem_rows:]
-        if len(rounds) == len(mine) and all(r.get("origin_mass") for r in rounds):  # else rows stay without origins
+        if len(rounds) == len(mine) and all(r.get("origin_mass") and r.get("candidate") == row.chosen
+                                            for r, row in zip(rounds, mine)):  # else rows stay without origins
             for i, (row, told) in enumerate(zip(mine, rounds)):
-                origins = RoundOrigins(tuple(told["origins"]), dict(told["origin_mass"]), dict(told["mix"]))
+                origins = RoundOrigins(str(told["origin"]), dict(told["origin_mass"]), dict(told["mix"]))
                 self.state.rows[self._problem_rows + i] = replace(row, origins=origins)
         self._problem_rows = len(self.state.rows)
 

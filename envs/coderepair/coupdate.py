@@ -1,6 +1,15 @@
 """The co-update protocol: versioned predictions, a reliability check per version, adaptation only
-when the check says "off" and data suffice, per-component checks, and the pair acceptance check on
-a held-out time split, with the retained pair kept when the new one does not win.
+when the check says "off" and data suffice, per-component checks, and the pair acceptance check
+(``acceptance``: a normalised paired comparison with a CI and a margin) on held-out problems, with
+the retained pair kept when the new one does not win.
+
+Drift: the protocol looks at a **window** of the newest ``window`` problems. The check judges the
+current version on the rounds of the window it predicted; a refit uses the window's rows except an
+interleaved held-out subset (every k-th problem, k = round(1 / holdout)), on which the new and the
+retained pair are compared; an accepted new predictor is then refitted on the whole window. Only
+accepted adaptations count against ``max_adaptations``: a version whose check keeps saying "off" is
+re-tried at every later check point as evidence arrives. Every decision, with its CI, margin and
+the rows used, goes into the audit log (the record's ``wm_decisions``).
 
 The logged data are the executed candidates only: each row holds the round's features, the
 chosen index, its propensity (the behaviour policy's probability of that choice, randomised
@@ -19,11 +28,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate, round_ratio
+from .acceptance import Fold, Pair, compare_losses, compare_pairs, crossfit_value
+from .coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate
 from .predictors import Predictor, make_predictor
 from .reliability import ReliabilityCheck
 
-__all__ = ["LoggedRound", "Policy", "CoUpdateState", "ipw_value", "version_id"]
+__all__ = ["LoggedRound", "Policy", "CoUpdateState", "version_id"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +45,7 @@ class LoggedRound:
     outcome: float             # 1.0: the executed candidate passed the public tests
     version: str
     predicted: float           # the version's prediction for the executed candidate
-    origins: RoundOrigins | None = None  # told by the env once the round's problem is over
+    origins: RoundOrigins | None = None  # the executed candidate's origin etc., told once the problem is over
 
 
 @dataclass(frozen=True)
@@ -55,34 +65,6 @@ def version_id(number: int, predictor_kind: str, fingerprint: Any) -> str:
     return f"wm-{number:04d}-{digest}"
 
 
-def ipw_value(rows: list[LoggedRound], predictor: Predictor, policy: Policy, known_failure_column: int,
-              mix: CoderMix | None = None) -> float:
-    """Inverse-propensity estimate of the public-pass rate of the pair's greedy picks on logged rounds.
-
-    With ``mix`` (the policy side), each round also carries the likelihood ratio of its candidate
-    set under ``mix`` vs the mix that generated it, and the estimate is self-normalised by those
-    ratios (so the coder's unknown per-problem normalisers cancel); rows without origins are skipped.
-    """
-    if mix is not None:
-        rows = [r for r in rows if r.origins is not None]
-    if not rows:
-        return 0.0
-    total, norm = 0.0, 0.0
-    for row in rows:
-        ratio = round_ratio(row.origins, mix) if mix is not None and row.origins is not None else 1.0
-        pick = policy.greedy(predictor.predict(row.features), row.features, known_failure_column)
-        total += ratio * float(pick == row.chosen) * row.outcome / row.propensity
-        norm += ratio
-    return total / norm
-
-
-def _weighted_brier(rows: list[LoggedRound], predictor: Predictor, max_weight: float) -> float:
-    p = np.array([predictor.predict(r.features[r.chosen:r.chosen + 1])[0] for r in rows])
-    y = np.array([r.outcome for r in rows])
-    w = np.array([min(1.0 / r.propensity, max_weight) for r in rows])
-    return float(np.average((y - p) ** 2, weights=w))
-
-
 @dataclass
 class CoUpdateState:
     """Predictor + policy pair, its versions and the audit log of every protocol decision."""
@@ -90,9 +72,13 @@ class CoUpdateState:
     predictor_kind: str
     known_failure_column: int
     check: ReliabilityCheck = field(default_factory=ReliabilityCheck)
-    min_fit_rows: int = 60
-    holdout: float = 0.3
-    max_adaptations: int = 5
+    min_fit_rows: int = 40
+    holdout: float = 0.3               # share of the window's problems held out (every round(1/holdout)-th)
+    max_adaptations: int = 5           # accepted adaptations
+    window: int = 40                   # problems: the newest ones the check and the refit look at
+    margin: float = 0.02               # pair value: a new mix must win by more than this (CI above 0); a new
+                                       # predictor's pair must not be estimated worse by more than this
+    loss_margin: float = 0.01          # a new predictor's held-out log-loss must improve by more (nats per row)
     policy_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
     seed: int = 0
     max_weight: float = 10.0
@@ -105,6 +91,11 @@ class CoUpdateState:
     adaptations: int = field(default=0, init=False)
     rows: list[LoggedRound] = field(default_factory=list)
     audit: list[dict[str, Any]] = field(default_factory=list)
+    # In doubt: the current version's latest decisive check ("off" or "reliable") said "off". A check
+    # can fall back to "insufficient evidence" while in doubt (the audits it triggers lower the
+    # effective sample size); the doubt stays until a check says "reliable" or a new version is
+    # accepted, and the refit is re-tried meanwhile.
+    in_doubt: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.predictor = make_predictor("static")
@@ -134,56 +125,93 @@ class CoUpdateState:
             self.log(t, "warmup_fit_skipped", reason=f"{len(self.rows)} logged rounds")
             return
         self.predictor, self.version = self._fit(self.rows), self._new_version(self.rows)
-        self.log(t, "warmup_fit", rows=len(self.rows))
+        self.log(t, "warmup_fit", rows=len(self.rows), predictor=self.predictor_kind)
+
+    def window_rows(self, t: int) -> list[LoggedRound]:
+        return [r for r in self.rows if r.t >= t - self.window]
+
+    def split(self, rows: list[LoggedRound]) -> tuple[list[LoggedRound], list[LoggedRound], int]:
+        """(fit rows, held-out rows, k): every k-th problem held out, whole problems on one side."""
+        every = max(2, round(1 / self.holdout))
+        held = [r for r in rows if r.t % every == every - 1]
+        return [r for r in rows if r.t % every != every - 1], held, every
 
     def reliability(self, t: int) -> str:
-        """Check the current version on the rounds it predicted; returns the verdict."""
-        mine = [r for r in self.rows if r.version == self.version]
+        """Check the current version on the window's rounds it predicted; returns the verdict."""
+        mine = [r for r in self.window_rows(t) if r.version == self.version]
         result = self.check.check([r.predicted for r in mine], [r.outcome for r in mine],
                                   [self.weight(r) for r in mine])
         self.log(t, "reliability_check", result=result.to_json())
+        if result.verdict != "insufficient evidence":
+            self.in_doubt = result.verdict == "off"
         return result.verdict
 
     def adapt(self, t: int) -> None:
         """The protocol at a check point; every branch is logged.
 
-        The predictor is refitted only when its check says "off"; with a coder mix (the policy
+        The predictor is refitted only while in doubt (the latest decisive check said "off"); with a coder mix (the policy
         side), a re-estimated mix is proposed at every check point with data. Each new component
-        is checked on the held-out (later) rounds: the predictor's reliability, the selection
-        policy's value, the mix's candidate quality; then the new pair (mix, predictor, selection)
-        against the retained pair. All of it is accepted together, or nothing.
+        is checked on the held-out problems: the predictor's reliability, the selection policy's
+        value, the mix's candidate quality; then the new pair (mix, predictor, selection) against
+        the retained pair (``acceptance.compare_pairs``). All of it is accepted together, or nothing.
         """
         verdict = self.reliability(t)
-        if verdict != "off" and self.mix is None:
+        if not self.in_doubt and self.mix is None:
             self.log(t, "keep", reason=verdict)
             return
+        if verdict != "off" and self.in_doubt:
+            self.log(t, "in_doubt", reason=f"check says {verdict}; the last decisive check said off: re-tried")
         if self.adaptations >= self.max_adaptations:
-            self.log(t, "keep", reason=f"adaptation budget spent ({self.max_adaptations})")
+            self.log(t, "keep", reason=f"adaptation budget spent ({self.max_adaptations} accepted)")
             return
-        if len(self.rows) < self.min_fit_rows:
-            self.log(t, "keep", reason=f"insufficient data to adapt ({len(self.rows)} < {self.min_fit_rows} rounds)")
+        window = self.window_rows(t)
+        if len(window) < self.min_fit_rows:
+            self.log(t, "keep", reason=f"insufficient data to adapt ({len(window)} < {self.min_fit_rows} rounds "
+                                       f"in the newest {self.window} problems)")
             return
-        cut = int(len(self.rows) * (1 - self.holdout))
-        fit_rows, held = self.rows[:cut], self.rows[cut:]
-        refit = verdict == "off"
+        fit_rows, held = self.split(window)[:2]
+        if not held or not fit_rows:
+            self.log(t, "keep", reason=f"no held-out or no fitting problems in the newest {self.window} problems")
+            return
+        refit = self.in_doubt
         new_mix = self._propose_mix(fit_rows, held)
         if not refit and new_mix is None:
             self.log(t, "keep", reason=f"{verdict}; no executed rounds with origins to re-estimate the coder's mix")
             return
-        self.adaptations += 1
-        candidate = self._fit(fit_rows) if refit else self.predictor
-        col = self.known_failure_column
-        value: Callable[[Predictor, Policy, list[LoggedRound], CoderMix | None], float] = \
-            lambda pr, po, rs, mx: ipw_value(rs, pr, po, col, mx)
-        new_policy = max((Policy(k) for k in self.policy_grid), key=lambda po: value(self.predictor, po, fit_rows, None))
-        details: dict[str, Any] = {"fit_rows": len(fit_rows), "held_rows": len(held), "refit_predictor": refit}
+        col, every = self.known_failure_column, self.split(window)[2]
+        if refit and new_mix is None:  # cross-fitted: each fold's rows scored by a fit on the other folds
+            folds = []
+            for f in range(every):
+                held_f = [r for r in window if r.t % every == f]
+                fitted = self._fit([r for r in window if r.t % every != f]) if held_f else self.predictor
+                folds.append(Fold(held_f, fitted, fitted))
+        else:  # a new mix is estimated on fit_rows: one held-out fold; without a refit no model is unseen by
+            # the held-out rows (the deployed version is refitted on its window), so q = None: plain SNIPW
+            candidate = self._fit(fit_rows) if refit else self.predictor
+            folds = [Fold(held, candidate, candidate if refit else None)]
+        scored = [r for f in folds for r in f.rows]
+
+        def value(pair_for: Callable[[Fold], Pair]) -> float:
+            return crossfit_value(folds, pair_for, col)
+
+        new_policy = max((Policy(k) for k in self.policy_grid),
+                         key=lambda po: value(lambda f: Pair(f.new_predictor, po.known_failure_penalty)))
+        details: dict[str, Any] = {"window_problems": self.window, "window_rows": len(window), "folds": len(folds),
+                                   "held_rows": len(scored), "held_out_every": every, "refit_predictor": refit}
         predictor_ok = True
         if refit:
-            predictor_check = self.check.check([candidate.predict(r.features[r.chosen:r.chosen + 1])[0] for r in held],
-                                               [r.outcome for r in held], [self.weight(r) for r in held])
-            predictor_ok = predictor_check.verdict != "off"
+            predictor_check = self.check.check([f.new_predictor.predict(r.features[r.chosen:r.chosen + 1])[0]
+                                                for f in folds for r in f.rows],
+                                               [r.outcome for r in scored], [self.weight(r) for r in scored])
+            retained_check = self.check.check([self.predictor.predict(r.features[r.chosen:r.chosen + 1])[0] for r in scored],
+                                              [r.outcome for r in scored], [self.weight(r) for r in scored])
+            # the new predictor must not be "off" where the retained one is fine; where both are off
+            # on the same held-out rows (a window that spans a drift), the loss comparison decides
+            predictor_ok = predictor_check.verdict != "off" or retained_check.verdict == "off"
+            details["retained_check"] = retained_check.to_json()
             details["predictor_check"] = predictor_check.to_json()
-        policy_ok = value(self.predictor, new_policy, held, None) >= value(self.predictor, self.policy, held, None)
+        policy_ok = (value(lambda f: Pair(self.predictor, new_policy.known_failure_penalty))
+                     >= value(lambda f: Pair(self.predictor, self.policy.known_failure_penalty)))
         details["policy"] = {"retained": self.policy.known_failure_penalty, "new": new_policy.known_failure_penalty,
                              "passes": policy_ok}
         coder_ok = True
@@ -194,22 +222,40 @@ class CoUpdateState:
             coder_ok = quality[1] >= quality[0]
             details["coder"] = {"retained": self.mix.to_json(), "new": new_mix.to_json(), "retained_quality":
                                 round(quality[0], 4), "new_quality": round(quality[1], 4), "passes": coder_ok}
-        retained = (value(self.predictor, self.policy, held, self.mix), _weighted_brier(held, self.predictor, self.max_weight))
-        new = (value(candidate, new_policy, held, new_mix or self.mix), _weighted_brier(held, candidate, self.max_weight))
-        wins = new[0] > retained[0] or (new[0] == retained[0] and new[1] < retained[1])
-        details["pair"] = {"retained_value": round(retained[0], 4), "retained_brier": round(retained[1], 4),
-                           "new_value": round(new[0], 4), "new_brier": round(new[1], 4), "new_wins": wins}
+        comparison = compare_pairs(folds, lambda f: Pair(self.predictor, self.policy.known_failure_penalty, self.mix),
+                                   lambda f: Pair(f.new_predictor, new_policy.known_failure_penalty, new_mix or self.mix),
+                                   col, margin=self.margin, seed=self.seed * 100_003 + t)
+        details["pair"] = comparison.to_json()
+        if refit:
+            # A new predictor is judged where every held-out row is evidence: its log-loss on the
+            # executed candidates (cross-fitted, paired per problem, CI and margin). The pair's
+            # value sees a new selection's picks only on the audit rows that executed them (a CI of
+            # about +-0.4 at 60 problems), so it is a guard here: not estimated worse by more than
+            # the margin.
+            losses = compare_losses(folds, self.predictor, self.weight, margin=self.loss_margin,
+                                    seed=self.seed * 100_003 + t)
+            guard = comparison.difference >= -self.margin
+            details["loss"] = losses.to_json()
+            details["pair_guard"] = {"passes": guard, "rule": f"new pair value >= retained - {self.margin}"}
+            wins, why = losses.accept and guard, ("the new predictor's held-out log-loss does not improve by the "
+                                                  "margin with its CI above 0" if not losses.accept else
+                                                  "the new pair's value is estimated worse than the retained's")
+        else:
+            wins, why = comparison.accept, "the new pair does not win by the margin with its CI above 0"
         if predictor_ok and policy_ok and coder_ok and wins:
             old = self.version
+            self.adaptations += 1
             self.policy = new_policy
-            if refit:
-                self.predictor, self.version = candidate, self._new_version(fit_rows)
+            if refit:  # checked on rows its fits had not seen; deployed refitted on the whole window
+                self.predictor, self.version = self._fit(window), self._new_version(window)
+                self.in_doubt = False  # the new version has predicted nothing yet
+                details["deployed_fit_rows"] = len(window)
             if new_mix is not None:
                 self.mix = new_mix
-            self.log(t, "accept", replaced=old, **details)
+            self.log(t, "accept", replaced=old, accepted=self.adaptations, **details)
         else:
-            self.log(t, "reject", reason="the new pair does not win" if not wins else "a component check failed",
-                     **details)
+            self.log(t, "reject", reason=why if wins is False and predictor_ok and policy_ok and coder_ok
+                     else "a component check failed", **details)
 
     def _propose_mix(self, fit_rows: list[LoggedRound], held: list[LoggedRound]) -> CoderMix | None:
         """The coder's mix re-estimated from the executed rounds of ``fit_rows`` (None: no policy side or no data)."""

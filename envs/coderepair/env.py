@@ -54,7 +54,11 @@ class CodeRepairEnv(gym.Env[dict, dict]):
     ## Observation
     ``Dict(text, problem, candidates=Tuple(Text x C), feedback, round, problem_index)``;
     ``round`` is 1-based (0 once the stream is over); ``feedback`` lists the failing public tests
-    of the previous round of this problem (empty in round 1).
+    of the previous round of this problem (empty in round 1). ``info["executed"]``: the executed
+    candidate's index, public outcome and failure type; once its problem is over also
+    ``finished_rounds``, per round the executed candidate's origin, the mix in force and the
+    coder's base mass per origin. Nothing about a candidate that was not executed is told
+    (``leakcheck`` tests it).
 
     ## Action
     ``Dict(candidate=Discrete(C))`` or JSON ``{"candidate": i}``; a world-model agent may add
@@ -209,8 +213,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         round_record: dict[str, Any] = {
             "chosen": choice, "kinds": [c.kind for c in self._candidates], "origins": [c.origin for c in self._candidates],
             "public_pass": public.all_pass, "failure": public.failure_type(),
-            # for the headroom table (graders and analyses only): every candidate's features and,
-            # from the simulator's catalogue, whether it passes the public tests (None: unknown)
+            # graders and analyses only (the record never reaches the agent): every candidate's kind,
+            # origin, features and, from the simulator's catalogue, whether it passes the public tests
             "features": np.round(self._features, 4).tolist(),
             "labels": [None if c.kind == "llm" else c.kind in ("correct", "sneaky") for c in self._candidates],
             # the policy side (coder_mix): the mix in force and each origin's base mass B(o)
@@ -222,9 +226,12 @@ class CodeRepairEnv(gym.Env[dict, dict]):
                     "public_pass": public.all_pass, "failure": public.failure_type()}
         reward = 0.0
         if public.all_pass or self._round >= self.rounds:
-            # the problem is over: its rounds' origins, mixes and base masses may now be told (they
-            # would have said which live candidate is a rewrite); the policy re-weights with them
-            executed["finished_rounds"] = [{"origins": r["origins"], "origin_mass": r["origin_mass"], "mix": r["mix"]}
+            # the problem is over: per round, the EXECUTED candidate's origin (told no earlier: live, it
+            # would say which candidate is a rewrite), the mix in force and the base masses B(o) (the
+            # coder's distribution, fixed before the draw and the same for every candidate of the
+            # round); never the other candidates' origins, which would label outcomes never executed
+            executed["finished_rounds"] = [{"candidate": r["chosen"], "origin": r["origins"][r["chosen"]],
+                                            "origin_mass": r["origin_mass"], "mix": r["mix"]}
                                            for r in self._current["rounds"]]
             self._current.update(final_program=code, public_passed=public.all_pass, hidden_pass=None,
                                  hidden_failure=None, online_test_calls=len(self._current["rounds"]))

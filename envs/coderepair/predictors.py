@@ -1,6 +1,6 @@
-"""Predictors of a candidate's public-test outcome from its features: logistic regression
-(scikit-learn), a small torch MLP, gradient-boosted trees (scikit-learn), and the hand-set static
-verifier."""
+"""Predictors of a candidate's public-test outcome from its features: the static verifier plus a
+learned correction (``offset``, the default world model), logistic regression (scikit-learn), a
+small torch MLP, gradient-boosted trees (scikit-learn), and the hand-set static verifier."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from .features import FEATURE_NAMES
 
-__all__ = ["Predictor", "LogisticPredictor", "TorchPredictor", "BoostingPredictor", "StaticPredictor", "make_predictor",
+__all__ = ["Predictor", "OffsetLogisticPredictor", "LogisticPredictor", "TorchPredictor", "BoostingPredictor", "StaticPredictor", "make_predictor",
            "PREDICTOR_KINDS"]
 
 
@@ -33,9 +33,57 @@ class StaticPredictor:
     def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> "StaticPredictor":
         return self  # never updated
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
+    def logit(self, X: np.ndarray) -> np.ndarray:
         weights = np.array([self.WEIGHTS[name] for name in FEATURE_NAMES])
-        return 1.0 / (1.0 + np.exp(-(X @ weights + self.BIAS)))
+        return X @ weights + self.BIAS                                   # (N,)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-self.logit(X)))
+
+
+class OffsetLogisticPredictor:
+    """The static verifier's logit as a fixed offset plus a learned linear correction ``x . beta + b``.
+
+    Fitted by weighted (inverse-propensity) log-likelihood with an L2 penalty ``l2 / 2 * (|beta|^2 +
+    0.1 b^2)`` that pulls the correction to 0 (the intercept, a recalibration that keeps static's
+    ranking, less), weights rescaled to mean 1 so the penalty counts as ``l2``
+    rows of evidence for "no change". Unfitted, or fitted on no rows, it predicts exactly the static
+    scores; with few rows it moves little; with many consistent rows it can reverse a static weight.
+    The loss is convex (a penalised logistic likelihood), minimised by L-BFGS with its closed-form
+    gradient.
+    """
+
+    def __init__(self, l2: float = 0.3) -> None:
+        self.l2 = l2
+        self.coef = np.zeros(len(FEATURE_NAMES))
+        self.intercept = 0.0
+
+    def fit(self, X: np.ndarray, y: np.ndarray, w: np.ndarray) -> "OffsetLogisticPredictor":
+        from scipy.optimize import minimize
+
+        if len(y) == 0:
+            self.coef, self.intercept = np.zeros(X.shape[1]), 0.0
+            return self
+        offset = StaticPredictor().logit(X)                              # (N,)
+        design = np.concatenate([X, np.ones((len(X), 1))], axis=1)       # (N, F + 1)
+        weights = w / np.mean(w)                                         # (N,)
+        # the intercept (a recalibration that keeps static's ranking) is penalised 10 times less
+        penalty = np.r_[np.full(X.shape[1], self.l2), 0.1 * self.l2]     # (F + 1,)
+
+        def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            z = offset + design @ theta                                  # (N,)
+            # log(1 + e^z) - y z, written stably
+            nll = float(np.sum(weights * (np.logaddexp(0.0, z) - y * z)))
+            residual = weights * (1.0 / (1.0 + np.exp(-z)) - y)          # (N,)
+            return nll + 0.5 * float(theta @ (penalty * theta)), design.T @ residual + penalty * theta
+
+        result = minimize(loss, np.zeros(design.shape[1]), jac=True, method="L-BFGS-B")
+        self.coef, self.intercept = result.x[:-1], float(result.x[-1])
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        z = StaticPredictor().logit(X) + X @ self.coef + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
 
 
 class _ScikitPredictor(ABC):
@@ -132,11 +180,13 @@ class BoostingPredictor(_ScikitPredictor):
                                               learning_rate=self.learning_rate, random_state=self.seed)
 
 
-PREDICTOR_KINDS = ("logistic", "torch", "boosting")
+PREDICTOR_KINDS = ("offset", "logistic", "torch", "boosting")
 
 
 def make_predictor(kind: str, seed: int = 0) -> Predictor:
-    """``logistic``, ``torch``, ``boosting`` or ``static``."""
+    """``offset``, ``logistic``, ``torch``, ``boosting`` or ``static``."""
+    if kind == "offset":
+        return OffsetLogisticPredictor()
     if kind == "boosting":
         return BoostingPredictor(seed=seed)
     if kind == "logistic":
@@ -145,4 +195,4 @@ def make_predictor(kind: str, seed: int = 0) -> Predictor:
         return TorchPredictor(seed=seed)
     if kind == "static":
         return StaticPredictor()
-    raise ValueError(f"unknown predictor {kind!r}; expected logistic, torch, boosting or static")
+    raise ValueError(f"unknown predictor {kind!r}; expected offset, logistic, torch, boosting or static")

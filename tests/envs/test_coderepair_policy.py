@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rsigym.envs.coderepair.agents import WorldModelAgent
-from rsigym.envs.coderepair.coder_mix import CoderMix, RoundOrigins, candidate_quality, reestimate, round_ratio
+from rsigym.envs.coderepair.coder_mix import CoderMix, RoundOrigins, candidate_quality, executed_ratio, reestimate
 from rsigym.envs.coderepair.coders import MixtureCoder
 from rsigym.envs.coderepair.coupdate import CoUpdateState, LoggedRound
 from rsigym.envs.coderepair.env import CodeRepairEnv
@@ -30,7 +30,7 @@ def _rounds(rng: np.random.Generator, n: int, *, informative: bool, audit: float
         propensity = (1 - audit) * float(chosen == 0) + audit / 4
         rate = PASS_RATE[origins[chosen]] if informative else 0.35
         rows.append(LoggedRound(t, features, chosen, propensity, float(rng.random() < rate), "wm-0000", 0.5,
-                                RoundOrigins(origins, mass, {})))
+                                RoundOrigins(origins[chosen], mass, {})))  # the executed one's origin only
     return rows
 
 
@@ -52,12 +52,14 @@ def test_the_mix_moves_away_from_origins_that_fail_and_its_quality_estimate_is_r
     assert estimate > candidate_quality(_told(rows), CoderMix(), 4) + 0.1
 
 
-def test_round_ratio_is_the_likelihood_ratio_of_the_candidate_set():
-    info = RoundOrigins(("a", "a", "b", "c"), {"a": 0.5, "b": 0.25, "c": 0.25}, {})
+def test_executed_ratio_is_the_executed_candidates_probability_ratio_under_the_two_mixes():
+    mass = {"a": 0.5, "b": 0.25, "c": 0.25}
     new = CoderMix({"a": 1.0, "b": 0.5, "c": 0.5})
     # under new: a 2/3, b 1/6, c 1/6; under uniform: a 1/2, b 1/4, c 1/4
-    expected = (2 / 3 / 0.5) ** 2 * (1 / 6 / 0.25) ** 2
-    assert round_ratio(info, new, max_ratio=100) == pytest.approx(expected)
+    assert executed_ratio(RoundOrigins("a", mass, {}), new) == pytest.approx(2 / 3 / 0.5)
+    assert executed_ratio(RoundOrigins("b", mass, {}), new) == pytest.approx(1 / 6 / 0.25)
+    # from a round generated under a non-uniform mix (b 1/3 there) back to the uniform one
+    assert executed_ratio(RoundOrigins("b", mass, {"b": 2.0}), CoderMix()) == pytest.approx(0.25 / (2 * 0.25 / 1.25))
 
 
 def _state(rows: list[LoggedRound], mix: CoderMix | None) -> CoUpdateState:
@@ -133,6 +135,8 @@ def test_env_applies_the_mix_tells_origins_only_after_the_problem_and_records_de
             executed = info.get("executed") or {}
             if "finished_rounds" in executed:
                 assert info["problem_id"] != executed["problem_id"]  # told only once the problem is over
+                # per round the executed candidate's origin, never the whole round's
+                assert all(set(r) == {"candidate", "origin", "origin_mass", "mix"} for r in executed["finished_rounds"])
             agent.observe(reward, observation, info)
         state = env.snapshot()
     finally:

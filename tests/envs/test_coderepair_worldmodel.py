@@ -49,7 +49,7 @@ def test_static_verifier_is_greedy_and_its_audit_variant_is_named_apart():
         WorldModelAgent(AgentSpec(id="s", kind="static_verifier", params={"audit_rate": 0.2}))
     greedy = WorldModelAgent(AgentSpec(id="s", kind="static_verifier"))
     audit = WorldModelAgent(AgentSpec(id="a", kind="static_verifier_audit"))
-    assert greedy.audit_rate == 0.0 and audit.audit_rate == 0.2
+    assert greedy.audit_rate == 0.0 and audit.audit_rate == 0.05  # the world models' base audit rate
     greedy.reset({"info": {"entry": "double", "problem_id": "he-900"}}, 0)
     with open_sandbox("local") as box:
         checks = run_checks(box, PROBLEM, [WRONG, RIGHT, CRASH, RIGHT])

@@ -1,0 +1,123 @@
+"""CodeRepair-v0's learner and protocol: the offset learner starts at the static verifier, the pair
+comparison is normalised and paired, only accepted adaptations use the budget (no Docker)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rsigym.envs.coderepair.acceptance import Fold, Pair, compare_pairs
+from rsigym.envs.coderepair.coupdate import CoUpdateState, LoggedRound
+from rsigym.envs.coderepair.features import FEATURE_NAMES
+from rsigym.envs.coderepair.predictors import OffsetLogisticPredictor, StaticPredictor, make_predictor
+from rsigym.envs.coderepair.reliability import ReliabilityCheck
+
+KNOWN = FEATURE_NAMES.index("known_failure")
+GOOD = FEATURE_NAMES.index("output_agreement")   # static weights it +2
+
+
+def _features(rng: np.random.Generator) -> np.ndarray:
+    x = np.zeros((4, len(FEATURE_NAMES)))
+    x[:, GOOD] = rng.random(4)
+    return x
+
+
+def _stream(state: CoUpdateState, start: int, stop: int, rng: np.random.Generator, *, reversed_: bool,
+            audit: float = 0.5) -> None:
+    """Play problems start..stop-1 with the state's current pair: one round each, the outcome of the
+    executed candidate only; P(pass) is the static verifier's own prediction, or falls with
+    output_agreement once ``reversed_``."""
+    for t in range(start, stop):
+        x = _features(rng)
+        scores = state.predictor.predict(x)
+        greedy = state.policy.greedy(scores, x, KNOWN)
+        chosen = int(rng.integers(4)) if rng.random() < audit else greedy
+        propensity = (1 - audit) * float(chosen == greedy) + audit / 4
+        p = 1 - x[chosen, GOOD] if reversed_ else float(StaticPredictor().predict(x)[chosen])
+        state.rows.append(LoggedRound(t, x, chosen, propensity, float(rng.random() < p), state.version,
+                                      float(scores[chosen])))
+
+
+def test_an_untrained_or_data_free_offset_learner_predicts_exactly_the_static_scores():
+    X = np.random.default_rng(0).random((50, len(FEATURE_NAMES)))
+    static = StaticPredictor().predict(X)
+    assert np.array_equal(make_predictor("offset").predict(X), static)
+    empty = OffsetLogisticPredictor().fit(X[:0], np.zeros(0), np.zeros(0))
+    assert np.array_equal(empty.predict(X), static)
+
+
+def test_the_offset_learner_moves_only_with_evidence():
+    rng = np.random.default_rng(1)
+    X = rng.random((400, len(FEATURE_NAMES)))
+    y = (rng.random(400) < 1 - X[:, GOOD]).astype(float)    # output_agreement now means "fails"
+    few = OffsetLogisticPredictor().fit(X[:4], y[:4], np.ones(4))
+    many = OffsetLogisticPredictor().fit(X, y, np.ones(400))
+    assert abs(few.coef[GOOD]) < abs(many.coef[GOOD]) / 2 and abs(many.coef[GOOD]) > 2.0
+    assert many.coef[GOOD] < -2.0  # enough to reverse static's +2
+
+
+def test_with_no_difference_in_the_data_the_protocol_does_not_accept():
+    """Outcomes follow static's own relation: nothing to gain, nothing accepted, nothing spent."""
+    accepted = 0
+    for seed in range(4):
+        state = CoUpdateState("offset", KNOWN, ReliabilityCheck(min_samples=20), min_fit_rows=30, window=60,
+                              max_adaptations=1, seed=seed)
+        rng = np.random.default_rng(seed)
+        _stream(state, 0, 120, rng, reversed_=False)
+        for t in (60, 80, 100, 120):
+            state.adapt(t)
+        accepted += sum(d["event"] == "accept" for d in state.audit)
+    assert accepted == 0
+
+
+def test_a_clear_reversal_is_accepted_within_a_few_check_points_and_rejections_cost_no_budget():
+    state = CoUpdateState("offset", KNOWN, ReliabilityCheck(min_samples=20), min_fit_rows=30, window=40,
+                          max_adaptations=1, seed=3)
+    rng = np.random.default_rng(3)
+    _stream(state, 0, 40, rng, reversed_=False)
+    state.fit_initial(40)
+    checks = 0
+    for t in range(50, 130, 10):                 # the relation is reversed from problem 40 on
+        _stream(state, t - 10, t, rng, reversed_=True)
+        state.adapt(t)
+        checks += 1
+        if any(d["event"] == "accept" for d in state.audit):
+            break
+    decisions = [d for d in state.audit if d["event"] in ("accept", "reject")]
+    assert decisions[-1]["event"] == "accept" and checks <= 6, [d["event"] for d in state.audit]
+    rejected = [d for d in decisions if d["event"] == "reject"]
+    assert state.adaptations == 1 and all("adaptation budget" not in d.get("reason", "") for d in state.audit)
+    accept = decisions[-1]
+    pair = accept["pair"]
+    assert pair["ci"][0] > 0 and pair["difference"] > pair["margin"] and pair["held_rows"] > 0
+    assert accept["accepted"] == 1 and len(rejected) == len(decisions) - 1
+    # the budget (1 accepted) is now spent: a later check point keeps the pair whatever it finds
+    version = state.version
+    _stream(state, 130, 170, rng, reversed_=False)
+    state.adapt(170)
+    assert state.audit[-1]["event"] == "keep" and state.version == version and state.adaptations == 1
+
+
+def test_the_pair_values_stay_pass_rates_even_with_tiny_propensities():
+    rng = np.random.default_rng(4)
+    rows = []
+    for t in range(40):
+        x = _features(rng)
+        rows.append(LoggedRound(t, x, int(rng.integers(4)), 0.01, 1.0, "wm", 0.5))  # weight 100, all pass
+    static = StaticPredictor()
+    flipped = OffsetLogisticPredictor()
+    flipped.coef[GOOD] = -10.0
+    result = compare_pairs([Fold(rows, flipped, None)], lambda f: Pair(static, 1.0), lambda f: Pair(f.new_predictor, 1.0),
+                           KNOWN)
+    assert 0.0 <= result.retained_value <= 1.0 and 0.0 <= result.new_value <= 1.0
+    assert result.retained_value == pytest.approx(1.0) and -1.0 <= result.ci[0] <= result.ci[1] <= 1.0
+
+
+def test_identical_pairs_differ_by_exactly_zero_and_are_not_accepted():
+    rng = np.random.default_rng(5)
+    rows = [LoggedRound(t, _features(rng), int(rng.integers(4)), 0.25, float(rng.random() < 0.5), "wm", 0.5)
+            for t in range(60)]
+    static = StaticPredictor()
+    result = compare_pairs([Fold(rows, static, static)], lambda f: Pair(static, 1.0), lambda f: Pair(static, 1.0),
+                           KNOWN, margin=0.0)
+    assert result.difference == 0.0 and result.ci == (0.0, 0.0) and not result.accept
