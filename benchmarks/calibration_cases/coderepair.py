@@ -7,13 +7,16 @@
 * ``coderepair_compare`` on constructed records of 40 problems x 5 seeds: a world model with no true
   effect is called "better" or "worse" in at most 5% of trials, one with a true +0.25 is called
   "better" in at least 90%; both with a blind control that truly is worse.
-* ``coderepair_compare`` at the **paper design** (164 problems x ``PAPER_SEEDS`` seeds, the first
-  30 problems of each stream a warm-up that is excluded): constructed streams where the world
-  model's true gain is +3 pp (the paper's effect) and where it is 0 (``PAPER_DRAWS`` and ``NULL_DRAWS`` draws).
-  Each draw: per-problem difficulty Beta(2, 2); per seed stream a world-model gain drawn around the
-  true one (SD 0.01, seeds differ); in a share ``AGREE`` of cells both agents pick the same program
-  (identical outcome), elsewhere their outcomes are independent draws. The +3 pp must be called
-  "better" in >= 80% of draws and the null called better or worse in <= 5%.
+* ``coderepair_compare`` at the **paper design** (read from ``scenarios/coderepair_paper.yaml``:
+  164 problems x its seeds, its warm-up excluded): constructed streams where the world model's
+  true mean gain is +3 pp (the paper's effect), +2 pp (the paper's adaptive over fixed) and 0.
+  Each draw: per-problem difficulty Beta(2, 2); the gain differs by problem (SD ``SD_PROBLEM``)
+  and by seed stream (SD ``SD_SEED``), as measured on the simulator; in a share ``AGREE`` of cells
+  both agents pick the same program (identical outcome), elsewhere their outcomes are independent
+  draws; 1% of episodes are lost to infra errors. The +3 pp must be called "better" in >= 80% of
+  draws, the null called better or worse in <= 5%, and +2 pp found in < 80% (what the README says
+  the design cannot decide); with the paper's family (two world models, one at +3 pp and one at 0,
+  Holm) the +3 pp one found in >= 80% and the null one called in <= 10%. Exact binomial CIs.
 """
 
 from __future__ import annotations
@@ -189,6 +192,15 @@ def compare_paper_null() -> Case:
                 f"{NULL_DRAWS} draws)", "better/worse in <= 5%", f"{share:.1%} ({ci}; mean MDD {mdd:.3f})", share <= 0.05)
 
 
+def compare_paper_two_points() -> Case:
+    """The paper's second step (adaptive over fixed, +2 pp) is below this design's MDD: the case
+    checks that the README's "cannot decide it" stays true (it fails if the design grows enough)."""
+    share, mdd, ci = _paper_share(0.02, ("better",), FAMILY_DRAWS)
+    return Case("coderepair_compare", f"true +2 pp, paper design ({PAPER_PROBLEMS} x {PAPER_SEEDS} seeds, "
+                f"{FAMILY_DRAWS} draws)", "found in < 80%: the design cannot decide +2 pp",
+                f"{share:.1%} ({ci}; mean MDD {mdd:.3f})", share < 0.80)
+
+
 def compare_paper_family() -> Case:
     """The paper's report compares three agents with the static verifier: one with +3 pp and two with
     none, judged as one Holm family. The one must still be found; the two must not be called."""
@@ -206,4 +218,4 @@ def compare_paper_family() -> Case:
 
 
 CASES = [reliability_calibrated, reliability_shifted, compare_null, compare_effect, compare_paper_effect,
-         compare_paper_null, compare_paper_family]
+         compare_paper_null, compare_paper_two_points, compare_paper_family]
