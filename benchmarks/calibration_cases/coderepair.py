@@ -211,7 +211,7 @@ def compare_paper_family() -> Case:
             verdict = coderepair_compare(_paper_records(rng, 0.03, nulls=FAMILY_NULLS), Path(out)).verdict
             found += "wm: better" in verdict
             false += any(f"null{k}: {label}" in verdict for k in range(FAMILY_NULLS) for label in ("better", "worse"))
-    return Case("coderepair_compare", f"three agents (Holm): +3 pp and two at 0, paper design, {FAMILY_DRAWS} draws",
+    return Case("coderepair_compare", f"the paper family (Holm): +3 pp and {FAMILY_NULLS} at 0, paper design, {FAMILY_DRAWS} draws",
                 "+3 pp better in >= 80%, a null one called in <= 10%",
                 f"found {_binomial_ci(found, FAMILY_DRAWS)}; a null called in {_binomial_ci(false, FAMILY_DRAWS)}",
                 found / FAMILY_DRAWS >= 0.80 and false / FAMILY_DRAWS <= 0.10)
