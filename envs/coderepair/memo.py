@@ -137,7 +137,8 @@ class ExecMemo:
 
 
 def _encode(result: JobResult) -> str:
-    return json.dumps({"tests": result.tests, "load_error": result.load_error}, sort_keys=True)
+    # insertion order kept: a decoded result is the run's own, key order included
+    return json.dumps({"tests": result.tests, "load_error": result.load_error})
 
 
 def _decode(key: str, text: str) -> JobResult:
