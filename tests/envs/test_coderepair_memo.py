@@ -66,7 +66,8 @@ def test_the_key_changes_with_every_input_that_decides_the_outcome():
                 memo_key(job, docker, True),
                 memo_key(job, {**docker, "image": "sha256:2"}, False),
                 memo_key(job, {**docker, "provider": "local"}, False),
-                memo_key(job, {**docker, "limits": "M"}, False)]
+                memo_key(job, {**docker, "limits": "M"}, False),
+                memo_key(job, docker, False, namespace="grader")]
     assert len({base, *variants}) == 1 + len(variants)
     assert memo_key(replace(job, key="other label"), docker, False) == base
 
@@ -132,3 +133,16 @@ def test_an_episode_with_the_memo_records_what_one_without_it_records(kind, tmp_
     again = _play(True, agent(), seed=3)    # answered from it
     assert _what_must_match(without) == _what_must_match(first) == _what_must_match(again)
     assert without["memo_hits"] == 0 and again["memo_hits"] > first["memo_hits"]
+
+
+def test_the_grader_reexecutes_what_the_env_ran_and_shares_only_its_own_runs(tmp_path, monkeypatch):
+    from rsigym.envs.coderepair.graders import regrade_programs
+
+    monkeypatch.setenv("RSIGYM_CODEREPAIR_MEMO", str(tmp_path / "memo.sqlite"))
+    state = _play(True, RandomPickAgent(AgentSpec(id="r", kind="coderepair_random")), seed=1)
+    monkeypatch.setattr(memo_module, "STATS", {"hits": 0, "misses": 0})
+    first, _ = regrade_programs(state, False, "local")
+    assert memo_module.STATS == {"hits": 0, "misses": len(state["problems"])}  # the env's runs not reused
+    again, _ = regrade_programs(state, False, "local")
+    assert memo_module.STATS == {"hits": len(state["problems"]), "misses": len(state["problems"])}
+    assert first == again == {p["problem_id"]: p["hidden_pass"] for p in state["problems"]}
