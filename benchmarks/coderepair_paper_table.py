@@ -89,6 +89,10 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
+def _num(x: float | None, spec: str = ".3g") -> str:
+    return "-" if x is None else format(x, spec)
+
+
 def _pp(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:+.2f} pp"
 
@@ -102,7 +106,9 @@ def table(res: dict[str, Any]) -> str:
              "| infra errors / missing grades |",
              "|---|---|---:|---|---|---:|---:|---:|---:|"]
     paper_delta = {"fixed": "+2.83 pp [0.17, 5.50]", "adaptive": "about +4.9 pp (+2 pp over fixed)"}
-    for agent, entry in res["agents"].items():
+    order = sorted(res["agents"], key=lambda a: (a != base, a == res["control"], a))  # baseline first, control last
+    for agent in order:
+        entry = res["agents"][agent]
         ci = entry.get("hidden_pass_ci") or [None, None]
         vs = entry.get("vs_" + base) or {}
         vci = vs.get("ci") or [None, None]
@@ -110,8 +116,8 @@ def table(res: dict[str, Any]) -> str:
         lines.append(
             f"| {agent} | {_pct(entry.get('hidden_pass'))} [{_pct(ci[0])}, {_pct(ci[1])}] | {_pct(paper) if paper else ''} "
             f"| {_pp(vs.get('delta')) + f' [{_pp(vci[0])}, {_pp(vci[1])}]' if vs else 'baseline'} "
-            f"| {paper_delta.get(agent, '')} | {vs.get('p_holm') if vs.get('p_holm') is not None else '-'} "
-            f"| {_pp(vs.get('mdd')) if vs else '-'} | {entry['online_test_calls_per_problem']} "
+            f"| {paper_delta.get(agent, '')} | {_num(vs.get('p_holm'))} "
+            f"| {_num(100 * vs['mdd'], '.2f') + ' pp' if vs.get('mdd') is not None else '-'} | {_num(entry['online_test_calls_per_problem'], '.2f')} "
             f"| {entry['infra_errors']} / {entry['missing_grades']} |")
     wall = res.get("wall_s")
     lines += ["", f"Wall time: {wall / 3600:.2f} h ({res['records']} records)." if wall else "Wall time: not recorded."]
