@@ -21,7 +21,8 @@ from typing import Any, Sequence
 
 from rsigym.sandbox import Sandbox
 
-from .execution import Job, run_jobs
+from .execution import Job
+from .memo import ExecMemo, run_jobs_memo
 from .problems import Problem, edge_variants
 
 __all__ = ["probe_inputs", "run_checks", "run_checks_many", "CHECK_TIMEOUT_S"]
@@ -86,19 +87,19 @@ def _type_of(text: str) -> str:
         return "other"
 
 
-def run_checks(sandbox: Sandbox, problem: Problem, codes: Sequence[str], *, trusted: bool = False
-               ) -> list[dict[str, Any]]:
+def run_checks(sandbox: Sandbox, problem: Problem, codes: Sequence[str], *, trusted: bool = False,
+               memo: ExecMemo | None = None) -> list[dict[str, Any]]:
     """Per candidate: ``loads``, per public input ``ok | raise | timeout``, return ``types`` and
     output ``digests``, and per boundary input ``ok | raise | timeout``.
 
     ``trusted`` only for programs the simulator generated (the mixture coder's catalogue
     re-printed): one harness batch; otherwise each call runs in a fresh interpreter
-    (``execution.run_jobs``)."""
-    return run_checks_many(sandbox, [(problem, codes)], trusted=trusted)[0]
+    (``execution.run_jobs``). ``memo``: answer known (program, inputs) pairs from it (``memo``)."""
+    return run_checks_many(sandbox, [(problem, codes)], trusted=trusted, memo=memo)[0]
 
 
-def run_checks_many(sandbox: Sandbox, rounds: Sequence[tuple[Problem, Sequence[str]]], *, trusted: bool = False
-                    ) -> list[list[dict[str, Any]]]:
+def run_checks_many(sandbox: Sandbox, rounds: Sequence[tuple[Problem, Sequence[str]]], *, trusted: bool = False,
+                    memo: ExecMemo | None = None) -> list[list[dict[str, Any]]]:
     """``run_checks`` for many rounds in one batch (the headroom replay's)."""
     jobs, layout = [], []
     for r, (problem, codes) in enumerate(rounds):
@@ -108,7 +109,7 @@ def run_checks_many(sandbox: Sandbox, rounds: Sequence[tuple[Problem, Sequence[s
         jobs += [Job(f"r{r}c{i}", code, problem.entry, calls, mode="eval", timeout_s=CHECK_TIMEOUT_S,
                      helpers=problem.helpers)
                  for i, code in enumerate(codes) if calls]
-    results = run_jobs(sandbox, jobs, trusted=trusted)
+    results = run_jobs_memo(sandbox, jobs, memo, trusted=trusted)
     out = []
     for r, (problem, codes) in enumerate(rounds):
         if f"r{r}c0" not in results:  # no probe input: the checks see nothing

@@ -16,8 +16,9 @@ from rsigym.spaces import JsonActions, clean_text, text_space
 
 from .checks import run_checks
 from .coders import ORIGINS, Candidate, LLMCoder, MixtureCoder, build_catalogue
-from .execution import CODEREPAIR_LIMITS, Job, run_jobs
+from .execution import CODEREPAIR_LIMITS, Job
 from .features import candidate_features
+from .memo import ExecMemo, memo_enabled, run_jobs_memo
 from .mutation import canonical_form
 from .problems import Problem, build_suite
 
@@ -81,7 +82,9 @@ class CodeRepairEnv(gym.Env[dict, dict]):
     ``coder`` (``mixture`` or ``llm``), ``coder_params`` (``MixtureCoder`` / ``LLMCoder``
     arguments; ``llm`` needs ``model``), ``problems`` (a count from the start of the dataset, or a
     list of ids ``he-NNN``), ``shuffle``, ``rounds``, ``candidates``, ``sandbox``,
-    ``max_invalid_actions``, ``condition`` (``identity`` or ``no_feedback``).
+    ``max_invalid_actions``, ``condition`` (``identity`` or ``no_feedback``), ``memo`` (the
+    execution memo, ``memo.py``: None = on for the mixture coder, off for ``llm``, whose programs
+    may be nondeterministic; ``RSIGYM_CODEREPAIR_MEMO=off`` turns it off everywhere).
 
     ## Version History
     v0: initial version.
@@ -92,7 +95,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
     def __init__(self, coder: str = "mixture", coder_params: dict[str, Any] | None = None,
                  problems: int | list[str] | None = None, shuffle: bool = True, rounds: int = 3,
                  candidates: int = 4, sandbox: str | Sandbox = "auto", max_invalid_actions: int = 3,
-                 condition: Condition | dict[str, Any] | str | None = None, render_mode: str | None = None) -> None:
+                 condition: Condition | dict[str, Any] | str | None = None, render_mode: str | None = None,
+                 memo: bool | None = None) -> None:
         if coder not in ("mixture", "llm"):
             raise ValueError(f"coder must be 'mixture' or 'llm', got {coder!r}")
         if rounds < 1 or candidates < 2:
@@ -107,6 +111,7 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         self._sandbox_arg = sandbox
         self._sandbox: Sandbox | None = sandbox if not isinstance(sandbox, str) else None
         self.render_mode = render_mode
+        self._memo = ExecMemo() if memo_enabled(coder == "mixture" if memo is None else bool(memo)) else None
         count = problems if isinstance(problems, int) else len(problems) if problems else 164
         self.observation_space = spaces.Dict({
             "text": text_space(4 * CODE_CHARS + 12000), "problem": text_space(8000),
@@ -201,8 +206,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         code = self._candidates[choice].code
         assert self._sandbox is not None
         # Only the public tests run while rounds are live; see _grade_hidden for the hidden ones.
-        public = run_jobs(self._sandbox, [Job("public", code, problem.entry, problem.public, prelude=problem.prelude,
-                                                 helpers=problem.helpers)])["public"]
+        public = run_jobs_memo(self._sandbox, [Job("public", code, problem.entry, problem.public, prelude=problem.prelude,
+                                                   helpers=problem.helpers)], self._memo)["public"]
         self._online_calls += 1
         failing = [f"{t} -> {r.get('status')}{': ' + r['detail'] if r.get('detail') else ''}"
                    for t, r in zip(problem.public, public.tests) if r.get("status") != "pass"]
@@ -261,6 +266,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         if self._sandbox is not None and isinstance(self._sandbox_arg, str):
             self._sandbox.close()
             self._sandbox = None
+        if self._memo is not None:
+            self._memo.close()
         super().close()
 
     # -- internals ---------------------------------------------------------------------------
@@ -275,10 +282,10 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         by_id = {p.problem_id: p for p in self._stream}
         pending = [row for row in self._results if row.get("hidden_pass") is None]
         # one batch; each test of each program still runs in its own interpreter
-        outcome = run_jobs(self._sandbox, [
+        outcome = run_jobs_memo(self._sandbox, [
             Job(f"{i}", row["final_program"], by_id[row["problem_id"]].entry, by_id[row["problem_id"]].hidden,
                 prelude=by_id[row["problem_id"]].prelude, helpers=by_id[row["problem_id"]].helpers)
-            for i, row in enumerate(pending)])
+            for i, row in enumerate(pending)], self._memo)
         for i, row in enumerate(pending):
             row.update(hidden_pass=outcome[f"{i}"].all_pass, hidden_failure=outcome[f"{i}"].failure_type())
 
@@ -308,7 +315,8 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         assert self._sandbox is not None
         codes = [c.code for c in self._candidates]
         # the mixture coder's programs are the simulator's own (its labelled catalogue, re-printed)
-        self._checks = run_checks(self._sandbox, problem, codes, trusted=isinstance(self.coder, MixtureCoder))
+        self._checks = run_checks(self._sandbox, problem, codes, trusted=isinstance(self.coder, MixtureCoder),
+                                  memo=self._memo)
         self._features = candidate_features(codes, problem.entry, self._round - 1, self._failed_forms, self._checks)
 
     def _observation(self, error: str | None = None) -> dict[str, Any]:

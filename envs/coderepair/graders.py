@@ -5,6 +5,9 @@
 the env's ``hidden_pass``; ``hidden_tests_strict`` adds the edge-case assertions derived from the
 reference solution. So a fixed trajectory can be regraded under two rulers (TRACE's regrade), and
 the flip table between them (``coderepair_regrade``) separates the ruler from the behaviour.
+For the mixture coder's programs the graders' execution memo (``memo``, apart from the env's) answers
+a (program, tests) job a grader already ran in the same kind of sandbox; an LLM coder's programs
+always run again.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ def regrade_programs(state: dict[str, Any], strict: bool, sandbox: str, hidden_o
     left out under ``hidden_only``."""
     from rsigym.sandbox import open_sandbox
 
-    from .execution import CODEREPAIR_LIMITS, Job, run_jobs
+    from .execution import CODEREPAIR_LIMITS, Job
+    from .memo import ExecMemo, memo_enabled, run_jobs_memo
     from .overlap import overlapping
     from .problems import build_suite
 
@@ -46,7 +50,13 @@ def regrade_programs(state: dict[str, Any], strict: bool, sandbox: str, hidden_o
                 if not tests:
                     continue
             jobs.append(Job(p.problem_id, row["final_program"], p.entry, tests, prelude=p.prelude, helpers=p.helpers))
-        results = run_jobs(box, jobs)
+        # the mixture coder's programs: a final program a grader already ran on these exact tests in
+        # this kind of sandbox is answered from the graders' own memo (never from the env's run,
+        # which the regrade's same-ruler control compares with this one)
+        memo = ExecMemo(namespace="grader") if memo_enabled(state.get("coder") == "mixture") else None
+        results = run_jobs_memo(box, jobs, memo)
+        if memo is not None:
+            memo.close()
         provider = box.info.get("provider")
     return {pid: r.all_pass for pid, r in results.items()}, provider
 
