@@ -240,8 +240,10 @@ def expand(scenario: Scenario) -> list[EpisodeSpec]:
     for task_id in task_ids:
         for condition in scenario.conditions:
             env_ref = EnvRef(scenario.env_id, scenario.env_kwargs, task_id, condition)
-            for agent in scenario.agents:
-                for seed in scenario.seeds:
+            # seed-major: every agent's episode of a seed before the next seed, so a run stopped
+            # part-way holds whole seed blocks (paired across agents) and shared caches warm early
+            for seed in scenario.seeds:
+                for agent in scenario.agents:
                     for rep in range(scenario.reps):
                         episodes.append(EpisodeSpec(
                             key=episode_key(env_ref, agent, seed, rep), env=env_ref, agent=agent,
