@@ -111,7 +111,9 @@ class CodeRepairEnv(gym.Env[dict, dict]):
         self._sandbox_arg = sandbox
         self._sandbox: Sandbox | None = sandbox if not isinstance(sandbox, str) else None
         self.render_mode = render_mode
-        self._memo = ExecMemo() if memo_enabled(coder == "mixture" if memo is None else bool(memo)) else None
+        # rename-invariant keys only for the simulator's own programs (renamings of one catalogue entry)
+        self._memo = (ExecMemo(rename_invariant=coder == "mixture")
+                      if memo_enabled(coder == "mixture" if memo is None else bool(memo)) else None)
         count = problems if isinstance(problems, int) else len(problems) if problems else 164
         self.observation_space = spaces.Dict({
             "text": text_space(4 * CODE_CHARS + 12000), "problem": text_space(8000),

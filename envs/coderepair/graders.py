@@ -53,7 +53,7 @@ def regrade_programs(state: dict[str, Any], strict: bool, sandbox: str, hidden_o
         # the mixture coder's programs: a final program a grader already ran on these exact tests in
         # this kind of sandbox is answered from the graders' own memo (never from the env's run,
         # which the regrade's same-ruler control compares with this one)
-        memo = ExecMemo(namespace="grader") if memo_enabled(state.get("coder") == "mixture") else None
+        memo = ExecMemo(namespace="grader", rename_invariant=True) if memo_enabled(state.get("coder") == "mixture") else None
         results = run_jobs_memo(box, jobs, memo)
         if memo is not None:
             memo.close()

@@ -9,6 +9,15 @@ that differs by one character is another key, so one program's result never stan
 A hit returns the ``JobResult`` a run returned (its tests and load error, under the caller's job
 key): the first outcome of a key is kept, later runs of it are never made.
 
+**Rename-invariant keys** (``ExecMemo(rename_invariant=True)``, which the env and the graders set
+for the mixture coder): the simulator re-prints each catalogue entry with its locals renamed at
+random (``mutation.rewrite``), so the same program comes back under new names in every seed. Such a
+job is also kept under the program's canonical form (``mutation.canonical_form``: locals renamed in
+order of appearance, docstring dropped), and a later job with the same canonical form is answered
+from it only when neither program's renamed locals appear anywhere in the kept outcome (an error
+message that names a local would differ between the two); otherwise it runs. So an answered
+outcome is, byte for byte, the one a run of the renamed program gives.
+
 Programs whose outcome may vary from run to run (a model-written program that reads the clock or a
 random source) would freeze their first outcome: the env memoises by default only the mixture
 coder's programs (the simulator's own catalogue, re-printed), see ``CodeRepairEnv(memo=...)``.
@@ -21,9 +30,11 @@ job then runs as without a memo.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 from collections import OrderedDict
@@ -35,6 +46,7 @@ from rsigym.sandbox import Sandbox
 
 from . import sandbox_program
 from .execution import Job, JobResult, run_jobs
+from .mutation import canonical_form
 
 __all__ = ["MEMO_VERSION", "ExecMemo", "memo_enabled", "memo_key", "run_jobs_memo"]
 
@@ -64,11 +76,14 @@ def _sandbox_identity(sandbox: Sandbox) -> dict[str, Any]:
     return identity
 
 
-def memo_key(job: Job, identity: dict[str, Any], trusted: bool, namespace: str = "env") -> str:
+def memo_key(job: Job, identity: dict[str, Any], trusted: bool, namespace: str = "env",
+             canonical: str | None = None) -> str:
     """SHA-256 of everything that decides ``job``'s outcome (not its batch key, a caller's label),
-    and of the memo's namespace."""
+    and of the memo's namespace; ``canonical``: the program's canonical form stands for its source."""
     fields = job.to_json()
     del fields["key"]
+    if canonical is not None:
+        fields["source"], fields["canonical"] = canonical, True
     payload = json.dumps([MEMO_VERSION, _PROGRAMS_SHA, namespace, identity, bool(trusted), fields], sort_keys=True,
                          ensure_ascii=True)
     return hashlib.sha256(payload.encode()).hexdigest()
@@ -80,8 +95,8 @@ class ExecMemo:
     control (the env's live hidden outcome against ``hidden_tests`` re-executed) still compares two
     executions of each distinct program, never one execution with itself."""
 
-    def __init__(self, path: Path | str | None = None, namespace: str = "env") -> None:
-        self.namespace = namespace
+    def __init__(self, path: Path | str | None = None, namespace: str = "env", rename_invariant: bool = False) -> None:
+        self.namespace, self.rename_invariant = namespace, bool(rename_invariant)
         configured = os.environ.get(_ENV_VAR, "").strip()
         if path is None and configured and configured.lower() not in ("on", "1", "true", "yes"):
             path = configured
@@ -141,9 +156,36 @@ class ExecMemo:
         self._conn = None
 
 
-def _encode(result: JobResult) -> str:
+def _encode(result: JobResult, names: Sequence[str] = ()) -> str:
     # insertion order kept: a decoded result is the run's own, key order included
-    return json.dumps({"tests": result.tests, "load_error": result.load_error})
+    return json.dumps({"tests": result.tests, "load_error": result.load_error, "names": sorted(names)})
+
+
+def renamed_locals(source: str, entry: str) -> frozenset[str]:
+    """The names ``canonical_form`` renames: every name the entry function (and what it nests)
+    assigns, other than its parameters (empty when the program does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry:
+            params = {a.arg for a in node.args.args}
+            return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                             and n.id not in params)
+    return frozenset()
+
+
+def _names_in(text: str, names: frozenset[str] | set[str]) -> bool:
+    """Does any of ``names`` appear in ``text`` as a whole word?"""
+    return any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) for name in names)
+
+
+def _answers(stored: str, names: frozenset[str]) -> bool:
+    """A canonical-form entry answers a job when neither program's renamed locals are in its outcome."""
+    raw = json.loads(stored)
+    outcome = json.dumps([raw["tests"], raw["load_error"]])
+    return not _names_in(outcome, names | set(raw.get("names") or ()))
 
 
 def _decode(key: str, text: str) -> JobResult:
@@ -161,10 +203,20 @@ def run_jobs_memo(sandbox: Sandbox, jobs: Sequence[Job], memo: ExecMemo | None, 
         raise ValueError("job keys must be unique within a batch")
     identity = _sandbox_identity(sandbox)
     keys = {job.key: memo_key(job, identity, trusted, memo.namespace) for job in jobs}
+    forms: dict[str, tuple[str, frozenset[str]]] = {}  # job key -> (canonical key, renamed locals)
+    if memo.rename_invariant:
+        for job in jobs:
+            form = canonical_form(job.source, job.entry)
+            if form is not None:
+                forms[job.key] = (memo_key(job, identity, trusted, memo.namespace, canonical=form),
+                                  renamed_locals(job.source, job.entry))
     out: dict[str, JobResult] = {}
     todo: list[Job] = []
     for job in jobs:
         known = memo.get(keys[job.key])
+        if known is None and job.key in forms:
+            shared = memo.get(forms[job.key][0])
+            known = shared if shared is not None and _answers(shared, forms[job.key][1]) else None
         if known is None:
             todo.append(job)
         else:
@@ -175,5 +227,8 @@ def run_jobs_memo(sandbox: Sandbox, jobs: Sequence[Job], memo: ExecMemo | None, 
     STATS["misses"] += len(todo)
     for key, result in run_jobs(sandbox, todo, trusted=trusted).items():
         # another worker may have stored the key meanwhile: every caller then sees the first outcome
-        out[key] = _decode(key, memo.put(keys[key], _encode(result)))
+        kept = memo.put(keys[key], _encode(result))
+        out[key] = _decode(key, kept)
+        if key in forms and _answers(kept, forms[key][1]):  # name-free: it answers the program's renamings
+            memo.put(forms[key][0], _encode(_decode(key, kept), forms[key][1]))
     return {job.key: out[job.key] for job in jobs}

@@ -146,3 +146,37 @@ def test_the_grader_reexecutes_what_the_env_ran_and_shares_only_its_own_runs(tmp
     again, _ = regrade_programs(state, False, "local")
     assert memo_module.STATS == {"hits": len(state["problems"]), "misses": len(state["problems"])}
     assert first == again == {p["problem_id"]: p["hidden_pass"] for p in state["problems"]}
+
+
+NAMED = "def inc(x):\n    val_1 = x + 1\n    if x < 0:\n        raise ValueError('val_1 went negative')\n    return val_1\n"
+RENAMED = NAMED.replace("val_1 =", "tmp_7 =").replace("return val_1", "return tmp_7")
+
+
+def test_a_renamed_program_is_answered_only_by_an_outcome_that_names_none_of_its_locals(tmp_path):
+    """The simulator re-prints a catalogue entry with new local names in every seed: a renaming is
+    answered from the first program's outcome, unless that outcome names a local (here the error
+    message does), which a renamed run would print differently."""
+    memo = ExecMemo(tmp_path / "memo.sqlite", rename_invariant=True)
+    clean = "def inc(x):\n    val_1 = x + 1\n    return val_1\n"
+    with open_sandbox("local") as box:
+        run_jobs_memo(box, [Job("a", clean, "inc", TESTS)], memo)
+        renamed = run_jobs_memo(box, [Job("b", clean.replace("val_1", "acc_4"), "inc", TESTS)], memo)["b"]
+        assert (memo.hits, memo.misses) == (1, 1) and renamed.all_pass
+        run_jobs_memo(box, [Job("c", NAMED, "inc", TESTS)], memo)
+        answered = run_jobs_memo(box, [Job("d", RENAMED, "inc", TESTS)], memo)["d"]
+        ran = run_jobs(box, [Job("d", RENAMED, "inc", TESTS)])["d"]
+    assert (memo.hits, memo.misses) == (1, 3)           # the named outcome answered nothing
+    assert answered == ran and "val_1" in str(answered.tests) and "tmp_7" not in str(answered.tests)
+
+
+def test_a_seed_answered_from_another_seeds_renamings_records_what_it_records_without_the_memo(tmp_path, monkeypatch):
+    monkeypatch.setenv("RSIGYM_CODEREPAIR_MEMO", str(tmp_path / "memo.sqlite"))
+
+    def agent():
+        return RandomPickAgent(AgentSpec(id="r", kind="coderepair_random"))
+
+    _play(True, agent(), seed=3)                         # fills the memo with seed 3's renamings
+    answered = _play(True, agent(), seed=4)              # seed 4 re-prints the catalogue with new names
+    without = _play(False, agent(), seed=4)
+    assert _what_must_match(answered) == _what_must_match(without)
+    assert answered["memo_hits"] > 0
