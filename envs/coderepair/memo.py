@@ -39,7 +39,7 @@ import shutil
 import sqlite3
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from rsigym.cache import cache_dir
 from rsigym.sandbox import Sandbox
@@ -156,7 +156,7 @@ class ExecMemo:
         self._conn = None
 
 
-def _encode(result: JobResult, names: Sequence[str] = ()) -> str:
+def _encode(result: JobResult, names: Collection[str] = ()) -> str:
     # insertion order kept: a decoded result is the run's own, key order included
     return json.dumps({"tests": result.tests, "load_error": result.load_error, "names": sorted(names)})
 
