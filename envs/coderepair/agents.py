@@ -18,7 +18,8 @@ coder's mutation mix, re-estimated from executed failures (``coder_mix``) and se
 checked, then the new pair against the retained pair; every decision in the record). Without it
 (the default) the coder is never changed: the control for what the policy update adds.
 
-The fixed and adaptive world models pick greedily and, with probability ``audit_rate``, uniformly at random
+The fixed and adaptive world models pick greedily and, with probability ``audit_rate`` (the adaptive
+one ``doubt_audit_rate`` while in doubt), uniformly at random
 (a randomised audit); each action carries the predictions, the propensity of the pick, the
 version id and the protocol decisions since the last action, which the env records. (A check
 point falling after the stream's last problem changes no choice and has no action to ride on: it
@@ -63,8 +64,9 @@ class WorldModelAgent:
     """See the module docstring; ``params``: ``predictor`` (offset | logistic | torch | boosting),
     ``audit_rate``, ``warmup``, ``check_every`` and ``window`` (problems), ``min_fit_rows``,
     ``holdout`` (share of the window's problems held out), ``max_adaptations`` (accepted ones),
-    ``margin`` (of the pair comparison) and the reliability thresholds ``min_samples``, ``z_crit``,
-    ``ece_bound``, ``min_skill``."""
+    ``margin`` (of the pair comparison), ``loss_margin`` (of the held-out log-loss comparison),
+    ``doubt_audit_rate`` (adaptive only: the audit rate while in doubt) and the reliability
+    thresholds ``min_samples``, ``z_crit``, ``ece_bound``, ``min_skill``."""
 
     def __init__(self, spec: AgentSpec) -> None:
         unknown = set(spec.params) - _PARAMS
