@@ -185,7 +185,7 @@ def compare_losses(folds: Sequence[Fold], retained: Predictor | Callable[[Fold],
     """
     parts, problems = [], []
     for fold in folds:
-        old_model = retained if hasattr(retained, "predict") else retained(fold)  # type: ignore[operator]
+        old_model = retained if hasattr(retained, "predict") else retained(fold)
         for row in fold.rows:
             x = row.features[row.chosen:row.chosen + 1]
             w = weight(row)
