@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     methods = ["static", "fixed", "adaptive", "uniform", "oracle"]
     out: dict[str, Any] = {}
     settled = (args.drift_at + args.problems) // 2
-    for phase, span in (("before drift", range(args.warmup, args.drift_at)), ("after drift", range(args.drift_at, args.problems)),
+    for phase, span in (("warm-up", range(0, args.warmup)), ("before drift", range(args.warmup, args.drift_at)), ("after drift", range(args.drift_at, args.problems)),
                         ("after drift, second half", range(settled, args.problems))):
         table = Table(title=f"{phase} (problems {span.start}..{span.stop - 1}): expected public-pass rate of the picks")
         for column in ("method", "rate", "per-seed range", "delta vs static", "95% CI (seed x problem)"):

@@ -1,7 +1,8 @@
 """Calibration cases of CodeRepair-v0's verdict code (run by ``benchmarks/analysis_calibration.py``).
 
 * The reliability check under the env's selection: candidates' true pass probabilities, a greedy
-  pick with randomised audits, outcomes of the executed candidate only, weights 1/propensity.
+  pick with randomised audits, outcomes of the executed candidate only, checked unweighted as the
+  protocol does (selection on features leaves calibration intact on the picked rows).
   Calibrated predictions must be called "reliable" (false alarms at most 10%); predictions shifted
   by +0.2 must be called "off" (power at least 90%).
 * ``coderepair_compare`` on constructed records of 40 problems x 5 seeds: a world model with no true
@@ -51,7 +52,9 @@ def _selected(rng: np.random.Generator, rounds: int, shift: float) -> tuple[np.n
 def _verdict_share(shift: float, verdict: str) -> float:
     rng = np.random.default_rng(11)
     check = ReliabilityCheck()
-    return float(np.mean([check.check(*_selected(rng, 250, shift)).verdict == verdict for _ in range(TRIALS)]))
+    # as the protocol calls it: unweighted, on the executed rows (the pick depends only on features
+    # and the audit coin, so calibration holds on the picked rows; see ``CoUpdateState.reliability``)
+    return float(np.mean([check.check(*_selected(rng, 250, shift)[:2]).verdict == verdict for _ in range(TRIALS)]))
 
 
 def reliability_calibrated() -> Case:

@@ -165,7 +165,8 @@ def _log_loss(p: float, y: float) -> float:
     return -(y * np.log(p) + (1 - y) * np.log(1 - p))
 
 
-def compare_losses(folds: Sequence[Fold], retained: Predictor, weight: Callable[[Any], float], *,
+def compare_losses(folds: Sequence[Fold], retained: Predictor | Callable[[Fold], Predictor],
+                   weight: Callable[[Any], float], *,
                    margin: float = 0.02, confidence: float = 0.95, bootstraps: int = 2000,
                    seed: int = 0) -> LossComparison:
     """Does the new predictor (each fold's, fitted without the fold) predict the executed outcomes
@@ -178,13 +179,17 @@ def compare_losses(folds: Sequence[Fold], retained: Predictor, weight: Callable[
     problems; the new predictor wins when the improvement exceeds ``margin`` (nats per row) and the
     CI's lower end is above 0. This is the comparison with evidence on every row: a pair's value
     sees a new selection's picks only on the audit rows that happened to execute them.
+
+    ``retained`` is one predictor for every fold, or a function of the fold (a retained model that
+    is itself fitted, cross-fitted like the new one: nested models compared on the same folds).
     """
     parts, problems = [], []
     for fold in folds:
+        old_model = retained if hasattr(retained, "predict") else retained(fold)
         for row in fold.rows:
             x = row.features[row.chosen:row.chosen + 1]
             w = weight(row)
-            old = _log_loss(float(retained.predict(x)[0]), row.outcome)
+            old = _log_loss(float(old_model.predict(x)[0]), row.outcome)
             new = _log_loss(float(fold.new_predictor.predict(x)[0]), row.outcome)
             parts.append((w, w * old, w * new))
             problems.append(row.t)

@@ -55,9 +55,13 @@ _MODES = {"static_verifier": "static", "static_verifier_audit": "static", "fixed
 # latest check says "off" (``doubt_audit_rate``, 30%): exploration goes where there is doubt, so a
 # model that is right loses little to it and a model that has gone off gathers evidence quickly.
 _DEFAULT_AUDIT = {"static_verifier": 0.0, "static_verifier_audit": 0.05, "fixed_world_model": 0.05, "adaptive_world_model": 0.05}
+# After warm-up, a trusted world model explores little: the fixed one never refits (its audits would
+# buy nothing), the adaptive one keeps a trickle so a drift among the candidates it does not pick
+# can still show.
+_TRUSTED_AUDIT = {"fixed_world_model": 0.0, "adaptive_world_model": 0.01}
 _PARAMS = {"predictor", "audit_rate", "warmup", "check_every", "min_fit_rows", "holdout", "max_adaptations",
            "min_samples", "z_crit", "ece_bound", "min_skill", "update_coder", "window", "margin", "loss_margin",
-           "doubt_audit_rate"}
+           "doubt_audit_rate", "trusted_audit_rate"}
 
 
 class WorldModelAgent:
@@ -91,6 +95,11 @@ class WorldModelAgent:
         self.window, self.margin = int(p.get("window", 40)), float(p.get("margin", 0.02))
         self.loss_margin = float(p.get("loss_margin", 0.01))
         self.doubt_audit_rate = float(p.get("doubt_audit_rate", 0.3 if spec.kind == "adaptive_world_model" else self.audit_rate))
+        self.trusted_audit_rate = float(p.get("trusted_audit_rate", _TRUSTED_AUDIT.get(spec.kind, self.audit_rate)))
+        if spec.kind in _TRUSTED_AUDIT and not 0 <= self.trusted_audit_rate <= 1:
+            raise TypeError(f"trusted_audit_rate must be in [0, 1], got {self.trusted_audit_rate}")
+        if spec.kind not in _TRUSTED_AUDIT and "trusted_audit_rate" in p:
+            raise TypeError(f"trusted_audit_rate is a param of the world models, not of {spec.kind}")
         if spec.kind != "adaptive_world_model" and "doubt_audit_rate" in p:
             raise TypeError(f"doubt_audit_rate is a param of adaptive_world_model only, not of {spec.kind}")
         if spec.kind == "adaptive_world_model" and not 0 < self.doubt_audit_rate <= 1:
@@ -131,7 +140,7 @@ class WorldModelAgent:
                                       checks if isinstance(checks, list) and len(checks) == len(codes) else None)
         predictions = self.state.predictor.predict(features)                    # (C,)
         greedy = self.state.policy.greedy(predictions, features, _KNOWN_FAILURE)
-        rate = self.doubt_audit_rate if self.mode == "adaptive" and self.state.in_doubt else self.audit_rate
+        rate = self._rate()
         audit = bool(self.rng.random() < rate)
         choice = int(self.rng.integers(len(codes))) if audit else greedy
         propensity = (1 - rate) * float(choice == greedy) + rate / len(codes)
@@ -144,6 +153,16 @@ class WorldModelAgent:
         if self.state.mix is not None and self.state.mix.version != self._mix_sent:  # an accepted new mix
             action["coder_weights"], self._mix_sent = self.state.mix.action(), self.state.mix.version
         return action
+
+    def _rate(self) -> float:
+        """The audit rate of the next pick: ``audit_rate`` in warm-up (and always for the static
+        variants), ``doubt_audit_rate`` while the adaptive model is in doubt, ``trusted_audit_rate``
+        otherwise (a fixed model never refits, so its audits after warm-up buy nothing)."""
+        if self.mode == "static" or self._problems_done < self.warmup:
+            return self.audit_rate
+        if self.mode == "adaptive" and self.state.in_doubt:
+            return self.doubt_audit_rate
+        return self.trusted_audit_rate
 
     def observe(self, reward: float, observation: dict[str, Any], info: dict[str, Any]) -> None:
         executed = info.get("executed")

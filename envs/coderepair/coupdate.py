@@ -101,11 +101,22 @@ class CoUpdateState:
         self.predictor = make_predictor("static")
         self.version = version_id(0, "static", "hand-set weights")
 
-    def _fit(self, rows: list[LoggedRound]) -> Predictor:
+    def _fit(self, rows: list[LoggedRound], kind: str | None = None) -> Predictor:
         X = np.stack([r.features[r.chosen] for r in rows])  # (N, F)
         y = np.array([r.outcome for r in rows])
         w = np.array([self.weight(r) for r in rows])
-        return make_predictor(self.predictor_kind, seed=self.seed).fit(X, y, w)
+        return make_predictor(kind or self.predictor_kind, seed=self.seed).fit(X, y, w)
+
+    def _crossfit(self, rows: list[LoggedRound], kind: str | None = None) -> list[Fold]:
+        """Interleaved folds of ``rows``' problems, each with a ``kind`` predictor fitted on the others."""
+        every = max(2, round(1 / self.holdout))
+        folds = []
+        for f in range(every):
+            held, rest = [r for r in rows if r.t % every == f], [r for r in rows if r.t % every != f]
+            if held and rest:
+                fitted = self._fit(rest, kind)
+                folds.append(Fold(held, fitted, fitted))
+        return folds
 
     def _new_version(self, rows: list[LoggedRound]) -> str:
         self.versions += 1
@@ -120,12 +131,42 @@ class CoUpdateState:
         return entry
 
     def fit_initial(self, t: int) -> None:
-        """End of warm-up: the first fitted version, on every logged round."""
+        """End of warm-up: a fitted version replaces static only with evidence.
+
+        Nested models, cross-fitted on the logged rounds' problems and compared by held-out log-loss
+        (``compare_losses``: margin ``loss_margin``, CI above 0): static; static recalibrated (its
+        logit plus a fitted intercept: the same ranking, so the same picks); the full correction
+        (the ``offset`` kind's slopes, or another kind's own fit). The recalibration is taken when it
+        beats static; the full fit only when it beats both static and the recalibration. With no
+        evidence the version stays static: a world model cannot start below the verifier it extends.
+        """
         if len(self.rows) < 2:
             self.log(t, "warmup_fit_skipped", reason=f"{len(self.rows)} logged rounds")
             return
-        self.predictor, self.version = self._fit(self.rows), self._new_version(self.rows)
-        self.log(t, "warmup_fit", rows=len(self.rows), predictor=self.predictor_kind)
+        full = self._crossfit(self.rows)
+        if len(full) < 2:
+            self.log(t, "warmup_keep_static", reason=f"{len(self.rows)} logged rounds make fewer than 2 folds")
+            return
+        seed = self.seed * 100_003 + t
+        details: dict[str, Any] = {"rows": len(self.rows), "predictor": self.predictor_kind, "folds": len(full)}
+        full_vs_static = compare_losses(full, self.predictor, self.weight, margin=self.loss_margin, seed=seed)
+        details["full_vs_static"] = full_vs_static.to_json()
+        chosen: str | None = self.predictor_kind if full_vs_static.accept else None
+        if self.predictor_kind == "offset":
+            recal = self._crossfit(self.rows, "recalibrated")
+            recal_vs_static = compare_losses(recal, self.predictor, self.weight, margin=self.loss_margin, seed=seed)
+            by_fold = {id(f.rows[0]): f.new_predictor for f in recal}
+            full_vs_recal = compare_losses(full, lambda f: by_fold[id(f.rows[0])], self.weight,
+                                           margin=self.loss_margin, seed=seed)
+            details["recalibrated_vs_static"], details["full_vs_recalibrated"] = (recal_vs_static.to_json(),
+                                                                                  full_vs_recal.to_json())
+            chosen = ("offset" if full_vs_static.accept and full_vs_recal.accept else
+                      "recalibrated" if recal_vs_static.accept else None)
+        if chosen is None:
+            self.log(t, "warmup_keep_static", reason="no fitted model beats static on held-out log-loss", **details)
+            return
+        self.predictor, self.version = self._fit(self.rows, chosen), self._new_version(self.rows)
+        self.log(t, "warmup_fit", chosen=chosen, **details)
 
     def window_rows(self, t: int) -> list[LoggedRound]:
         return [r for r in self.rows if r.t >= t - self.window]
@@ -139,8 +180,10 @@ class CoUpdateState:
     def reliability(self, t: int) -> str:
         """Check the current version on the window's rounds it predicted; returns the verdict."""
         mine = [r for r in self.window_rows(t) if r.version == self.version]
-        result = self.check.check([r.predicted for r in mine], [r.outcome for r in mine],
-                                  [self.weight(r) for r in mine])
+        # Unweighted: the pick depends only on the round's features (and the audit coin), so under a
+        # calibrated model P(pass | features) = predicted holds on the picked rows as on any: every
+        # executed row is evidence, no inverse-propensity weight lowers the effective sample size.
+        result = self.check.check([r.predicted for r in mine], [r.outcome for r in mine])
         self.log(t, "reliability_check", result=result.to_json())
         if result.verdict != "insufficient evidence":
             self.in_doubt = result.verdict == "off"

@@ -53,8 +53,8 @@ class OffsetLogisticPredictor:
     gradient.
     """
 
-    def __init__(self, l2: float = 0.3) -> None:
-        self.l2 = l2
+    def __init__(self, l2: float = 0.3, slopes: bool = True) -> None:
+        self.l2, self.slopes = l2, slopes
         self.coef = np.zeros(len(FEATURE_NAMES))
         self.intercept = 0.0
 
@@ -65,7 +65,8 @@ class OffsetLogisticPredictor:
             self.coef, self.intercept = np.zeros(X.shape[1]), 0.0
             return self
         offset = StaticPredictor().logit(X)                              # (N,)
-        design = np.concatenate([X, np.ones((len(X), 1))], axis=1)       # (N, F + 1)
+        # without slopes only the intercept moves: a recalibration that keeps static's ranking
+        design = np.concatenate([X if self.slopes else np.zeros_like(X), np.ones((len(X), 1))], axis=1)  # (N, F + 1)
         weights = w / np.mean(w)                                         # (N,)
         # the intercept (a recalibration that keeps static's ranking) is penalised 10 times less
         penalty = np.r_[np.full(X.shape[1], self.l2), 0.1 * self.l2]     # (F + 1,)
@@ -190,9 +191,12 @@ PREDICTOR_KINDS = ("offset", "logistic", "torch", "boosting")
 
 
 def make_predictor(kind: str, seed: int = 0) -> Predictor:
-    """``offset``, ``logistic``, ``torch``, ``boosting`` or ``static``."""
+    """``offset``, ``logistic``, ``torch``, ``boosting``, ``static`` or ``recalibrated`` (static's logit
+    plus a fitted intercept only: its ranking is static's)."""
     if kind == "offset":
         return OffsetLogisticPredictor()
+    if kind == "recalibrated":
+        return OffsetLogisticPredictor(slopes=False)
     if kind == "boosting":
         return BoostingPredictor(seed=seed)
     if kind == "logistic":
@@ -201,4 +205,4 @@ def make_predictor(kind: str, seed: int = 0) -> Predictor:
         return TorchPredictor(seed=seed)
     if kind == "static":
         return StaticPredictor()
-    raise ValueError(f"unknown predictor {kind!r}; expected offset, logistic, torch, boosting or static")
+    raise ValueError(f"unknown predictor {kind!r}; expected offset, logistic, torch, boosting, static or recalibrated")

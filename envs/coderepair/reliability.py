@@ -6,9 +6,18 @@ selection so the check speaks for every candidate, see ``agents``). Verdicts:
 
 * ``insufficient evidence``: fewer than ``min_samples`` outcomes, or a Kish effective sample size
   under ``min_samples / 2`` (a few huge weights);
-* ``off``: Spiegelhalter's z beyond ``z_crit``, or the weighted expected calibration error above
-  ``ece_bound``, or the Brier skill over the (weighted) base rate below ``min_skill``;
+* ``off``: Spiegelhalter's z beyond ``z_crit``; or the weighted expected calibration error above
+  ``ece_bound`` and beyond what calibrated predictions give by chance; or the Brier skill over the
+  (weighted) base rate shown below ``min_skill``;
 * ``reliable`` otherwise.
+
+"By chance" is measured by consistency resampling (Broecker and Smith, 2007): outcomes redrawn from
+the predictions themselves (``y* ~ Bernoulli(p)``, ``resamples`` times, a fixed seed) give the
+distribution of ECE and skill for a calibrated model with these predictions and weights. ECE is
+biased upward in small samples (10 bins of 30 outcomes give about 0.12 for a perfect model), so the
+ECE rule needs ECE above that distribution's ``1 - alpha`` quantile; the skill rule needs skill
+below ``min_skill`` by more than ``z_crit`` of that distribution's standard deviations. ``alpha`` is the
+two-sided tail of ``z_crit`` (0.01 at 2.58), so each rule has the z test's false-alarm rate.
 
 Spiegelhalter (1986): z = sum w (y - p)(1 - 2p) / sqrt(sum w^2 (1 - 2p)^2 p (1 - p)), standard
 normal for calibrated predictions. Written here because no kept library offers the weighted form.
@@ -20,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
+from scipy.stats import norm
 
 __all__ = ["ReliabilityCheck", "ReliabilityResult", "spiegelhalter_z", "weighted_ece", "brier_skill"]
 
@@ -72,6 +82,13 @@ class ReliabilityCheck:
     z_crit: float = 2.58
     ece_bound: float = 0.15
     min_skill: float = 0.0
+    resamples: int = 400
+
+    def _null(self, p: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ECE, skill) of ``resamples`` outcome sets drawn from ``p`` itself: their spread under calibration."""
+        draws = (np.random.default_rng(0x5EED).random((self.resamples, p.size)) < p).astype(float)  # (B, N)
+        return (np.array([weighted_ece(p, ys, w) for ys in draws]),
+                np.array([brier_skill(p, ys, w) for ys in draws]))
 
     def check(self, predicted: Sequence[float], outcomes: Sequence[float],
               weights: Sequence[float] | None = None) -> ReliabilityResult:
@@ -88,11 +105,17 @@ class ReliabilityCheck:
             return ReliabilityResult("insufficient evidence", n, effective,
                                      reasons=[f"n={n}, effective n={effective:.1f} < minimum {self.min_samples}"])
         z, ece, skill = spiegelhalter_z(p, y, w), weighted_ece(p, y, w), brier_skill(p, y, w)
+        alpha = float(2 * norm.sf(self.z_crit))
+        ece_limit, skill_limit = self.ece_bound, self.min_skill
+        if self.resamples:  # 0: the bare thresholds
+            ece_null, skill_null = self._null(p, w)
+            ece_limit = max(self.ece_bound, float(np.quantile(ece_null, 1 - alpha)))
+            skill_limit = self.min_skill - self.z_crit * float(np.std(skill_null))
         reasons = []
         if abs(z) > self.z_crit:
             reasons.append(f"|Spiegelhalter z| = {abs(z):.2f} > {self.z_crit}")
-        if ece > self.ece_bound:
-            reasons.append(f"ECE {ece:.3f} > {self.ece_bound}")
-        if skill < self.min_skill:
-            reasons.append(f"Brier skill {skill:.3f} < {self.min_skill} over the base rate")
+        if ece > ece_limit:
+            reasons.append(f"ECE {ece:.3f} > {ece_limit:.3f} (bound {self.ece_bound}, chance {1 - alpha:.3f} quantile)")
+        if skill < skill_limit:
+            reasons.append(f"Brier skill {skill:.3f} < {skill_limit:.3f} ({self.min_skill} less z_crit chance SDs) over the base rate")
         return ReliabilityResult("off" if reasons else "reliable", n, effective, z, ece, skill, reasons)

@@ -121,3 +121,66 @@ def test_identical_pairs_differ_by_exactly_zero_and_are_not_accepted():
     result = compare_pairs([Fold(rows, static, static)], lambda f: Pair(static, 1.0), lambda f: Pair(static, 1.0),
                            KNOWN, margin=0.0)
     assert result.difference == 0.0 and result.ci == (0.0, 0.0) and not result.accept
+
+
+# -- warm-up, the check's false alarms, where audits go (round three, part two) -------------------------
+
+def test_the_warm_up_fit_keeps_static_without_evidence_and_recalibrates_when_only_the_level_is_off():
+    """Outcomes follow static's ranking: the full correction never replaces static; when static is
+    also miscalibrated (the level shifted) the recalibration (same ranking) is taken instead."""
+    chosen = []
+    for seed in range(3):
+        state = CoUpdateState("offset", KNOWN, seed=seed)
+        _stream(state, 0, 40, np.random.default_rng(seed), reversed_=False)
+        state.fit_initial(40)
+        chosen.append(state.audit[-1].get("chosen"))
+    assert "offset" not in chosen
+    shifted = CoUpdateState("offset", KNOWN, seed=0)
+    rng = np.random.default_rng(10)
+    for t in range(80):  # P(pass) = static's prediction at a logit 2 lower: same ranking, lower level
+        x = _features(rng)
+        chosen_ = int(rng.integers(4))
+        p = 1 / (1 + np.exp(-(StaticPredictor().logit(x)[chosen_] - 2.0)))
+        shifted.rows.append(LoggedRound(t, x, chosen_, 0.25, float(rng.random() < p), shifted.version, 0.5))
+    shifted.fit_initial(80)
+    assert shifted.audit[-1]["event"] == "warmup_fit" and shifted.audit[-1]["chosen"] == "recalibrated"
+    x = _features(rng)
+    assert np.argmax(shifted.predictor.predict(x)) == np.argmax(StaticPredictor().predict(x))
+
+
+def test_calibrated_predictions_in_small_samples_are_rarely_called_off():
+    """30 calibrated outcomes: the bare ECE bound (0.15) calls a large share off by chance; the
+    consistency-resampled rule keeps false alarms near the z test's 1% per rule."""
+    bare, resampled = ReliabilityCheck(resamples=0), ReliabilityCheck()
+    false_bare = false_resampled = 0
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        p = rng.uniform(0.2, 0.8, 30)
+        y = (rng.random(30) < p).astype(float)
+        false_bare += bare.check(p, y).verdict == "off"
+        false_resampled += resampled.check(p, y).verdict == "off"
+    assert false_resampled <= 6 and false_bare >= 3 * max(false_resampled, 1)
+
+
+def test_a_real_shift_in_a_small_sample_is_still_called_off():
+    hits = 0
+    for seed in range(50):
+        rng = np.random.default_rng(seed)
+        p = rng.uniform(0.4, 0.8, 40)
+        y = (rng.random(40) < p - 0.35).astype(float)
+        hits += ReliabilityCheck().check(p, y).verdict == "off"
+    assert hits >= 40
+
+
+@pytest.mark.parametrize("kind, in_doubt, expected", [("fixed_world_model", False, 0.0),
+                                                      ("adaptive_world_model", False, 0.01),
+                                                      ("adaptive_world_model", True, 0.3)])
+def test_after_warm_up_audits_go_where_there_is_doubt(kind, in_doubt, expected):
+    from rsigym.envs.coderepair.agents import WorldModelAgent
+    from rsigym.records import AgentSpec
+
+    agent = WorldModelAgent(AgentSpec(id="a", kind=kind, params={"warmup": 5}))
+    agent.reset({"info": {"entry": "f", "problem_id": "p0"}}, 0)
+    assert agent._rate() == 0.05                 # warm-up: the exploration the first fit needs
+    agent._problems_done, agent.state.in_doubt = 5, in_doubt
+    assert agent._rate() == expected
