@@ -489,3 +489,31 @@ def test_equivalent_sentence_says_what_holds():
     result = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "reward")
     assert result.verdict.label == "no effect"
     assert "the score is equivalent within +-0.10 (90% CI" in result.verdict.sentence
+
+
+def test_identical_pairs_are_the_regrade_when_there_is_none():
+    # 20 tasks x 2 reruns, no regrade grader: tasks 0-7 are scored 0 under the treatment although
+    # the agent does exactly the same (the ruler's change), tasks 16-19 take another path at the
+    # same score; the 16 tasks with identical pairs show the ruler's part
+    records = []
+    for i in range(20):
+        for rep in range(2):
+            records.append(make_record(f"t{i:02d}", None, grades={"judge": 1.0}, rep=rep))
+            records.append(make_record(f"t{i:02d}", {"name": "paraphrase_descriptions"}, rep=rep,
+                                       actions=GOLD[::-1] if i >= 16 else GOLD, grades={"judge": 0.0 if i < 8 else 1.0}))
+    result = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "judge")
+    assert result.verdict.label == "measurement artifact"
+    assert result.grader_part.estimate == pytest.approx(-0.5) and result.grader_part.n == 16
+    assert "no regrade: the 16 tasks with identical-behaviour pairs are the regrade" in result.verdict.sentence
+    # the identical pairs hold concordant outcomes only, so their behaviour part is not evidence here
+    assert "is not used: the ruler moved on the identical pairs" in result.verdict.sentence
+    assert "behaviour not shown to change" in result.verdict.sentence
+    # with fewer than 10 tasks holding an identical pair there is no implicit regrade
+    few = [r for r in records if int(str(r.env.task_id)[1:]) < 4 or int(str(r.env.task_id)[1:]) >= 10]
+    for r in few:
+        if r.env.condition and int(str(r.env.task_id)[1:]) >= 10:
+            r.steps = list(reversed(r.steps))
+            r.final = FinalSnapshot.of({"db_sha256": "db-other", "tool_calls": []})
+    sparse = attribute(pair_records(few, "identity", "paraphrase_descriptions"), "judge")
+    assert sparse.regrade is None
+    assert "only 4 tasks have identical-behaviour pairs (fewer than 10): no implicit regrade" in sparse.verdict.sentence
