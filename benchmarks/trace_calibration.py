@@ -6,8 +6,11 @@ reruns vary), runs the verdict code on them and compares the label with the trut
 is ``verdicts matching constructed truth: K/N``.
 
 Run: ``python benchmarks/trace_calibration.py`` (``--datasets N`` per family, ``--only TEXT`` for
-the families whose name contains TEXT, ``--results FILE`` to write the label counts as JSON; the
-README's rates come from ``benchmarks/results/trace_calibration_*.json``).
+the families whose name contains TEXT, ``--results FILE`` to write the label counts as JSON, ``--power
+FILE`` to print the README's power table from such a file; the README's rates come from
+``benchmarks/results/trace_calibration_*.json``). The noisy-agent families (``trace_noisy``) are
+the power table: ``--datasets 200 --only "noisy agent" --results
+benchmarks/results/trace_calibration_noisy.json``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,11 @@ from rich.table import Table
 from rsigym.records import Trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # trace_families beside this script
-from trace_families import FAMILIES, HIDE, MISLEAD, PARAPHRASE, RENAME, DataSet, Family, record  # noqa: E402
+from trace_families import (ATTRIBUTIONS, FAMILIES, HIDE, MISLEAD, PARAPHRASE, RENAME, DataSet, Family,  # noqa: E402
+                            record)
+from trace_noisy import NOISY_FAMILIES  # noqa: E402
+
+ALL_FAMILIES = FAMILIES + NOISY_FAMILIES  # indices seed the data sets: new families go last
 
 @dataclass
 class Case:
@@ -121,8 +128,10 @@ def cases() -> list[Case]:
     out += _llm_like_cases()
     # The regrade that does not close the drop: -0.08 with a CI reaching -0.2, while 60% of the
     # tasks behave differently (identical reruns agree). The grader part (-0.40) is clear; the
-    # behaviour part is neither excluded nor shown on 25 tasks: not an artifact, not yet mixed.
-    out.append(Case("regrade -0.08, 60% behave differently", "inconclusive", _paired(
+    # behaviour part's score is not shown on 25 tasks, but the behaviour itself changes beyond
+    # the baseline's reruns in 15 of 25 tasks: both parts are established, mixed (true by
+    # construction: 2 tasks really fail, 12 only under the name-bound ruler).
+    out.append(Case("regrade -0.08, 60% behave differently", "mixed", _paired(
         25, 2, RENAME, lambda i, r: (_am(1, 1), _am(0 if i < 12 else 1, 0 if 10 <= i < 12 else 1),
                                      0, 1 if i >= 10 else 0, "db-x" if 10 <= i < 12 else "db-gold")),
         "rename_tools", "action_match", "action_match_mapped"))
@@ -189,7 +198,7 @@ def simulate(family: Family, datasets: int, seed: int = 0) -> Counter[str]:
     """Labels of ``datasets`` data sets drawn from ``family`` (seeded per family and data set)."""
     labels: Counter[str] = Counter()
     for k in range(datasets):
-        rng = np.random.default_rng([seed, FAMILIES.index(family), k])
+        rng = np.random.default_rng([seed, ALL_FAMILIES.index(family), k])
         labels[judge(family.draw(rng))] += 1
     return labels
 
@@ -210,7 +219,7 @@ def print_families(counts: dict[str, Counter[str]], datasets: int, console: Cons
     for column in ("family", "truth", "label rates", "right", "target", "met"):
         table.add_column(column)
     met = targeted = 0
-    for family in (f for f in FAMILIES if f.name in counts):
+    for family in (f for f in ALL_FAMILIES if f.name in counts):
         labels = counts[family.name]
         right = sum(labels[g] for g in family.good) / datasets
         ok = right >= family.target
@@ -226,6 +235,54 @@ def print_families(counts: dict[str, Counter[str]], datasets: int, console: Cons
     return met, targeted
 
 
+POWER_BEGIN = "<!-- trace-power:begin (rendered from benchmarks/results/trace_calibration_noisy.json) -->"
+POWER_END = "<!-- trace-power:end -->"
+
+
+def _exact(k: int, n: int) -> str:
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(0.95, method="exact")
+    return f"[{ci.low:.1%}, {ci.high:.1%}]"
+
+
+def power_table(results: dict[str, Any]) -> str:
+    """The README's power table of the noisy-agent families, rendered from a results file written
+    by ``--only "noisy agent" --results FILE``: per family the verdicts that count, k of n data
+    sets, the rate with its exact (Clopper-Pearson) 95% CI, the target and whether the rate meets it.
+    The data set is the unit: each is a fresh 50-task battery."""
+    n, counts = results["datasets_per_family"], results["families"]
+    lines = [POWER_BEGIN, "",
+             "| family (noisy agent, 50 tasks) | truth | counted | k / n | rate | 95% CI (exact) | target | met |",
+             "|---|---|---|---:|---:|---|---|---|"]
+    for family in (f for f in NOISY_FAMILIES if f.name in counts):
+        labels = counts[family.name]
+        rows: list[tuple[str, int, str, bool | None]] = []
+        if family.truth == "no effect":
+            k = sum(labels.get(label, 0) for label in ATTRIBUTIONS)
+            rows.append(("an attribution (false)", k, "<= 5%", k / n <= 0.05))
+        elif len(family.good) > 1:  # the truth or no attribution: count the wrong attributions
+            k = sum(labels.get(label, 0) for label in ATTRIBUTIONS if label != family.truth)
+            rows.append(("another attribution (false)", k, "<= 5%", k / n <= 0.05))
+            rows.append((family.truth, labels.get(family.truth, 0), "reported", None))
+        else:
+            k = sum(labels.get(label, 0) for label in family.good)
+            target = f">= {family.target:.0%}" if family.target else "reported"
+            rows.append((" or ".join(family.good), k, target, k / n >= family.target if family.target else None))
+        if family.truth == "mixed":  # the rule's cost
+            rows.append(("measurement artifact (the cost)", labels.get("measurement artifact", 0), "reported", None))
+        for counted, k, target, met in rows:
+            lines.append(f"| {family.name.removeprefix('noisy agent, ')} | {family.truth} | {counted} | {k} / {n} "
+                         f"| {k / n:.1%} | {_exact(k, n)} | {target} | {'-' if met is None else 'yes' if met else 'NO'} |")
+    return "\n".join(lines + ["", POWER_END])
+
+
+def readme_power_block(readme: str) -> str:
+    """The power table as the README holds it (between the markers, markers included)."""
+    start, end = readme.index(POWER_BEGIN), readme.index(POWER_END) + len(POWER_END)
+    return readme[start:end]
+
+
 def main(argv: list[str] | None = None) -> tuple[int, int]:
     """Print the simulated families' label rates, the constructed cases' table and the K/N line;
     return (K, N) of the constructed cases."""
@@ -235,10 +292,15 @@ def main(argv: list[str] | None = None) -> tuple[int, int]:
     parser.add_argument("--only", action="append", default=[], metavar="TEXT",
                         help="only the simulated families whose name contains TEXT (repeatable)")
     parser.add_argument("--results", type=Path, help="write the label counts and the K/N line to this JSON file")
+    parser.add_argument("--power", type=Path, metavar="RESULTS",
+                        help="print the README's power table rendered from this results file, and stop")
     args = parser.parse_args(argv)
+    if args.power:
+        print(power_table(json.loads(args.power.read_text())))
+        return 0, 0
     if args.datasets < 0:
         parser.error(f"--datasets must be >= 0, got {args.datasets}")
-    chosen = [f for f in FAMILIES if not args.only or any(t in f.name for t in args.only)]
+    chosen = [f for f in ALL_FAMILIES if not args.only or any(t in f.name for t in args.only)]
     if not chosen:
         parser.error(f"no simulated family's name contains any of {args.only}")
     console = Console(width=160)

@@ -144,7 +144,8 @@ def _deterministic_artifact(down: float, up: float, regrade: bool) -> Callable[[
 def _regrade_hides_behaviour(rng: np.random.Generator) -> DataSet:
     """A deterministic agent under a rename: the name-bound grader fails the renamed-tool tasks,
     and 8-15 other tasks really fail (other actions, wrong state); the fixed ruler errors on
-    exactly those failing treatment records (no grade), so the regrade looks closed."""
+    exactly those failing treatment records (no grade), so the regrade looks closed. The truth is
+    mixed; the actions and end states show the behaviour change without any grade."""
     real = set(int(i) for i in rng.choice(TASKS, size=int(rng.integers(8, 16)), replace=False))
     records = []
     for i in range(TASKS):
@@ -183,6 +184,7 @@ FAMILIES = [
            ("measurement artifact",), 0.95, _deterministic_artifact(0.10, 0.10, True)),
     Family("infra errors hide a behaviour drop (failing treatment runs 70% missing)", "withheld", ("withheld",),
            0.95, _stochastic(0.3, True, missing_if_failed=0.7)),
-    Family("the fixed ruler's missing grades hide the behaviour part", "withheld", ("withheld",), 0.95,
-           _regrade_hides_behaviour),
+    Family("the fixed ruler's missing grades hide the behaviour part", "mixed", ("mixed", "withheld"), 0.95,
+           _regrade_hides_behaviour, "real failures (other actions, wrong state) and a rename artifact: mixed, "
+           "shown by the behaviour-level test whatever the missing grades say; else withheld"),
 ]

@@ -1,15 +1,22 @@
-"""Behaviour evidence for TRACE: paired changes against identical reruns of both arms, and what
-the grader did where the agent did exactly the same.
+"""Behaviour evidence for TRACE: paired changes against identical reruns of the baseline arm,
+and what the grader did where the agent did exactly the same.
 
 A pair's behaviour changed when its actions (tool names mapped back) or its final state differ
 (``trace.behaviour_diff``). Per task, the *paired disagreement* is the share of its pairs whose
-behaviour changed, and each arm's *rerun disagreement* the share of its identical-rerun pairs
-that changed. For an agent that draws its behaviour in a task from P under the baseline and Q
-under the treatment, paired disagreement has expectation 1 - sum p_i q_i and the rerun ones
-1 - sum p_i^2 and 1 - sum q_i^2, so paired minus the mean of the two is 1/2 sum (p_i - q_i)^2:
-never below 0, and 0 exactly when the behaviour distribution did not change. Only tasks with
-reruns in both arms enter that excess; the others are left out and counted (a task without
+behaviour changed, and the *rerun disagreement* the share of the baseline arm's identical-rerun
+pairs that changed (the noise floor). For an agent that draws its behaviour in a task from P under
+the baseline and Q under the treatment, paired disagreement has expectation 1 - sum p_i q_i and
+the baseline rerun one 1 - sum p_i^2, so the excess is sum p_i (p_i - q_i): exactly 0 when the
+behaviour distribution did not change, and it grows when the treatment spreads the behaviour over
+other routes (the treatment's own rerun variation is not pooled into the floor, where a treatment
+that makes the agent noisier would absorb its own effect). It cannot see a treatment that only
+concentrates a baseline spread evenly over its routes (then sum p_i q_i = sum p_i^2). Only tasks
+with baseline reruns enter that excess; the others are left out and counted (a task without
 reruns has no noise floor, not a floor of 0).
+
+Reruns that never differ anywhere while the pairs differ in both score directions look like
+reruns that repeat one random draw (a shared seed): the floor is then 0 without being measured,
+``shared_seed`` flags it, and the verdict rests no behaviour conclusion on that floor.
 """
 
 from __future__ import annotations
@@ -78,45 +85,72 @@ def arm_reruns(records: Sequence[Trajectory], grader: str) -> ArmReruns:
 
 @dataclass(frozen=True)
 class BehaviourRate:
-    """Paired behaviour changes per task against identical reruns of both arms (description,
+    """Paired behaviour changes per task against identical reruns of the baseline arm (description,
     and the behaviour-level test ``excess``)."""
 
     rate: float  # mean over tasks of the share of changed pairs
-    noise: float  # mean over referenced tasks of the mean rerun disagreement of both arms; nan if none
-    excess: Part  # per referenced task: paired disagreement - mean rerun disagreement of both arms
-    reference: bool  # whether any task has reruns in both arms
+    noise: float  # mean over referenced tasks of the baseline arm's rerun disagreement; nan if none
+    excess: Part  # per referenced task: paired disagreement - baseline rerun disagreement
+    reference: bool  # whether any task has baseline reruns
     any_changed: bool  # some pair's behaviour changed
     tasks: int = 0  # tasks with pairs
-    referenced: int = 0  # tasks with reruns in both arms (the excess's tasks)
+    referenced: int = 0  # tasks with baseline reruns (the excess's tasks)
     reruns_changed: bool = False  # some rerun pair of either arm changed
+    rerun_pairs: tuple[int, int, int, int] = (0, 0, 0, 0)  # changed / all rerun pairs: baseline, treatment
+    shared_seed: bool = False  # reruns never differ while pairs differ at random: floor not measured
 
     @property
     def identical_everywhere(self) -> bool:
         """Behaviour identical in every pair and every rerun of both arms."""
         return not self.any_changed and not self.reruns_changed
 
+    def reruns_text(self) -> str:
+        """Whether the agent's reruns differ at all, per arm."""
+        bc, bn, tc, tn = self.rerun_pairs
+        if not bn + tn:
+            return "no reruns"
+        text = f"reruns differ in {bc} of {bn} baseline and {tc} of {tn} treatment rerun pairs"
+        if self.shared_seed:
+            text += (" (reruns may share a seed: noise floor not measured; the pairs differ in both score "
+                     "directions, so no behaviour verdict rests on a floor of 0)")
+        return text
+
     def text(self) -> str:
-        head = f"behaviour changed in {self.rate:.0%} of pairs (mean over {self.tasks} tasks)"
+        head = f"behaviour changed in {self.rate:.0%} of pairs (mean over {self.tasks} tasks); {self.reruns_text()}"
+        if self.shared_seed:
+            return head
         if not self.reference:
-            return head + "; no task has identical reruns in both arms, so no rerun reference: the rate is description only"
+            return head + "; no task has identical baseline reruns, so no rerun reference: the rate is description only"
         left = self.tasks - self.referenced
-        return (f"{head} vs {self.noise:.0%} between identical reruns of both arms ({self.referenced} tasks with "
-                f"reruns in both arms, {left} without left out), excess {self.excess.text()}")
+        return (f"{head}; {self.noise:.0%} between identical baseline reruns ({self.referenced} tasks with baseline "
+                f"reruns, {left} without left out), excess {self.excess.text()}")
+
+
+def _random_pairs(units: Sequence[Unit]) -> bool:
+    """Some changed pair scores higher under the treatment and some lower: the arms differ in both
+    directions, as two independent draws of a noisy agent do."""
+    moves = {(u.treat > u.base) - (u.treat < u.base) for u in units
+             if u.changed and u.base is not None and u.treat is not None}
+    return {1, -1} <= moves
 
 
 def behaviour_rate(units: Sequence[Unit], base: Counts, treat: Counts, *, reruns_changed: bool = False,
                    confidence: float = 0.95, seed: int = 0) -> BehaviourRate:
-    """The behaviour-change rate of ``units`` per task, against rerun disagreement of both arms."""
+    """The behaviour-change rate of ``units`` per task, against the baseline arm's rerun
+    disagreement (``treat`` is counted, never pooled into the floor)."""
     by_task: dict[str, list[bool]] = defaultdict(list)
     for unit in units:
         by_task[unit.task_id].append(unit.changed)
     rates = {t: float(np.mean(v)) for t, v in sorted(by_task.items())}
-    floor = {t: (base[t][0] / base[t][1] + treat[t][0] / treat[t][1]) / 2 for t in rates
-             if base.get(t, (0, 0))[1] and treat.get(t, (0, 0))[1]}
+    floor = {t: base[t][0] / base[t][1] for t in rates if base.get(t, (0, 0))[1]}
+    pairs = (sum(c for c, _ in base.values()), sum(n for _, n in base.values()),
+             sum(c for c, _ in treat.values()), sum(n for _, n in treat.values()))
+    any_changed = any(any(v) for v in by_task.values())
+    shared = bool(pairs[1] + pairs[3]) and not (pairs[0] or pairs[2]) and _random_pairs(units)
     excess = task_part("behaviour excess", [rates[t] - floor[t] for t in sorted(floor)], confidence, seed)
     mean = (lambda v: float(np.mean(list(v))) if v else math.nan)
-    return BehaviourRate(mean(rates.values()), mean(floor.values()), excess, bool(floor),
-                         any(any(v) for v in by_task.values()), len(rates), len(floor), reruns_changed)
+    return BehaviourRate(mean(rates.values()), mean(floor.values()), excess, bool(floor), any_changed,
+                         len(rates), len(floor), reruns_changed, pairs, shared)
 
 
 @dataclass(frozen=True)

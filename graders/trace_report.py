@@ -67,7 +67,7 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
     ``treatments`` defaults to every other condition in the records; ``positive_controls`` are
     conditions known to change the outcome (judged ``detected`` / ``not detected``) and are
     added to the treatments when missing. The task is the unit; behaviour noise comes from
-    identical reruns of both arms. See ``rsigym.graders.trace_verdict`` for the rules.
+    identical reruns of the baseline arm. See ``rsigym.graders.trace_verdict`` for the rules.
     """
     wanted = list(treatments) if treatments is not None else treatment_names(records, baseline)
     wanted += [c for c in positive_controls if c not in wanted]
@@ -94,11 +94,15 @@ def trace_analysis(records: Sequence[Trajectory], out_dir: Path, *, baseline: st
              "bootstrap CI over tasks; sign-flip permutation test (exact up to 14 tasks); established = "
              f"both exclude 0; TOST against margin {margin:.2f}; fewer than {min_tasks} tasks: insufficient "
              "data. Behaviour changed = actions (tool names mapped back) or final database differ, per "
-             "task, against the mean rate between identical reruns of both arms (tasks without reruns in "
-             "both arms left out); where behaviour is identical in every pair and rerun, every score "
-             "change is the grader's (measurement artifact, with the share of tasks it flips)."
+             "task, against the rate between identical reruns of the baseline arm (tasks without baseline "
+             "reruns left out; reruns that never differ while pairs differ both ways are flagged as a "
+             "possible shared seed and not used); where behaviour is identical in every pair and rerun, "
+             "every score change is the grader's (measurement artifact, with the share of tasks it flips)."
              + (f" Regrade grader: {md_code(regrade_grader)}; grader part = delta - regrade delta, "
-                "behaviour part = regrade delta." if regrade_grader else ""), "", *notes, ""]
+                "behaviour part = regrade delta." if regrade_grader else
+                " No regrade grader: pairs with identical actions and end state are the regrade (grader part = "
+                "their score change per task, behaviour part = delta less it) when 10 or more tasks have one."),
+             "", *notes, ""]
     if not rows:
         return ReportSection("TRACE", "\n".join(lines + ["No pairs."]), "no pairs")
     lines += ["| agent | treatment | n tasks (pairs) | baseline | treatment mean | delta | 95% CI "
@@ -168,13 +172,13 @@ def _per_task_table(rows: list[TraceRow]) -> list[str]:
 
 
 def _flip_tables(rows: list[TraceRow]) -> list[str]:
-    if all(r.regrade is None for r in rows):
+    if all(r.regrade is None or not r.regrade.flips for r in rows):  # the implicit regrade has no flips
         return []
     kinds = ["pass->pass", "pass->fail", "fail->pass", "fail->fail"]
     lines = ["", "Regrade flips (original grade -> regrade, per record):", "",
              "| agent | treatment | side | " + " | ".join(kinds) + " |", "|---|---|---|" + "---:|" * 4]
     for row in rows:
-        if row.regrade is None or row.effect.n_pairs == 0:
+        if row.regrade is None or not row.regrade.flips or row.effect.n_pairs == 0:
             continue
         for side, counts in row.regrade.flips.items():
             lines.append(f"| {md_text(row.agent)} | {md_text(row.treatment)} | {md_text(side)} | "

@@ -3,14 +3,14 @@
 ``attribute`` takes one agent's pairs of a baseline and a treatment and returns an
 ``Attribution``: the task-level effect, the regrade with the change split into a grader part
 and a behaviour part (each with its CI), the behaviour-change rate against identical reruns of
-both arms, what the grader did where the agent did exactly the same, what was missing, and the
-``Verdict``. "Established" = the bootstrap CI over tasks excludes 0 and the exact sign-flip test
-rejects 0 at the same level (a constant sample: the sign-flip test alone); "equivalent" = TOST
-within the margin; "exactly 0" = every task's value is 0. The parts that can attribute a verdict
-(the behaviour part, the grader part and the behaviour-level excess) are one family: each is
-established at its Holm level (``trace_effects.holm``; a part that cannot reach p < 0.05, such as
-one exactly 0, is not counted), so a verdict without any true part attributes at most 5% of the
-time, not 5% per part. The rules, first match wins:
+the baseline arm, what the grader did where the agent did exactly the same, what was missing,
+and the ``Verdict``. "Established" = the bootstrap CI over tasks excludes 0 and the exact
+sign-flip test rejects 0 at the same level (a constant sample: the sign-flip test alone);
+"equivalent" = TOST within the margin; "exactly 0" = every task's value is 0. The parts that can
+attribute a verdict (the behaviour part, the grader part and the behaviour-level excess) are one
+family: each is established at its Holm level (``trace_effects.holm``; a part that cannot reach
+p < 0.05, such as one exactly 0, is not counted), so a verdict without any true part attributes
+at most 5% of the time, not 5% per part. The rules, first match wins:
 
 1. ``insufficient data``: fewer than ``min_tasks`` scored tasks.
 2. ``withheld``: filling the missing grades, infra-error and unpaired records at an extreme (the
@@ -22,15 +22,20 @@ time, not 5% per part. The rules, first match wins:
    arms, the grader scoring identical reruns alike, and some pair's pass/fail flipped (or the
    delta established): every score change is the grader's, whatever the mean (flips in both
    directions count; the share of tasks the grader flips is given).
-5. With a regrade (the fixed ruler): behaviour part = regrade delta, grader part = original
-   minus regrade delta per task. Both "null" (exactly 0 or equivalent) and the delta equivalent:
-   ``no effect``; both established: ``mixed``; behaviour part established and grader part null:
-   ``behaviour change``; grader part established and behaviour part null: ``measurement
-   artifact``.
-6. Without a regrade: a moved delta is ``behaviour change`` when behaviour changes beyond
-   identical reruns (the behaviour-level test: per task, paired disagreement minus the mean
-   rerun disagreement of both arms, established above 0; tasks without reruns in both arms left
-   out; no such task: no conclusion on that basis).
+5. With a regrade (the fixed ruler), or without one the *implicit regrade* (pairs whose actions
+   and end state are identical: a score change there is the ruler's; ``implicit_regrade``; only
+   when at least ``min_tasks`` tasks have such a pair): behaviour part = regrade delta, grader
+   part = original minus regrade delta per task. The delta equivalent and both parts null
+   (exactly 0 or equivalent): ``no effect``. Otherwise one rule for both parts, each either
+   established at its Holm level or not: behaviour shown (the behaviour part, or the excess
+   above the baseline's reruns) and grader part established: ``mixed``; behaviour only:
+   ``behaviour change``; grader part only: ``measurement artifact`` (the behaviour part's CI is
+   printed with "behaviour not shown to change"). The cost: a true mixed case whose behaviour
+   part is too small to establish reads as an artifact.
+6. Without either regrade: a moved delta is ``behaviour change`` when behaviour changes beyond
+   identical reruns (the behaviour-level test: per task, paired disagreement minus the baseline
+   arm's rerun disagreement, established above 0; tasks without baseline reruns left out; no such
+   task, or reruns that may share a seed (``BehaviourRate.shared_seed``): not tested).
 7. An equivalent delta is ``no effect``, or ``behaviour change`` at equal score when the
    behaviour-level test is established; a moved delta with no attribution is ``inconclusive``;
    else ``indistinguishable from noise``.
@@ -39,8 +44,11 @@ time, not 5% per part. The rules, first match wins:
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Sequence
+
+import numpy as np
 
 from rsigym.stats import TostResult, tost_paired
 
@@ -78,6 +86,7 @@ class Evidence:
     behaviour: BehaviourRate
     flips: GraderFlips
     judged: dict[str, Part] = field(default_factory=dict)  # ``FAMILY`` parts at their Holm levels
+    implicit: str = ""  # without a regrade: whether identical-behaviour pairs served as one, and why not
 
     def part(self, name: str) -> Part | None:
         """The part ``name`` of ``FAMILY`` as judged (at its Holm level), None when not tested."""
@@ -103,31 +112,70 @@ class Attribution:
         return self.regrade.regraded.part if self.regrade else None
 
 
+IMPLICIT = "identical-behaviour pairs"  # the regrade name of the implicit regrade
+
+
+def implicit_regrade(units: Sequence[Unit]) -> tuple[dict[str, float], list[tuple[str, float, float]]]:
+    """The regrade the records already hold: on a pair whose behaviour (actions and end state) is
+    identical, every score change is the ruler's. Returns (per task with such pairs, the mean
+    treatment - baseline score over them: the ruler's shift there; the scored pairs with the
+    treatment score less that shift, the task's own or, for a task without identical pairs, the
+    mean over the tasks that have them). Identical pairs are a selected sample (concordant
+    outcomes): where the ruler acts on some outcomes only (it fails passing runs), their shift
+    overstates the ruler's share in the changed pairs of that task."""
+    same: dict[str, list[float]] = defaultdict(list)
+    for u in units:
+        if not u.changed and u.base is not None and u.treat is not None:
+            same[u.task_id].append(u.treat - u.base)
+    shift = {t: float(np.mean(v)) for t, v in sorted(same.items())}
+    pooled = float(np.mean(list(shift.values()))) if shift else 0.0
+    regraded = [(u.task_id, u.base, u.treat - shift.get(u.task_id, pooled)) for u in units
+                if u.base is not None and u.treat is not None]
+    return shift, regraded
+
+
 def evidence(units: Sequence[Unit], base: ArmReruns, treat: ArmReruns, *, grader: str, regrade: str | None,
-             margin: float = 0.10, confidence: float = 0.95, seed: int = 0) -> Evidence:
-    """The effect, regrade parts, behaviour rate and grader flips of ``units``."""
+             margin: float = 0.10, confidence: float = 0.95, seed: int = 0, min_tasks: int = MIN_TASKS) -> Evidence:
+    """The effect, regrade parts, behaviour rate and grader flips of ``units``. Without a
+    ``regrade`` the identical-behaviour pairs are the regrade (``implicit_regrade``) when at least
+    ``min_tasks`` tasks have one; with fewer there are no parts."""
     scored = [(u.task_id, u.base, u.treat) for u in units if u.base is not None and u.treat is not None]
     effect = task_effect(grader, scored, ungraded=len(units) - len(scored), margin=margin,
                          confidence=confidence, seed=seed)
     regraded = part = tost = None
-    new = [(u.task_id, u.base_regrade, u.treat_regrade) for u in units
-           if u.base_regrade is not None and u.treat_regrade is not None]
-    if regrade and new:
-        regraded = task_effect(regrade, new, ungraded=len(units) - len(new), margin=margin,
-                               confidence=confidence, seed=seed)
-        by_task = {t.task_id: t.delta for t in regraded.per_task}
-        values = [t.delta - by_task[t.task_id] for t in effect.per_task if t.task_id in by_task]
+    implicit = ""
+    spread = [v for _, x, y in scored for v in (x, y)]
+    if regrade:
+        new = [(u.task_id, u.base_regrade, u.treat_regrade) for u in units
+               if u.base_regrade is not None and u.treat_regrade is not None]
+        if new:
+            regraded = task_effect(regrade, new, ungraded=len(units) - len(new), margin=margin,
+                                   confidence=confidence, seed=seed)
+            by_task = {t.task_id: t.delta for t in regraded.per_task}
+            values = [t.delta - by_task[t.task_id] for t in effect.per_task if t.task_id in by_task]
+            spread += [v for _, x, y in new for v in (x, y)]
+    else:
+        shift, new_scored = implicit_regrade(units)
+        if len(shift) >= min_tasks:
+            regraded = task_effect(IMPLICIT, new_scored, ungraded=len(units) - len(new_scored), margin=margin,
+                                   confidence=confidence, seed=seed)
+            values = list(shift.values())  # the ruler's part where the data show it, not imputed
+        implicit = (f"no regrade: the {len(shift)} tasks with identical-behaviour pairs are the regrade "
+                    "(a score change there is the ruler's; other tasks take their mean shift)"
+                    if regraded is not None else
+                    f"no regrade, and only {len(shift)} tasks have identical-behaviour pairs (fewer than "
+                    f"{min_tasks}): no implicit regrade")
+    if regraded is not None:
         part = task_part("grader part", values, confidence, seed)
-        spread = [v for _, x, y in scored + new for v in (x, y)]
-        bound = 2 * max(1.0, max(spread) - min(spread))  # a grader part spans two score ranges
+        bound = 2 * max(1.0, max(spread) - min(spread)) if spread else 2.0  # a grader part spans two score ranges
         tost = tost_paired(values, margin, alpha=1 - confidence, bound=bound)
     behaviour = behaviour_rate(units, base.behaviour, treat.behaviour, reruns_changed=bool(base.changed or treat.changed),
                                confidence=confidence, seed=seed)
-    tested = {"behaviour excess": behaviour.excess} if behaviour.reference else {}
+    tested = {"behaviour excess": behaviour.excess} if behaviour.reference and not behaviour.shared_seed else {}
     if regraded is not None and part is not None:
         tested.update({"behaviour part": regraded.part, "grader part": part})
     return Evidence(effect, regraded, part, tost, behaviour, grader_flips(units, confidence),
-                    holm(tested, confidence, seed))
+                    holm(tested, confidence, seed), implicit)
 
 
 def decide(ev: Evidence, *, margin: float, positive_control: bool = False,
@@ -146,6 +194,8 @@ def decide(ev: Evidence, *, margin: float, positive_control: bool = False,
     at_equal = excess is not None and excess.established(+1)
     excess_text = f"excess {b.excess.text()}, {_level(excess)}" if excess is not None else ""
     at_equal_text = f"behaviour changed beyond identical-rerun variation at equal score ({equivalent}; {excess_text})"
+    ruler = ("the fixed ruler" if ev.regraded is None or ev.regraded.grader != IMPLICIT
+             else "the implicit regrade (identical-behaviour pairs)")
     if ev.regraded is not None and ev.grader_part is not None and ev.grader_part_tost is not None:
         r, g = ev.regraded.part, ev.grader_part  # shown at 95%; decided at their Holm levels
         r_at, g_at = ev.part("behaviour part") or r, ev.part("grader part") or g
@@ -157,15 +207,28 @@ def decide(ev: Evidence, *, margin: float, positive_control: bool = False,
             if at_equal:
                 return "behaviour change", at_equal_text
             return "no effect", equivalent + f"; behaviour part {r_word}, grader part {g_word}" + _small(e, r)
-        if r_at.established() and g_at.established():
-            return "mixed", ("both the behaviour part (the fixed ruler) and the grader part are established "
-                             f"({_level(r_at)}, {_level(g_at)})")
-        if r_at.established() and g_null:
-            return "behaviour change", (f"the fixed ruler moved {r.text()} ({_level(r_at)}) and the grader part "
-                                        f"is {g_word}")
-        if g_at.established() and r_null:
-            return "measurement artifact", (f"the grader part {g.text()} is established ({_level(g_at)}) and the "
-                                            f"fixed ruler is {r_word}")
+        # one rule for both parts: each is established at its Holm level, or it is not. Where the
+        # identical pairs show the ruler moving, they are a selected sample (concordant outcomes), so
+        # the implicit regrade's behaviour part is no evidence: only the behaviour-level test is.
+        biased = ev.regraded.grader == IMPLICIT and g_at.established()
+        by_part = r_at.established() and not biased
+        behaviour_shown = by_part or at_equal
+        via = (f"the behaviour part {r.text()} via {ruler} ({_level(r_at)})" if by_part
+               else f"behaviour beyond identical-rerun variation ({excess_text})")
+        if behaviour_shown and g_at.established():
+            return "mixed", (f"both {via} and the grader part {g.text()} ({_level(g_at)}) are established")
+        if behaviour_shown:
+            return "behaviour change", (f"{via} is established and the grader part {g.text()} is not "
+                                        f"({_level(g_at)}{'; ' + g_word if g_null else ''})")
+        if g_at.established():
+            note = f"; {r_word}" if r_null else ""
+            shown = ("is not used: the ruler moved on the identical pairs, which hold concordant outcomes only"
+                     if biased else f"is not ({_level(r_at)}{note}")
+            return "measurement artifact", (f"the grader part {g.text()} is established ({_level(g_at)}) via {ruler}; "
+                                            f"the behaviour part {r.text()} (95% CI) {shown}"
+                                            + (f"; {excess_text}" if excess is not None else "")
+                                            + "): behaviour not shown to change")
+
         def state(name: str, part: Part, judged: Part, null: bool, word: str) -> str:
             shown = "established" if judged.established() else "not established"
             return (f"{name} {part.text()} {shown} ({_level(judged)}) and "
@@ -177,8 +240,12 @@ def decide(ev: Evidence, *, margin: float, positive_control: bool = False,
         if e.moved and at_equal:
             return "behaviour change", (f"behaviour changes beyond identical-rerun variation ({excess_text}); "
                                         "without a regrade the grader's share is not measured")
-        parts = ("no task has identical reruns in both arms, so behaviour cannot be told from run-to-run variation"
-                 if not b.reference else "behaviour changes no more than between identical reruns")
+        if b.shared_seed:
+            parts = "the reruns may share a seed, so behaviour cannot be told from run-to-run variation"
+        elif not b.reference:
+            parts = "no task has identical baseline reruns, so behaviour cannot be told from run-to-run variation"
+        else:
+            parts = "behaviour changes no more than between identical baseline reruns"
     if e.tost.equivalent:
         return ("behaviour change", at_equal_text) if at_equal else ("no effect", equivalent + _small(e, None))
     if e.moved:
@@ -224,11 +291,13 @@ def attribute(pairs: Pairs, grader: str, *, agent: str | None = None, baseline: 
                            else (base, replace(treat, behaviour=counts, changed=changed)))
     units = pair_units(mine, grader, regrade_grader)
     observed = evidence(units, base, treat, grader=grader, regrade=regrade_grader, margin=margin,
-                        confidence=confidence, seed=seed)
+                        confidence=confidence, seed=seed, min_tasks=min_tasks)
     notes = ""
     if regrade_grader and observed.regraded is None:
         regrade_grader, notes = None, "; no regrade grades found"
         units = pair_units(mine, grader, None)
+        observed = evidence(units, base, treat, grader=grader, regrade=None, margin=margin,
+                            confidence=confidence, seed=seed, min_tasks=min_tasks)
     left = [r for r in pairs.left_out if agent is None or r.agent.id == agent]
     effect = observed.effect
     missing = Missing(effect.ungraded, sum(r.termination == "infra_error" for r in left),
@@ -243,6 +312,12 @@ def attribute(pairs: Pairs, grader: str, *, agent: str | None = None, baseline: 
                                 regrade_flips(mine, grader, regrade_grader))
         notes = (f"; grader part {observed.grader_part.text()}, behaviour part (regrade {regrade_grader}) "
                  f"{observed.regraded.part.text()}")
+    elif observed.regraded is not None and observed.grader_part is not None:
+        regrade = RegradeEffect(effect, observed.regraded, observed.grader_part)
+        notes += (f"; {observed.implicit}: grader part {observed.grader_part.text()} over those tasks, behaviour "
+                  f"part {observed.regraded.part.text()}")
+    elif observed.implicit:
+        notes += f"; {observed.implicit}"
     if not consistent:
         notes += (f"; the grader scores identical reruns differently in {base.score_disagreements + treat.score_disagreements}"
                   f" of {base.identical_scored + treat.identical_scored} rerun pairs with identical behaviour")
@@ -271,7 +346,7 @@ def _label(units: list[Unit], pairs: Pairs, base: ArmReruns, treat: ArmReruns, o
         for how in fillings(regrade is not None):
             filled = whole + [fill(u, how, low, high) for u in gaps]
             ev = evidence(filled, base, treat, grader=grader, regrade=regrade, margin=margin,
-                          confidence=confidence, seed=seed)
+                          confidence=confidence, seed=seed, min_tasks=min_tasks)
             other, _ = decide(ev, margin=margin, positive_control=positive_control, grader_consistent=consistent)
             if other != label:
                 return "withheld", (f"{len(gaps)} incomplete pairs filled as the {how.text()} give delta "

@@ -1,8 +1,9 @@
 """EvoAlloc's acceptance rule: when does a challenger policy replace the incumbent?
 
-On the trial candidates where the two policies disagree: fewer *expected* missed new bests (an
-unobserved counterfactual outcome is not "no miss"), else a lower cost, and by more than an
-equivalent challenger shows by chance (a role-swap test over the disagreements). Also the
+On the trial candidates where the two policies disagree: fewer missed new bests beyond a
+tolerance with posterior probability >= 1 - alpha (an unobserved counterfactual outcome is not
+"no miss", and an unobserved partial evaluation is not a full one), else misses within the
+tolerance and a lower cost that survives a role-swap test over the cost differences. Also the
 run's inverse-propensity-weighted new-best rate (the rule's prior) and the "missed new bests"
 estimate of the ``evolution`` analysis.
 """
@@ -14,15 +15,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Case", "Verdict", "accept_challenger", "path_cost", "evaluates_fully", "prior_new_best_rate",
+__all__ = ["UNOBSERVED_PARTIAL", "Case", "Verdict", "accept_challenger", "path_cost", "evaluates_fully", "prior_new_best_rate",
            "missed_new_bests_estimate"]
 
 
-def path_cost(path: str, partial_cost: float) -> float:
+UNOBSERVED_PARTIAL = "partial?"  # the challenger wanted a partial evaluation the incumbent never ran
+
+
+def path_cost(path: str, partial_cost: float, carry_rate: float = 1.0) -> float:
+    """Full-evaluation equivalents of a path; an unobserved partial costs the partial evaluation
+    plus ``carry_rate`` times the rest (its next decision was never asked)."""
+    if path == UNOBSERVED_PARTIAL:
+        return partial_cost + carry_rate * (1.0 - partial_cost)
     return {"discard": 0.0, "partial": partial_cost, "full": 1.0, "partial+full": 1.0}[path]
 
 
 def evaluates_fully(path: str) -> bool:
+    """Whether a path ends in a full evaluation; an unobserved partial is not one."""
     return path in ("full", "partial+full")
 
 
@@ -74,59 +83,61 @@ def prior_new_best_rate(cases: list[Case], explore_p: float) -> float:
     return min((found + 1.0) / (len(cases) + 2.0), 1.0)
 
 
-def _advantage(inc_full: np.ndarray, ch_full: np.ndarray, known: np.ndarray, new_best: np.ndarray,
-               cost_inc: np.ndarray, cost_ch: np.ndarray, prior_rate: float, prior_strength: float,
-               miss_tolerance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The rule's quantities for each row of role assignments: arrays of shape (S, D), S role
-    swaps of D disagreements (True: incumbent and challenger swapped on that candidate).
+def _starts_partial(path: str) -> bool:
+    return path in ("partial", "partial+full", UNOBSERVED_PARTIAL)
 
-    Returns (miss key, cost key, expected misses challenger, incumbent, cost challenger,
-    incumbent), each of shape (S,); the keys order the challenger's advantage lexicographically:
-    fewer expected misses beyond ``miss_tolerance`` first, then lower cost.
-    """
-    only_inc = inc_full & ~ch_full  # (S, D)
-    only_ch = ch_full & ~inc_full
 
-    def misses(cls: np.ndarray) -> np.ndarray:
-        size, seen, found = cls.sum(1), (cls & known).sum(1), (cls & new_best).sum(1)
-        return size * (found + prior_strength * prior_rate) / (seen + prior_strength)
-
-    misses_new, misses_old = misses(only_inc), misses(only_ch)
-    cost_new, cost_old = cost_ch.sum(1), cost_inc.sum(1)
-    diff = misses_old - misses_new
-    beyond = np.abs(diff) > miss_tolerance
-    return (np.where(beyond, diff, 0.0), np.where(beyond, 0.0, cost_old - cost_new), misses_new, misses_old,
-            cost_new, cost_old)
+def _swap_p(diffs: np.ndarray, seed: int) -> float:
+    """One-sided role-swap p of a cost advantage: the share of sign assignments of the per-candidate
+    cost differences (challenger - incumbent) whose sum is at most the observed one (exact up to 12
+    candidates, 4,096 seeded draws beyond). A candidate's cost under either policy is known whoever
+    executes it, so swapping roles is exactly as likely as the trial seen when the two are equivalent."""
+    d = len(diffs)
+    if d == 0:
+        return 1.0
+    if d <= 12:
+        signs = 1 - 2 * ((np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1)
+    else:
+        signs = np.where(np.random.default_rng(seed).random((4096, d)) < 0.5, -1, 1)
+        signs[0] = 1
+    sums = (signs * diffs[None, :]).sum(1)
+    return float((sums <= diffs.sum() + 1e-9).mean())
 
 
 def accept_challenger(cases: list[Case], partial_cost: float, *, explore_p: float = 0.1, prior_rate: float = 0.1,
-                      prior_strength: float = 10.0, miss_tolerance: float = 0.25, alpha: float = 0.05,
-                      seed: int = 0) -> Verdict:
-    """The acceptance rule: fewer expected missed new bests on the disagreements, then lower cost,
-    by more than an equivalent challenger would show by chance.
+                      prior_strength: float = 10.0, miss_tolerance: float = 0.25, catch_tolerance: float = 0.05,
+                      alpha: float = 0.05, draws: int = 4000, seed: int = 0) -> Verdict:
+    """The acceptance rule, on the trial candidates where the two policies disagree.
 
-    Only disagreements where exactly one policy evaluates fully can differ in misses. Where only
-    the incumbent evaluates fully the outcome is observed; where only the challenger would, the
-    outcome is seen only when exploration evaluated the turned-away candidate (probability
-    ``explore_p``): an unobserved outcome is *not* "no miss". Each class's new-best rate is
-    estimated by its posterior mean (explored outcomes stand for the whole class: 1/``explore_p``
-    weighting; a Beta prior of mean ``prior_rate``, the run's weighted rate, and strength
-    ``prior_strength``), and a policy's expected misses are the class size times that rate.
-    Expected misses decide when they differ by more than ``miss_tolerance``; otherwise the
-    cheaper policy (full-evaluation equivalents) is preferred, and a tie keeps the incumbent.
+    **Misses** are expected ones: the challenger misses the new bests among the candidates only
+    the incumbent evaluates fully (outcomes observed), the incumbent those among the candidates
+    only the challenger would evaluate fully (observed only where exploration, probability
+    ``explore_p``, revealed them; an unobserved outcome is not "no miss"); each class's expected
+    misses are its size times its new-best rate, drawn from a posterior (a Beta prior of mean
+    ``prior_rate``, the run's weighted rate, and strength ``prior_strength``, updated by the
+    class's observed outcomes). An unobserved partial (the challenger wanted a partial evaluation
+    the incumbent never ran, so its next decision is unknown) is not a full evaluation, nor a
+    turn-away, and its cost is not known; with the roles swapped the same holds for a partial only
+    the incumbent ran. So the comparison (misses and cost) keeps only the candidates observed the
+    same way under both policies: both or neither start with a partial evaluation (the number left
+    out is in the reason). Charging it the challenger's average carry-on rate made an
+    equivalent challenger look cheaper: it wants a partial where the incumbent went straight to a
+    full evaluation, on candidates it would carry on far more often than on average. The tolerance is ``miss_tolerance`` new bests or ``catch_tolerance``
+    of the new bests the trial is expected to hold (``prior_rate`` x candidates), the larger.
 
-    A challenger that follows the same policy with other sampling noise disagrees at random, and
-    the rule above prefers it about half the time. So the preference must also survive the
-    role-swap test: if the two policies were equivalent, swapping which one made each
-    disagreeing decision would be as likely as the trial seen; ``p_value`` is the share of the
-    2^D swaps (D disagreements; 4,096 seeded draws beyond 12) whose advantage is at least the
-    observed one. Accepted only when the challenger is preferred and ``p_value < alpha``; a
-    trial with fewer than five disagreements can never reach 0.05 (1/16 at four).
+    Accepted when (1) the point estimates say the challenger misses fewer by more than the
+    tolerance and it does so with posterior probability >= 1 - ``alpha`` (a counterfactual
+    estimate with its own interval; ``p_value`` is 1 minus that probability), or (2) its extra
+    misses are within the tolerance (posterior median) **and** its lower cost survives the
+    role-swap test at ``alpha`` (``p_value``): cost is observed the same way whichever policy executes, so the
+    swap is exact for it; misses are not (who evaluates decides what is seen), so they are never
+    swapped. A trial with fewer than five disagreements can never pass (2) at 0.05.
     """
-    if (not 0.0 <= explore_p <= 1.0 or not 0.0 <= prior_rate <= 1.0 or prior_strength <= 0 or miss_tolerance < 0
-            or not 0.0 < alpha <= 1.0):
+    if (not 0.0 < explore_p <= 1.0 or not 0.0 <= prior_rate <= 1.0 or prior_strength <= 0 or miss_tolerance < 0
+            or catch_tolerance < 0 or not 0.0 < alpha <= 1.0):
         raise ValueError(f"bad acceptance-rule parameters: explore_p={explore_p}, prior_rate={prior_rate}, "
-                         f"prior_strength={prior_strength}, miss_tolerance={miss_tolerance}, alpha={alpha}")
+                         f"prior_strength={prior_strength}, miss_tolerance={miss_tolerance}, "
+                         f"catch_tolerance={catch_tolerance}, alpha={alpha}")
     split = [c for c in cases if c.incumbent != c.challenger]
     inc_full = np.array([evaluates_fully(c.incumbent) for c in split], dtype=bool)
     ch_full = np.array([evaluates_fully(c.challenger) for c in split], dtype=bool)
@@ -134,41 +145,60 @@ def accept_challenger(cases: list[Case], partial_cost: float, *, explore_p: floa
     found = np.array([bool(c.new_best) for c in split], dtype=bool)
     cost_inc = np.array([path_cost(c.incumbent, partial_cost) for c in split], dtype=float)
     cost_ch = np.array([path_cost(c.challenger, partial_cost) for c in split], dtype=float)
-    d = len(split)
-    if d <= 12:  # every swap: (2^d, d)
-        swaps = ((np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1).astype(bool)
-    else:
-        swaps = np.random.default_rng(seed).random((4096, d)) < 0.5
-        swaps[0] = False
-    keys = _advantage(np.where(swaps, ch_full, inc_full), np.where(swaps, inc_full, ch_full), known[None, :],
-                      found[None, :], np.where(swaps, cost_ch, cost_inc), np.where(swaps, cost_inc, cost_ch),
-                      prior_rate, prior_strength, miss_tolerance)
-    miss_key, cost_key, misses_new_all, misses_old_all, cost_new_all, cost_old_all = keys
-    misses_new, misses_old = float(misses_new_all[0]), float(misses_old_all[0])
-    cost_new, cost_old = float(cost_new_all[0]), float(cost_old_all[0])
-    eps = 1e-9
-    at_least = (miss_key > miss_key[0] + eps) | ((np.abs(miss_key - miss_key[0]) <= eps) & (cost_key >= cost_key[0] - eps))
-    p_value = float(at_least.mean()) if d else 1.0
-    only_inc, only_ch = inc_full & ~ch_full, ch_full & ~inc_full
-    k_inc, k_ch = int((only_inc & found).sum()), int((only_ch & found).sum())
-    seen_ch = int((only_ch & known).sum())
+    # an unobserved partial is neither a full evaluation nor a turn-away: whether the challenger
+    # would have gone on is unknown, so it enters no miss class (its expected cost counts)
+    # and under swapped roles the same holds for a partial only the incumbent ran: only candidates
+    # where both or neither policy starts with a partial are observed the same way under both
+    undecided = np.array([_starts_partial(c.incumbent) != _starts_partial(c.challenger) for c in split], dtype=bool)
+    only_inc, only_ch = inc_full & ~ch_full & ~undecided, ch_full & ~inc_full
+    rng = np.random.default_rng(seed)
+
+    def misses(cls: np.ndarray) -> tuple[np.ndarray, int, int, int]:
+        """Posterior draws of the expected new bests in class ``cls``: its size times its new-best
+        rate (a policy's property, not this trial's luck: ten discards that happened to hold no new
+        best in a run where one in five is one are still expected to miss about one)."""
+        size, seen, hits = int(cls.sum()), int((cls & known).sum()), int((cls & found).sum())
+        a = prior_strength * prior_rate + hits
+        b = prior_strength * (1.0 - prior_rate) + seen - hits
+        rate = rng.beta(max(a, 1e-9), max(b, 1e-9), draws)
+        return size * rate, size, seen, hits
+
+    misses_new, n_inc, _, k_inc = misses(only_inc)  # the challenger misses these
+    misses_old, n_ch, seen_ch, k_ch = misses(only_ch)  # the incumbent misses these
+    extra = misses_new - misses_old  # (draws,) the challenger's extra misses
+    tolerance = max(miss_tolerance, catch_tolerance * prior_rate * len(cases))
+    fewer, more = float((extra < -tolerance).mean()), float((extra > tolerance).mean())
+    decided = ~undecided  # the unobserved partial's cost depends on the decision never asked: left out
+    cost_new, cost_old = float(cost_ch[decided].sum()), float(cost_inc[decided].sum())
+    p_cost = _swap_p((cost_ch - cost_inc)[decided], seed)
+    m_new, m_old = float(misses_new.mean()), float(misses_old.mean())
+    counts = (f"{n_inc} candidates only the incumbent evaluates fully, {k_inc} new bests; {n_ch} only the "
+              f"challenger would, {seen_ch} explored, {k_ch} new bests; {int(undecided.sum())} where only one "
+              "policy starts with a partial left out")
     if not split:
-        prefers, reason = False, "the policies never disagreed"
-    elif abs(misses_new - misses_old) > miss_tolerance:
-        prefers = misses_new < misses_old
-        reason = (f"expected misses {misses_new:.2f} vs {misses_old:.2f} (challenger vs incumbent; "
-                  f"{int(only_inc.sum())} candidates only the incumbent evaluates, {k_inc} new bests; "
-                  f"{int(only_ch.sum())} only the challenger would, {seen_ch} explored, {k_ch} new bests)")
-    else:
+        prefers, accepted, p_value = False, False, 1.0
+        reason = "the policies never disagreed"
+    elif m_new - m_old < -tolerance:  # the point estimates prefer the challenger by misses
+        prefers, p_value = True, 1.0 - fewer
+        accepted = p_value < alpha
+        reason = (f"expected misses {m_new:.2f} vs {m_old:.2f} (challenger vs incumbent; {counts}); fewer by more "
+                  f"than {tolerance:.2g} with posterior probability {fewer:.3f}"
+                  + ("" if accepted else f" (not above {1 - alpha:g}: the counterfactual estimate is too uncertain)"))
+    elif more < 0.5:
         prefers = cost_new < cost_old - 1e-12
-        reason = (f"expected misses {misses_new:.2f} vs {misses_old:.2f} within {miss_tolerance:g}; "
-                  f"cost {cost_new:.3g} vs {cost_old:.3g}")
-    accepted = prefers and p_value < alpha
-    if split:
-        reason += f"; role-swap p={p_value:.3g} over {d} disagreements" + (
-            f" (not below {alpha:g}: within what an equivalent challenger shows)" if prefers and not accepted else "")
-    return Verdict(accepted, d, misses_old, misses_new, cost_old, cost_new, reason, int(only_inc.sum()),
-                   int(only_ch.sum()), seen_ch, (k_inc, k_ch), p_value, prefers)
+        accepted = prefers and p_cost < alpha
+        p_value = p_cost
+        reason = (f"expected misses {m_new:.2f} vs {m_old:.2f} within {tolerance:.2g} ({counts}); cost {cost_new:.3g} "
+                  f"vs {cost_old:.3g}; role-swap p={p_cost:.3g} over {len(split)} disagreements"
+                  + (f" (not below {alpha:g}: within what an equivalent challenger shows)" if prefers and not accepted
+                     else ""))
+    else:
+        prefers = accepted = False
+        p_value = 1.0
+        reason = (f"expected misses {m_new:.2f} vs {m_old:.2f}: more than {tolerance:.2g} extra with posterior "
+                  f"probability {more:.3f} ({counts})")
+    return Verdict(accepted, len(split), m_old, m_new, cost_old, cost_new, reason, n_inc, n_ch, seen_ch,
+                   (k_inc, k_ch), p_value, prefers)
 
 
 def missed_new_bests_estimate(turned_away: int, explored: int, found: int,

@@ -16,7 +16,8 @@ role-swap test over the disagreements).
 Each policy event (proposal, acceptance, rejection and why) is written into the rationale of the
 next action as a ``[policy] ...`` line, so the record carries the policy history. A path the
 challenger would have taken but that was not observed (it wanted a partial evaluation, the
-incumbent did not run one) is charged conservatively as a partial evaluation then a full one.
+incumbent did not run one) is an *unobserved partial*: not a full evaluation, and left out of the
+comparison with the candidates where only the incumbent started with a partial.
 Offline, ``rsigym/evoalloc_heuristic`` plays both LLM parts.
 """
 
@@ -33,19 +34,20 @@ from rsigym.records import AgentSpec, Usage
 from rsigym.redact import redacted_excerpt
 from rsigym.spaces import invalid_action
 
-from .acceptance import (Case, Verdict, accept_challenger, evaluates_fully, missed_new_bests_estimate, path_cost,
-                         prior_new_best_rate)
+from .acceptance import (UNOBSERVED_PARTIAL, Case, Verdict, accept_challenger, evaluates_fully,
+                         missed_new_bests_estimate, path_cost, prior_new_best_rate)
 from .allocation_policy import ALLOCATOR_PREAMBLE, DEFAULT_POLICY, policy_text
 
 SCORE_BOUND = 1e6  # ProgramEvolution-v0 shows -SCORE_BOUND as its best score before any full evaluation
 
-__all__ = ["EvoAllocAgent", "Case", "Verdict", "accept_challenger", "path_cost", "summarise_experience",
+__all__ = ["EvoAllocAgent", "DEFAULT_TRIAL_CANDIDATES", "Case", "Verdict", "accept_challenger", "path_cost",
+           "summarise_experience",
            "prior_new_best_rate", "missed_new_bests_estimate",
            "REVISE_MARKER", "DECIDE_MARKER"]
 
 REVISE_MARKER = "[evoalloc:revise]"
 DECIDE_MARKER = "[evoalloc:decide]"
-PATHS = ("discard", "partial", "full", "partial+full")
+PATHS = ("discard", "partial", "full", "partial+full", UNOBSERVED_PARTIAL)
 NEAR = 0.01  # a turned-away candidate within 1% of the best counts as a near miss in summaries
 
 
@@ -84,11 +86,17 @@ def _path(decisions: list[str]) -> str:
     if decisions[0] != "partial":
         return decisions[0]
     if len(decisions) == 1:
-        return "partial+full"  # never observed past the partial: charged in full (conservative)
+        # never asked past the partial: not a full evaluation (it would count as catching every
+        # new best); the acceptance rule compares only candidates observed alike under both policies
+        return UNOBSERVED_PARTIAL
     return "partial+full" if decisions[1] == "full" else "partial"
 
 
 POLICY_EVENT = "[policy] "  # the prefix of policy-history lines in action rationales
+# The smallest trial that meets every acceptance target on simulated trials (equivalent and worse
+# challengers accepted <= 5%, a 20% cheaper one >= 80%; benchmarks/evoalloc_trials.py, results in
+# benchmarks/results/evoalloc_trials.json): at 10, 30 and 100 candidates the rule has no such power.
+DEFAULT_TRIAL_CANDIDATES = 400
 
 
 class EvoAllocAgent:
@@ -96,7 +104,8 @@ class EvoAllocAgent:
 
     Params:
         revise_after_full: New full results (own and counterfactual) between policy proposals.
-        trial_candidates: Candidates a challenger shadows the incumbent before the verdict.
+        trial_candidates: Candidates a challenger shadows the incumbent before the verdict (default
+            ``DEFAULT_TRIAL_CANDIDATES``, 400: the smallest trial with the power the README's table shows).
         miss_tolerance, prior_strength, acceptance_alpha: the acceptance rule's (``accept_challenger``;
             ``acceptance_alpha`` is its ``alpha``, the level of the role-swap test).
         experience_in_prompt: Show the experience summary in every decision prompt (default True).
@@ -108,7 +117,7 @@ class EvoAllocAgent:
     def __init__(self, spec: AgentSpec) -> None:
         params = dict(spec.params)
         self.revise_after_full = int(params.pop("revise_after_full", 6))
-        self.trial_candidates = int(params.pop("trial_candidates", 10))
+        self.trial_candidates = int(params.pop("trial_candidates", DEFAULT_TRIAL_CANDIDATES))
         self.miss_tolerance = float(params.pop("miss_tolerance", 0.25))
         self.prior_strength = float(params.pop("prior_strength", 10.0))
         self.acceptance_alpha = float(params.pop("acceptance_alpha", 0.05))

@@ -179,7 +179,7 @@ def test_behaviour_change():
     # no reruns and no regrade: the changes cannot be told from run-to-run variation (no zero floor)
     result = attribute(pairs, "reward")
     assert result.verdict.label == "inconclusive" and not result.behaviour.reference
-    assert "behaviour changed in 100% of pairs (mean over 12 tasks); no task has identical reruns" in result.verdict.sentence
+    assert "behaviour changed in 100% of pairs (mean over 12 tasks); no reruns; no task has identical baseline reruns" in result.verdict.sentence
     # an identical rerun of every record in both arms: behaviour changes beyond rerun variation
     reruns = [replace(r, rep=1, episode_key=r.episode_key + "-1") for r in records]
     result = attribute(pair_records(records + reruns, "identity", "hide_cancel"), "reward")
@@ -245,12 +245,15 @@ def test_missing_grades_and_infra_errors_are_counted_and_withhold():
     assert result.effect.n == 42 and result.missing.ungraded_pairs == 8
     assert result.verdict.label == "withheld" and "8 ungraded pairs" in result.verdict.sentence
     assert "original grader worst case, unknown behaviour changed give delta -0.160" in result.verdict.sentence
-    # the same drop graded: nothing missing, nothing withheld (without reruns or a regrade the drop
-    # is not attributed)
+    # the same drop graded: nothing missing, nothing withheld; without reruns or a regrade the 42
+    # identical-behaviour pairs are the regrade (the grader scores them alike: grader part exactly 0)
+    # and the 8 changed tasks are the behaviour part
     for record in records:
         if record.grades[0].score is None:
             record.grades[0].score = 0.0
-    assert attribute(pair_records(records, "identity", "hide_cancel"), "reward").verdict.label == "inconclusive"
+    graded = attribute(pair_records(records, "identity", "hide_cancel"), "reward")
+    assert graded.verdict.label == "behaviour change" and graded.grader_part.zero
+    assert "the 42 tasks with identical-behaviour pairs are the regrade" in graded.verdict.sentence
     # infra errors on 20 of 50 treatment records of an otherwise equivalent battery
     for i, record in enumerate(records[1::2]):
         record.grades[0].score = 1.0
@@ -290,7 +293,7 @@ def test_behaviour_change_needs_to_exceed_rerun_noise():
     # the same from the pairs' own reruns (both arms); without any reference: no conclusion either
     assert attribute(pairs, "reward").verdict.label == "inconclusive"
     none = attribute(pairs, "reward", noise={}, treatment_noise={})
-    assert none.verdict.label == "inconclusive" and "no task has identical reruns" in none.verdict.sentence
+    assert none.verdict.label == "inconclusive" and "no task has identical baseline reruns" in none.verdict.sentence
 
 
 def test_mixed_splits_the_drop_with_two_cis():
@@ -431,19 +434,35 @@ def test_a_certain_artifact_in_both_directions_is_an_artifact_whatever_the_mean(
     assert noisy.verdict.label != "measurement artifact" and "scores identical reruns differently" in noisy.verdict.sentence
 
 
-def test_behaviour_rate_against_reruns_of_both_arms_leaves_out_tasks_without_reruns():
+def test_behaviour_rate_floor_is_the_baseline_arms_reruns_and_leaves_out_tasks_without_them():
     from rsigym.graders.trace_behaviour import Unit, behaviour_rate
 
     units = [Unit("a", 1, 1, changed=True), Unit("a", 1, 1, changed=False), Unit("b", 1, 1, changed=True),
              Unit("c", 1, 1, changed=False)]
-    # a: paired 1/2, reruns 0/1 (baseline) and 1/1 (treatment) -> floor 1/2, excess 0;
-    # b: paired 1, no treatment reruns -> left out (no zero floor); c: no reruns at all -> left out
+    # a: paired 1/2, baseline reruns 0/1 -> floor 0, excess 1/2 (the treatment's 1/1 is not pooled in);
+    # b: paired 1, baseline reruns 0/3 -> excess 1; c: no baseline reruns -> left out (no zero floor)
     rate = behaviour_rate(units, {"a": (0, 1), "b": (0, 3)}, {"a": (1, 1)})
-    assert (rate.tasks, rate.referenced, rate.reference) == (3, 1, True)
-    assert rate.rate == pytest.approx((0.5 + 1 + 0) / 3) and rate.noise == pytest.approx(0.5)
-    assert rate.excess.estimate == pytest.approx(0.0) and rate.excess.n == 1
-    assert "(1 tasks with reruns in both arms, 2 without left out)" in rate.text()
-    assert not behaviour_rate(units, {"a": (0, 1)}, {}).reference
+    assert (rate.tasks, rate.referenced, rate.reference) == (3, 2, True)
+    assert rate.rate == pytest.approx((0.5 + 1 + 0) / 3) and rate.noise == pytest.approx(0.0)
+    assert rate.excess.estimate == pytest.approx(0.75) and rate.excess.n == 2
+    assert rate.rerun_pairs == (0, 4, 1, 1) and not rate.shared_seed
+    assert "(2 tasks with baseline reruns, 1 without left out)" in rate.text()
+    assert "reruns differ in 0 of 4 baseline and 1 of 1 treatment rerun pairs" in rate.text()
+    assert not behaviour_rate(units, {}, {"a": (1, 1)}).reference  # the treatment's reruns are no floor
+
+
+def test_reruns_that_never_differ_while_pairs_differ_both_ways_are_flagged():
+    from rsigym.graders.trace_behaviour import Unit, behaviour_rate
+
+    # every rerun identical, yet changed pairs score higher in one task and lower in another: a
+    # noisy agent whose reruns repeat one draw; a deterministic agent's change in one direction is not flagged
+    both = [Unit("a", 1, 0, changed=True), Unit("b", 0, 1, changed=True), Unit("c", 1, 1)]
+    flagged = behaviour_rate(both, {"a": (0, 3), "b": (0, 3), "c": (0, 3)}, {"a": (0, 3)})
+    assert flagged.shared_seed and "reruns may share a seed: noise floor not measured" in flagged.text()
+    one_way = [Unit("a", 1, 0, changed=True), Unit("b", 1, 0, changed=True), Unit("c", 1, 1)]
+    assert not behaviour_rate(one_way, {"a": (0, 3), "b": (0, 3)}, {}).shared_seed
+    assert not behaviour_rate(both, {"a": (1, 3), "b": (0, 3)}, {}).shared_seed  # reruns that differ: measured
+    assert not behaviour_rate(both, {}, {}).shared_seed  # no reruns: nothing to flag
 
 
 def test_missing_regrade_grades_that_hide_the_behaviour_part_withhold():
@@ -470,3 +489,31 @@ def test_equivalent_sentence_says_what_holds():
     result = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "reward")
     assert result.verdict.label == "no effect"
     assert "the score is equivalent within +-0.10 (90% CI" in result.verdict.sentence
+
+
+def test_identical_pairs_are_the_regrade_when_there_is_none():
+    # 20 tasks x 2 reruns, no regrade grader: tasks 0-7 are scored 0 under the treatment although
+    # the agent does exactly the same (the ruler's change), tasks 16-19 take another path at the
+    # same score; the 16 tasks with identical pairs show the ruler's part
+    records = []
+    for i in range(20):
+        for rep in range(2):
+            records.append(make_record(f"t{i:02d}", None, grades={"judge": 1.0}, rep=rep))
+            records.append(make_record(f"t{i:02d}", {"name": "paraphrase_descriptions"}, rep=rep,
+                                       actions=GOLD[::-1] if i >= 16 else GOLD, grades={"judge": 0.0 if i < 8 else 1.0}))
+    result = attribute(pair_records(records, "identity", "paraphrase_descriptions"), "judge")
+    assert result.verdict.label == "measurement artifact"
+    assert result.grader_part.estimate == pytest.approx(-0.5) and result.grader_part.n == 16
+    assert "no regrade: the 16 tasks with identical-behaviour pairs are the regrade" in result.verdict.sentence
+    # the identical pairs hold concordant outcomes only, so their behaviour part is not evidence here
+    assert "is not used: the ruler moved on the identical pairs" in result.verdict.sentence
+    assert "behaviour not shown to change" in result.verdict.sentence
+    # with fewer than 10 tasks holding an identical pair there is no implicit regrade
+    few = [r for r in records if int(str(r.env.task_id)[1:]) < 4 or int(str(r.env.task_id)[1:]) >= 10]
+    for r in few:
+        if r.env.condition and int(str(r.env.task_id)[1:]) >= 10:
+            r.steps = list(reversed(r.steps))
+            r.final = FinalSnapshot.of({"db_sha256": "db-other", "tool_calls": []})
+    sparse = attribute(pair_records(few, "identity", "paraphrase_descriptions"), "judge")
+    assert sparse.regrade is None
+    assert "only 4 tasks have identical-behaviour pairs (fewer than 10): no implicit regrade" in sparse.verdict.sentence

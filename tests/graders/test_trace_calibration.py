@@ -77,3 +77,38 @@ def test_readme_rates_over_250_data_sets_come_from_the_results_file():
     assert n == 250 and wrong / n <= 0.05 and right / n >= 0.80
     assert f"no shift mislabelled in {wrong} of {n} ({wrong / n:.1%}" in readme
     assert f"labelled **behaviour change** in {right} of {n} ({right / n:.0%})" in readme
+
+
+def test_readme_power_table_is_what_the_noisy_results_file_renders():
+    import json
+
+    import trace_calibration
+
+    root = Path(__file__).resolve().parents[2]
+    results = json.loads((root / "benchmarks/results/trace_calibration_noisy.json").read_text())
+    readme = (root / "README.md").read_text()
+    assert trace_calibration.readme_power_block(readme) == trace_calibration.power_table(results)
+    # the must-show rates, each over >= 200 data sets
+    n, families = results["datasets_per_family"], results["families"]
+    assert n >= 200
+    from trace_families import ATTRIBUTIONS
+
+    def share(name, labels):
+        return sum(families[name].get(label, 0) for label in labels) / n
+
+    assert share("noisy agent, grader artifact on cancel tasks, fixed ruler", ["measurement artifact"]) >= 0.80
+    assert share("noisy agent, shift -0.2, no regrade (50 x 3)", ["behaviour change"]) >= 0.70
+    for null in ("fixed ruler", "no regrade", "reruns share a seed, no regrade", "reruns share a seed, fixed ruler"):
+        assert share(f"noisy agent, no shift, {null}", ATTRIBUTIONS) <= 0.05, null
+
+
+def test_power_table_renders_counts_with_exact_intervals():
+    import trace_calibration
+
+    table = trace_calibration.power_table({"datasets_per_family": 200, "families": {
+        "noisy agent, no shift, no regrade": {"behaviour change": 11, "no effect": 189},
+        "noisy agent, shift -0.2, no regrade (50 x 3)": {"behaviour change": 150, "inconclusive": 50}}})
+    # 11 of 200 false attributions is 5.5%: the target is missed, and the table says so
+    assert "| no shift, no regrade | no effect | an attribution (false) | 11 / 200 | 5.5% | [2.8%, 9.6%] | <= 5% | NO |" in table
+    assert "| shift -0.2, no regrade (50 x 3) | behaviour change | behaviour change | 150 / 200 | 75.0% |" in table
+    assert table.startswith(trace_calibration.POWER_BEGIN) and table.endswith(trace_calibration.POWER_END)

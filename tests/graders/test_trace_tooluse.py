@@ -73,9 +73,12 @@ def test_description_reader_under_rename_has_a_grader_part_and_an_unproven_behav
     part = result.behaviour_part
     assert part.estimate == pytest.approx(-0.16) and part.ci_high < 0 and part.p_value == pytest.approx(0.125)
     assert not part.established()
-    assert result.verdict.label == "inconclusive"
-    assert ("behaviour part -0.160 [-0.320, -0.040] not established (sign-flip p=0.125, Holm level 0.05; its 4 "
-            "non-zero tasks cannot reach it)") in result.verdict.sentence
+    # one rule for both parts: the grader part is established, the behaviour part is not, so the
+    # label is the artifact, with the behaviour part's CI and the words that say what it means
+    assert result.verdict.label == "measurement artifact"
+    assert ("the behaviour part -0.160 [-0.320, -0.040] (95% CI) is not (sign-flip p=0.125, Holm level 0.05; its 4 "
+            "non-zero tasks cannot reach it") in result.verdict.sentence
+    assert "behaviour not shown to change" in result.verdict.sentence
 
 
 def test_name_bound_under_rename_is_a_behaviour_change(records):
