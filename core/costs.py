@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 from .records import Trajectory, Usage
 
 if TYPE_CHECKING:
-    from .report import ReportSection
+    from .report_parts import ReportSection
 
 __all__ = ["usage_section", "usage_by_agent"]
 
@@ -39,7 +39,7 @@ def usage_by_agent(records: Sequence[Trajectory]) -> dict[tuple[str, str], tuple
 
 def usage_section(records: Sequence[Trajectory], out_dir: Path | None = None) -> ReportSection:
     """The report section "Cost and time": one row per agent (all roles), then one per role."""
-    from .report import ReportSection, md_text
+    from .report_parts import ReportSection, md_text
 
     table = usage_by_agent(records)
     lines = ["Per agent: LLM calls, tokens and cost (LiteLLM's price map; 0 where unknown), time waiting "

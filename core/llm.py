@@ -21,78 +21,28 @@ tokens are missing, negative or no number is counted and priced locally, and fla
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import logging
-import os
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from . import http_guard, limits
+from . import limits
 from .errors import InfraError
+from .litellm_setup import call_deadline, deadline, load_litellm, on_load
 from .output_modes import _STRUCTURED, planned_tool_mode, structured_output_supported
 from .provider_errors import NOT_RETRIED, error_kind, provider_message
 from .records import Usage
 from .provider_usage import cost_usd, local_tokens, priced_usd, reported_tokens
-from .redact import is_secret_key, redacted_excerpt, register_secret, register_secrets_in
+from .redact import redacted_excerpt, register_secrets_in
 
 __all__ = ["planned_tool_mode", "call_deadline", "LLMError", "LLMReply", "RetryEvent", "RetryPolicy", "complete", "is_retryable",
            "is_rate_limit", "load_litellm", "on_load", "retry_after_s", "structured_output_supported"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 
-_litellm: Any = None
-_on_load: list[Callable[[Any], None]] = []
-
-
-# time.monotonic() by which the calling episode must end (set by the runner's episode deadline):
-# a request's timeout and a backoff sleep never run past it. A context variable: each thread of
-# episodes in flight has its own.
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("rsigym_call_deadline", default=None)
-
-
-@contextlib.contextmanager
-def call_deadline(monotonic_s: float) -> Iterator[None]:
-    """Within the block, requests and backoff sleeps of this thread end by ``monotonic_s``."""
-    token = _DEADLINE.set(monotonic_s)
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
-
-
 def _time_left_s(wanted_s: float) -> float:
-    end = _DEADLINE.get()
+    end = deadline()
     return wanted_s if end is None else max(0.05, min(wanted_s, end - time.monotonic()))
-
-
-def on_load(hook: Callable[[Any], None]) -> None:
-    """Run ``hook(litellm)`` before every call (it must be cheap and idempotent)."""
-    if hook not in _on_load:
-        _on_load.append(hook)
-
-
-def load_litellm() -> Any:
-    """The ``litellm`` module, configured: local price map, quiet, ``on_load`` hooks run."""
-    global _litellm
-    if _litellm is None:
-        # Without this LiteLLM fetches its price map over the network at import time.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        litellm.suppress_debug_info = True  # no "Provider List" banners on every error
-        logging.getLogger("LiteLLM").setLevel(logging.ERROR)
-        http_guard.install(litellm, _DEADLINE.get)  # the call deadline holds per socket operation too
-        # LiteLLM reads keys from the environment; a spawned worker never ran the CLI that registered them
-        for name, value in os.environ.items():
-            if is_secret_key(name):
-                register_secret(value)
-        _litellm = litellm
-    for hook in _on_load:
-        hook(_litellm)
-    return _litellm
 
 
 class LLMError(InfraError):

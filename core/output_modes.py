@@ -64,6 +64,6 @@ def _litellm_says_structured(litellm: Any, model: str, api_base: str | None) -> 
 
 
 def _load_litellm() -> Any:
-    from .llm import load_litellm  # the client configures LiteLLM (local price map, hooks)
+    from .litellm_setup import load_litellm  # configured once (local price map, hooks)
 
     return load_litellm()

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from typing import Any, Sequence
 
 from .records import Grade, Trajectory
-from .report import condition_label
+from .report_parts import condition_label
 
 __all__ = ["Rule", "Cell", "params_label", "latest_grades", "score_cells", "rule_names"]
 

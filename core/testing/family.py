@@ -19,7 +19,6 @@ failure unless ``raise_on_failure=False``.
 from __future__ import annotations
 
 import math
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -217,5 +216,3 @@ def finite_or_none(score: float | None) -> bool:
     return score is None or math.isfinite(score)
 
 
-def temporary_folder() -> tempfile.TemporaryDirectory[str]:
-    return tempfile.TemporaryDirectory(prefix="rsigym-check-")

@@ -9,6 +9,7 @@ analysis of the family must turn the records into a ``ReportSection``.
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -85,10 +86,8 @@ def check_episodes(family: "Family", report: "FamilyReport", run: Run, kwargs_of
     from rsigym.runner import run_episode
     from rsigym.scenario import EpisodeSpec, NamedSpec
 
-    from .family import temporary_folder
-
     records: list[Trajectory] = []
-    with temporary_folder() as tmp:
+    with tempfile.TemporaryDirectory(prefix="rsigym-check-") as tmp:
         folder = Path(tmp)
         for env_id in family.envs:
             kwargs = kwargs_of.get(env_id) or {}

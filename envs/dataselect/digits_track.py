@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .pools import PoolSpec
+from .pool_spec import PoolSpec
 
 __all__ = ["DigitsPool", "SWAPS", "DIGITS_CATEGORIES"]
 

@@ -14,7 +14,7 @@ from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
 from .fc_eval import EVAL_CATEGORIES, generate_eval
 from .fc_pool import generate_base_pool, generate_pool
 from .fc_student import FcRecipe, FcStudent, encode_items, item_correct, label_losses, predict, train_student
-from .pools import PoolSpec
+from .pool_spec import PoolSpec
 
 __all__ = ["FunctionCallingPool", "BASE_POOL_SIZE"]
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from .online import CANDIDATE, HARNESS
 from .seeds_binpack import BINPACK_SEEDS
-from .tasks import EvalResult, register_task
+from .task_base import EvalResult, register_task
 
 __all__ = ["BinPackingTask", "generate_instances", "verify_assignment"]
 

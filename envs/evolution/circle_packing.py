@@ -18,7 +18,7 @@ import numpy as np
 
 from .harness import RUNNER_PRELUDE
 from .seeds_circles import CIRCLE_SEEDS
-from .tasks import EvalResult, register_task
+from .task_base import EvalResult, register_task
 
 __all__ = ["CirclePackingTask", "check_packing", "TOLERANCE", "CIRCLES", "BEST_KNOWN"]
 

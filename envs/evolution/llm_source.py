@@ -16,7 +16,7 @@ import numpy as np
 
 from rsigym.llm import RetryPolicy, complete
 
-from .sources import Proposal
+from .source_base import Proposal
 
 __all__ = ["LLMSource", "apply_diff", "extract_program"]
 

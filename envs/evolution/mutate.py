@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .sources import Proposal, estimate_tokens
+from .source_base import Proposal, estimate_tokens
 
 __all__ = ["MutateSource", "mutate_constants_and_operators", "crossover"]
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .bin_packing import BinPackingTask
-from .tasks import EvalResult, register_task
+from .task_base import EvalResult, register_task
 
 __all__ = ["NoisyBinPackingTask", "instance_noise"]
 

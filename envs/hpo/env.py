@@ -11,11 +11,11 @@ from gymnasium import spaces
 
 from rsigym.spaces import JsonActions, clean_text, text_space
 from .render import observation_text
+from .metric import NRMSE_CAP
 from .space import ACTION_SCHEMA, Config, action_space, config_from_action
 
 __all__ = ["HyperparamSearchEnv", "TrialRunnerLike", "task_description", "NRMSE_CAP"]
 
-NRMSE_CAP = 10.0  # shown for a diverged trial; keeps every observation finite
 
 
 class TrialRunnerLike(Protocol):

@@ -32,7 +32,7 @@ from rsigym.cache import atomic_write_bytes, cache_dir, cache_key
 
 from .adaptations import ADAPTATIONS, Adaptation
 from .data import DATA_VERSION, Preset, dataset, get_preset
-from .env import NRMSE_CAP
+from .metric import NRMSE_CAP
 from .fno import FNO1d, rollout
 from .pde import PDE
 from .space import LOSSES, OPTIMIZERS
