@@ -6,6 +6,10 @@
   tests, model the joint distribution or fit by least squares, and does ``report.md`` have the
   asked-for sections. Equal evidence is a "tie", never "first". It cannot tell a right answer
   from a wrong one that the same code could have printed: the calibration counts that.
+* ``rsigym/workflow_judge_sound`` reads what the code *does* (``soundness``: the syntax tree with
+  every name ignored, followed through assignments) against what the task's question needs, and
+  states what is missing in its reason ("second: no out-of-sample evaluation"). Checked on a
+  held-apart program set (``benchmarks/workflow_soundness_calibration.py``).
 * ``rsigym/workflow_judge_coin`` answers "first" or "second" at random: the control.
 * ``rsigym/workflow_optimizer`` proposes one random edit from the generic operator set
   (``operators``), never one already tried on the spec.
@@ -24,6 +28,7 @@ import jsonschema
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 
 from .operators import random_edit
+from .soundness import REQUIRED, missing_evidence
 
 __all__ = ["judge_quality", "code_evidence", "strip_literals"]
 
@@ -96,6 +101,51 @@ def workflow_judge_policy(request: OfflineRequest) -> OfflineReply:
         schema = None
     first, why_first = judge_quality(blocks.get("first", ""), schema)
     second, why_second = judge_quality(blocks.get("second", ""), schema)
+    if abs(first - second) < 1e-9:
+        return OfflineReply(action={"winner": "tie", "reason": f"no difference found: {why_first}"})
+    winner = "first" if first > second else "second"
+    return OfflineReply(action={"winner": winner, "reason": f"first: {why_first} | second: {why_second}"[:500]})
+
+
+_FAMILY_OF = re.compile(r"\(family (\w+)\)")
+
+
+def sound_quality(block: str, schema: dict[str, Any] | None, family: str) -> tuple[float, str]:
+    """(quality, why) of one rendered workspace by what its code does for the family's question."""
+    files = _files(block)
+    valid = False
+    if files.get("results.json", "(missing)") != "(missing)":
+        try:
+            value = json.loads(files["results.json"])
+            if schema is not None:
+                jsonschema.Draft202012Validator(schema).validate(value)
+            valid = True
+        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
+            valid = False
+    code = files.get("analysis.py", "")
+    missing = missing_evidence(family, code) if code != "(missing)" else list(REQUIRED.get(family, ("code",)))
+    sound = valid and not missing
+    sections = set(_HEADING.findall(files.get("report.md", "")))
+    report = sum(0.5 for s in ("Method", "Result", "Validation") if s in sections)
+    why = (f"results {'valid' if valid else 'missing or invalid'}; method "
+           + ("sound" if sound else "missing " + ", ".join(missing or ["valid results"]))
+           + f"; report sections {report / 0.5:.0f}/3")
+    return 3.0 * valid + 2.0 * sound + report, why
+
+
+@register_offline_policy("workflow_judge_sound")
+def workflow_judge_sound_policy(request: OfflineRequest) -> OfflineReply:
+    """Pairwise judge on what the code does (syntax tree, names ignored) for the task's question."""
+    text = str(request.messages[-1].get("content") or "")
+    blocks = dict(_BLOCK.findall(text))
+    match, family = _SCHEMA.search(text), _FAMILY_OF.search(text)
+    try:
+        schema = json.loads(match.group(1)) if match else None
+    except ValueError:
+        schema = None
+    name = family.group(1) if family else ""
+    first, why_first = sound_quality(blocks.get("first", ""), schema, name)
+    second, why_second = sound_quality(blocks.get("second", ""), schema, name)
     if abs(first - second) < 1e-9:
         return OfflineReply(action={"winner": "tie", "reason": f"no difference found: {why_first}"})
     winner = "first" if first > second else "second"

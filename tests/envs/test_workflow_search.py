@@ -144,3 +144,64 @@ def test_the_search_run_benchmark_runs_every_arm_at_a_tiny_budget(tmp_path):
     assert all(len(r) == len(runs.ARMS) for r in first["runs"])
     assert result["controls"]["oracle-judge loop"]["n"] == 2
     assert json.loads(out.read_text())["controls"] == result["controls"]
+
+
+def _renamed(code: str) -> str:
+    """``code`` with every variable and function name replaced by a meaningless one (imports kept)."""
+    import ast
+
+    tree = ast.parse(code)
+    keep = {"np", "json", "math", "open", "len", "range", "sorted", "min", "max", "abs", "float", "int", "str",
+            "dict", "list", "sum", "enumerate", "zip", "print", "slice", "D", "set", "any", "all"}
+    names: dict[str, str] = {}
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id not in keep:
+                node.id = names.setdefault(node.id, f"holdout_cv_{len(names)}")
+            return node
+
+        def visit_FunctionDef(self, node):
+            node.name = names.setdefault(node.name, f"holdout_cv_{len(names)}")
+            for a in node.args.args:
+                a.arg = names.setdefault(a.arg, f"holdout_cv_{len(names)}")
+            self.generic_visit(node)
+            return node
+
+    return ast.unparse(Rename().visit(tree))
+
+
+def test_the_soundness_evidence_separates_every_shipped_program_and_ignores_names():
+    from rsigym.envs.workflow.soundness import missing_evidence, soundness_evidence
+
+    for name, family in FAMILIES.items():
+        assert missing_evidence(name, family.code["robust"]) == [], name
+        assert missing_evidence(name, family.code["naive"]) != [], name
+        for kind in ("robust", "naive"):
+            assert soundness_evidence(_renamed(family.code[kind])) == soundness_evidence(family.code[kind]), (name, kind)
+    assert soundness_evidence("this is ( not python") == []
+
+
+def test_the_soundness_judge_reads_the_code_through_the_pairwise_pipeline_and_names_what_is_missing():
+    from rsigym.envs.workflow.pairwise_judge import PairwiseJudge
+
+    task = make_task("outlier_rows-100", SALT)
+    same = json.dumps({"outlier_rows": task.key["outlier_rows"], "method": "Mahalanobis"})
+    report = "# Report\n\n## Method\nx\n\n## Result\ny\n\n## Validation\nz\n"
+    robust = {"analysis.py": FAMILIES["outlier_rows"].code["robust"], "results.json": same, "report.md": report}
+    naive = {"analysis.py": FAMILIES["outlier_rows"].code["naive"], "results.json": same, "report.md": report}
+    verdict = PairwiseJudge("rsigym/workflow_judge_sound").compare(task.brief, naive, robust)
+    assert verdict.winner == "b" and not verdict.inconsistent
+    assert any("missing joint model in the decision" in r for r in verdict.reasons)
+    assert PairwiseJudge("rsigym/workflow_judge_sound").compare(task.brief, robust, dict(robust)).winner == "tie"
+
+
+def test_on_the_held_apart_set_the_soundness_judge_beats_the_shipped_judge_and_the_coin():
+    import workflow_soundness_calibration as calibration
+
+    result = calibration.main(calibration.Args())
+    shipped, sound, coin = (result["totals"][m]["k"] for m in calibration.Args().judges)
+    assert result["totals"]["rsigym/workflow_judge_sound"]["n"] == 50
+    assert sound >= 45 and sound > shipped and sound > coin
+    assert result["table"]["rsigym/workflow_judge_sound"]["naive with names"]["k"] == 20
+    assert coin <= 25  # a coin is right on a separable pair only when both orders agree by chance
