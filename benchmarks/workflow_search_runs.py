@@ -12,7 +12,11 @@ role seed (paired: they meet the same instances with the same role noise):
 * ``coin-judge loop``: the hill-climbing loop with a coin in the judge's seat (the null control);
 * ``judge loop``: the hill-climbing loop with the shipped judge (``rsigym/workflow_judge``);
 * ``oracle-judge loop``: the loop with a judge that reads the grader (the positive control:
-  what a judge known to be right does with the same optimiser and budget).
+  what a judge known to be right does with the same optimiser and budget);
+* on request (``--arms``): ``reasons loop`` (the shipped judge, the optimiser that aims its edits
+  at the judge's stated reasons, ``rsigym/workflow_optimizer_reasons``), ``sound-judge loop`` and
+  ``sound-judge reasons loop`` (the same with the soundness-reading judge). Runs are paired by
+  index across invocations (same salts and seeds), so these meet the judge loop's instances.
 
 Per arm over ``--runs`` runs: the share of runs whose final workflow writes the sound analysis
 program on most held-out tasks (exact Clopper-Pearson CI), the mean held-out score (t CI over
@@ -53,6 +57,8 @@ from rsigym.sandbox import open_sandbox
 from rsigym.stats import minimum_detectable_difference
 
 ARMS = ("seed", "random search", "coin-judge loop", "judge loop", "oracle-judge loop")
+# The optimiser that listens (run on request, paired by run with the arms above: same salts and seeds).
+EXTRA_ARMS = ("reasons loop", "sound-judge loop", "sound-judge reasons loop")
 CONTROL_ARMS = ("seed", "coin-judge loop", "oracle-judge loop")
 
 
@@ -68,6 +74,8 @@ class Args:
     judge_model: str = "rsigym/workflow_judge"
     coin_model: str = "rsigym/workflow_judge_coin"
     optimizer_model: str = "rsigym/workflow_optimizer"
+    reasons_optimizer: str = "rsigym/workflow_optimizer_reasons"
+    sound_judge: str = "rsigym/workflow_judge_sound"
     sandbox: str = "local"
     salt_base: str = "workflow-search-runs"   # salts are sha256(salt_base:replication:run): reproducible
     arms: list[str] = field(default_factory=lambda: list(ARMS))
@@ -107,7 +115,14 @@ def search(arm: str, args: Args, seed: int, salt: str, box: Any, memo: Execution
         return evolve(tasks, judge_model=args.judge_model, **loop)
     if arm == "oracle-judge loop":
         return evolve(tasks, judge_model="oracle", judge=OracleJudge(salt), **loop)
-    raise ValueError(f"unknown arm {arm!r}; known: {', '.join(ARMS)}")
+    listening = dict(loop, optimizer_model=args.reasons_optimizer)
+    if arm == "reasons loop":
+        return evolve(tasks, judge_model=args.judge_model, **listening)
+    if arm == "sound-judge loop":
+        return evolve(tasks, judge_model=args.sound_judge, **loop)
+    if arm == "sound-judge reasons loop":
+        return evolve(tasks, judge_model=args.sound_judge, **listening)
+    raise ValueError(f"unknown arm {arm!r}; known: {', '.join(ARMS + EXTRA_ARMS)}")
 
 
 def one_run(args: Args, replication: int, run: int, arms: list[str], box: Any) -> tuple[dict[str, Any], ExecutionMemo]:

@@ -11,7 +11,7 @@ soundness-reading judge and the coin. ``--check-labels`` also runs every program
 instances in the sandbox and prints its mean answer score (report only: a mislabelled program
 would show).
 
-    python benchmarks/workflow_soundness_calibration.py [--check-labels] [--out benchmarks/results/workflow_soundness_calibration.json]
+    python benchmarks/workflow_soundness_calibration.py [--check-labels] [--shipped-set] [--out benchmarks/results/workflow_soundness_calibration.json]
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class Args:
                                                        "rsigym/workflow_judge_coin"])
     salt: str = "5011d0" * 6          # fixed, so the table reproduces
     check_labels: bool = False
+    shipped_set: bool = False          # also score each judge on the shipped calibration's constructed pairs
     out: str | None = None
 
 
@@ -110,6 +111,14 @@ def main(args: Args) -> dict[str, Any]:
               + (f"; missed: {sorted(set(misses[model]))}" if misses[model] else ""))
     result: dict[str, Any] = {"args": asdict(args), "table": table, "totals": totals,
                               "misses": {m: sorted(set(v)) for m, v in misses.items()}}
+    if args.shipped_set:  # the constructed pairs the shipped judge was built against, for comparison
+        import workflow_judge_calibration as shipped
+
+        result["shipped_set"] = {}
+        for model in args.judges[:-1]:
+            out = shipped.main(shipped.Args(judge=model))
+            result["shipped_set"][model] = exact(*out["totals"]["judge"])
+            result["shipped_set"]["coin"] = exact(*out["totals"]["coin"])
     if args.check_labels:
         result["label_check"] = label_check(args.salt)
         for name, score in result["label_check"].items():
@@ -124,7 +133,8 @@ def main(args: Args) -> dict[str, Any]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check-labels", action="store_true")
+    parser.add_argument("--shipped-set", action="store_true")
     parser.add_argument("--out", default=None)
     ns = parser.parse_args()
-    main(Args(check_labels=ns.check_labels, out=ns.out))
+    main(Args(check_labels=ns.check_labels, shipped_set=ns.shipped_set, out=ns.out))
     sys.exit(0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-__all__ = ["soundness_evidence", "REQUIRED", "missing_evidence"]
+__all__ = ["soundness_evidence", "REQUIRED", "DESCRIBED", "missing_evidence"]
 
 REQUIRED: dict[str, tuple[str, ...]] = {
     "irrelevant_features": ("out-of-sample", "nonlinear terms"),
@@ -33,6 +33,14 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "changepoint": ("full split scan",),
     "ab_test": ("test statistic in the decision",),
     "outlier_rows": ("joint model in the decision",),
+}
+# How a reviewer would say each one in words (the judge's stated reasons carry these).
+DESCRIBED: dict[str, str] = {
+    "out-of-sample": "the method is not validated on held-out data",
+    "nonlinear terms": "nonlinear effects are not modelled",
+    "full split scan": "no least-squares fit over every split",
+    "test statistic in the decision": "no significance test decides",
+    "joint model in the decision": "no joint (covariance) model decides",
 }
 _DEPTH = 6
 
@@ -120,12 +128,13 @@ class _Program:
             else:
                 break
         if isinstance(node, ast.Call) and _func(node) == "slice" and 1 <= len(node.args) <= 2:
-            lower, upper = (None, node.args[0]) if len(node.args) == 1 else (node.args[0], node.args[1])
+            lower: ast.expr | None = None if len(node.args) == 1 else node.args[0]
+            upper: ast.expr | None = node.args[-1]
             return ast.Slice(lower=_none(lower), upper=_none(upper))
         return node
 
 
-def _none(node: ast.AST | None) -> ast.AST | None:
+def _none(node: ast.expr | None) -> ast.expr | None:
     return None if isinstance(node, ast.Constant) and node.value is None else node
 
 
@@ -216,8 +225,9 @@ def _scans_every_split(p: _Program, node: ast.AST) -> bool:
             elif isinstance(sub, ast.Call) and _func(sub) in ("min", "max") and sub.args:
                 key = next((k.value for k in sub.keywords if k.arg == "key"), None)
                 if key is not None:
-                    body = [d for d in p.closure(key, 2) if isinstance(d, (ast.FunctionDef, ast.Lambda))]
-                    for fn in body:
+                    for fn in p.closure(key, 2):
+                        if not isinstance(fn, (ast.FunctionDef, ast.Lambda)):
+                            continue
                         params = fn.args.args
                         if params:
                             loops.append((ast.Name(id=params[0].arg, ctx=ast.Store()), sub.args[0], [fn]))
