@@ -80,6 +80,7 @@ class Args:
     salt_base: str = "workflow-search-runs"   # salts are sha256(salt_base:replication:run): reproducible
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     out: str | None = None
+    append: bool = False              # add replications to those already in ``out`` (same settings)
 
 
 def run_salt(base: str, replication: int, run: int) -> str:
@@ -192,8 +193,17 @@ def main(args: Args) -> dict[str, Any]:
     started = time.perf_counter()
     replications: list[dict[str, Any]] = []
     memo_totals = dict.fromkeys(["program_hits", "program_misses", "run_hits", "run_misses"], 0)
+    if args.append and args.out and Path(args.out).exists():  # go on where an earlier invocation stopped
+        earlier = json.loads(Path(args.out).read_text())
+        mismatch = {k for k in ("runs", "budget", "test_per_family", "salt_base", "role_model")
+                    if earlier["args"][k] != getattr(args, k)}
+        if mismatch:
+            raise ValueError(f"--append with other settings than {args.out}: {sorted(mismatch)}")
+        replications, memo_totals = earlier["replications"], earlier["memo"]
+        args.arms = earlier["args"]["arms"]
+        started -= earlier["wall_s"]
     with open_sandbox(args.sandbox) as box:
-        for replication in range(args.replications):
+        for replication in range(len(replications), len(replications) + args.replications):
             arms = list(args.arms) if replication == 0 else [a for a in CONTROL_ARMS if a in args.arms]
             t0 = time.perf_counter()
             runs = []
@@ -240,7 +250,8 @@ if __name__ == "__main__":
     parser.add_argument("--sandbox", default="local")
     parser.add_argument("--arms", nargs="+", default=list(ARMS))
     parser.add_argument("--out", default=None)
+    parser.add_argument("--append", action="store_true", help="add --replications to those in --out")
     ns = parser.parse_args()
     main(Args(runs=ns.runs, replications=ns.replications, budget=ns.budget, test_per_family=ns.test_per_family,
-              sandbox=ns.sandbox, arms=ns.arms, out=ns.out))
+              sandbox=ns.sandbox, arms=ns.arms, out=ns.out, append=ns.append))
     sys.exit(0)

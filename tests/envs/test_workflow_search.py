@@ -138,12 +138,15 @@ def test_the_search_run_benchmark_runs_every_arm_at_a_tiny_budget(tmp_path):
     import workflow_search_runs as runs
 
     out = tmp_path / "r.json"
-    result = runs.main(runs.Args(runs=2, replications=2, budget=1, test_per_family=1, out=str(out)))
+    runs.main(runs.Args(runs=2, replications=1, budget=1, test_per_family=1, out=str(out)))
+    result = runs.main(runs.Args(runs=2, replications=1, budget=1, test_per_family=1, out=str(out), append=True))
     first = result["replications"][0]
     assert first["arms"] == list(runs.ARMS) and result["replications"][1]["arms"] == list(runs.CONTROL_ARMS)
     assert all(len(r) == len(runs.ARMS) for r in first["runs"])
     assert result["controls"]["oracle-judge loop"]["n"] == 2
     assert json.loads(out.read_text())["controls"] == result["controls"]
+    with pytest.raises(ValueError, match="other settings"):
+        runs.main(runs.Args(runs=2, replications=1, budget=2, test_per_family=1, out=str(out), append=True))
 
 
 def _renamed(code: str) -> str:
