@@ -96,22 +96,27 @@ def resampled_controls(result: dict[str, Any], seed: int = 0) -> dict[str, float
     return out
 
 
+BLIND = {"reasons loop": "judge loop", "sound-judge loop": "judge loop", "sound-judge reasons loop": "sound-judge loop"}
+
+
 def render_reasons(result: dict[str, Any], main: dict[str, Any]) -> str:
-    """The listening optimiser against judge-filtered random search (the judge loop), paired by run."""
+    """The listening optimiser against judge-filtered random search with the same judge, paired by run."""
     base = main["replications"][0]["runs"]
     runs = result["replications"][0]["runs"]
-    lines = ["", f"The optimiser that aims at the judge's stated reasons against judge-filtered random search "
-                 f"(the judge loop above: random generic edits, the judge keeps or drops them), {len(runs)} runs "
-                 "paired by salt and seed:", "",
-             "| arm | found the sound method | held-out score | minus judge loop (paired) | MDD | verdict |",
-             "|---|---|---|---|---:|---|"]
+    lines = ["", "The optimiser that aims at the judge's stated reasons against judge-filtered random search (a loop "
+                 f"whose optimiser draws generic edits blind; the judge keeps or drops them), {len(runs)} runs paired "
+                 "by salt and seed with the arms table (each row against the loop it differs from in one part):", "",
+             "| arm | found the sound method | held-out score | compared with | difference (paired) | MDD | verdict |",
+             "|---|---|---|---|---|---:|---|"]
     for arm in result["replications"][0]["arms"]:
         s = result["replications"][0]["summary"][arm]
         if arm == "seed":
             continue
-        diff = paired_runs([r[arm]["score"] for r in runs], [r["judge loop"]["score"] for r in base])
-        lines.append(f"| {arm} | {_rate(s['found'])} | {_ci(s['score'])} | {_ci(diff, '+')} | {_num(diff['mdd'])} | "
-                     f"{diff['verdict']} |")
+        other = BLIND.get(arm, "judge loop")
+        against = [r[other]["score"] for r in (runs if other in runs[0] else base)]
+        diff = paired_runs([r[arm]["score"] for r in runs], against)
+        lines.append(f"| {arm} | {_rate(s['found'])} | {_ci(s['score'])} | {other} | {_ci(diff, '+')} | "
+                     f"{_num(diff['mdd'])} | {diff['verdict']} |")
     same = sum(abs(r["seed"]["score"] - b["seed"]["score"]) < 1e-12 for r, b in zip(runs, base))
     lines.append(f"\n(The seed arm reproduces run by run: {same} of {len(runs)} identical to the arms table's.)")
     return "\n".join(lines)
