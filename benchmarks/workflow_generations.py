@@ -11,12 +11,17 @@ the generic ``rsigym/workflow_optimizer``). Per seed (one secret salt per seed):
 3. the kept dialogues become SFT examples with everything the workflow added stripped (counted:
    examples carrying workflow-added text must be 0), exported as TRL chat JSONL;
 4. gen-2, a small torch policy (``GenerationPolicy``), is fitted: its executor on the SFT
-   examples, its judge on gen-1's self-play verdicts, its optimiser on gen-1's accepted edits;
-5. gen-2 evolves again from the seed spec with itself as executor, judge and optimiser;
+   examples, its judge on gen-1's self-play verdicts, its optimiser's edit scorer on gen-1's
+   accepted against rejected edits;
+5. gen-2 evolves again from the seed spec with itself as executor, judge and optimiser, sampling
+   its own actions and edits (no replay of gen-1's);
 6. held-out comparison (``--test-per-family`` test instances per family): gen-1 with its evolved
    workflow against gen-2 with its own, and gen-2 under the seed workflow (does the distilled
    model carry the workflow's gains without it?). Paired score differences with bootstrap CIs
-   over held-out tasks and both judges' pairwise verdicts (wins, losses, ties, inconsistent).
+   over held-out tasks and both judges' pairwise verdicts (wins, losses, ties, inconsistent);
+7. the recursion test: gen-1 executes both workflows (its own and gen-2's design) on the held-out
+   tasks and gen-1's judge compares them; the share of decided comparisons that prefer the
+   gen-2-designed workflow, with an exact CI (unit: the held-out task comparison).
 
     python benchmarks/workflow_generations.py --seeds 0 1 [--budget 6] [--out DIR]
 """
@@ -32,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from scipy.stats import binomtest
 from rich.table import Table
 
 import rsigym.envs.workflow.mass_policies as mass_policies
@@ -86,6 +92,7 @@ def main(args: Args) -> dict[str, Any]:
     gen1 = "rsigym/workflow_scripted"
     rows, pooled = [], {"gen2_vs_gen1": [], "gen2_seedspec_vs_gen1": [], "gen1": [], "gen2": [], "gen2_seedspec": []}
     blocks: list[str] = []
+    recursion: list[str] = []   # gen-1 executes gen-1's (a) and gen-2's (b) design; gen-1's judge
     judged: dict[str, list[str]] = {"gen-1 judge": [], "gen-2 judge": []}
     with open_sandbox(args.sandbox) as box:
         for seed in args.seeds:
@@ -136,7 +143,8 @@ def main(args: Args) -> dict[str, Any]:
                 policy = GenerationPolicy(TrainConfig(seed=seed))
                 n_exec = policy.fit_executor(examples)
                 n_judge = policy.fit_judge(list(_RECORDED))
-                n_opt = policy.fit_optimizer(accepted)
+                n_opt = policy.fit_optimizer(accepted, [r.mutation for r in evolved1.rounds
+                                                        if not r.accepted and r.mutation])
                 gen2 = policy.serve(f"workflow_gen2_seed{seed}")
                 sizes = (f"executor {n_exec} samples/{len(policy.actions)} actions (train acc "
                          f"{policy.train_accuracy['executor']:.2f}), judge {n_judge} verdicts (train acc "
@@ -150,6 +158,9 @@ def main(args: Args) -> dict[str, Any]:
             h1 = {t: execute(spec1, t, player1, seed=seed, sandbox=box, task_salt=salt) for t in tests}
             h2 = {t: execute(spec2, t, player2, seed=seed, sandbox=box, task_salt=salt) for t in tests}
             h2s = {t: execute(seed_spec(), t, player2, seed=seed, sandbox=box, task_salt=salt) for t in tests}
+            h1_on_2 = {t: execute(spec2, t, player1, seed=seed, sandbox=box, task_salt=salt) for t in tests}
+            judge1_held = PairwiseJudge("rsigym/workflow_judge", seed=seed)
+            recursion += [judge1_held.compare(task_brief(t), h1[t].files, h1_on_2[t].files).winner for t in tests]
             for name, model in (("gen-1 judge", "rsigym/workflow_judge"), ("gen-2 judge", gen2)):
                 judge = PairwiseJudge(model, seed=seed)
                 judged[name] += [judge.compare(task_brief(t), h1[t].files, h2[t].files).winner for t in tests]
@@ -187,8 +198,17 @@ def main(args: Args) -> dict[str, Any]:
     for name, winners in judged.items():
         console.print(f"{name} on gen-1 (a) vs gen-2 (b), both orders: gen-2 wins {winners.count('b')}, "
                       f"losses {winners.count('a')}, ties or inconsistent {winners.count('tie')} of {len(winners)}")
+    decided = [w for w in recursion if w != "tie"]
+    prefer = sum(w == "b" for w in decided)
+    if len(decided) >= 5:
+        ci = binomtest(prefer, len(decided)).proportion_ci(method="exact")
+        share = f"{prefer}/{len(decided)} = {prefer / len(decided):.0%} [{ci.low:.0%}, {ci.high:.0%}]"
+    else:
+        share = f"insufficient data ({len(decided)} decided comparisons)"
+    console.print(f"recursion test (gen-1 executes both designs, gen-1's judge): share preferring the gen-2-designed "
+                  f"workflow {share}; {len(recursion) - len(decided)} of {len(recursion)} ties")
     console.print(f"wall time {time.perf_counter() - started:.0f} s")
-    return {"pooled": pooled, "rows": rows, "judged": judged}
+    return {"pooled": pooled, "rows": rows, "judged": judged, "recursion": recursion}
 
 
 if __name__ == "__main__":

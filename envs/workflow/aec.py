@@ -19,6 +19,7 @@ from .actions import ACTION_SCHEMA, OPS, action_space, parse_action
 from .spec import validate_spec, seed_spec, spec_sha256, workflow_prompt
 from .tasks import SALT_PATTERN, WorkflowTask, grade_workspace, make_task, new_salt, task_brief, task_ids
 from .aec_workspace import Workspace
+from .memo import ExecutionMemo
 
 __all__ = ["WorkflowAECEnv", "OBS_CHARS"]
 
@@ -70,7 +71,9 @@ class WorkflowAECEnv(AECEnv):
     ``max_invalid_actions``, ``python_timeout_s``, ``task_salt`` (the secret the task's data and
     key are drawn with: 32+ hex digits shared by the runs that must see the same instances, e.g.
     the arms of one benchmark; default a fresh one per episode from the OS's CSPRNG). The salt
-    is kept in ``snapshot()`` for the graders and never written to the sandbox.
+    is kept in ``snapshot()`` for the graders and never written to the sandbox. ``memo`` (an
+    ``ExecutionMemo``): program runs answered from earlier runs of the same program on the same
+    workspace (search benchmarks).
 
     ## Version History
     v0: initial version.
@@ -81,7 +84,7 @@ class WorkflowAECEnv(AECEnv):
     def __init__(self, spec: dict[str, Any] | None = None, task_id: str | None = None,
                  sandbox: str | Sandbox = "auto", max_steps: int = 80, max_invalid_actions: int = 10,
                  python_timeout_s: float = 60.0, render_mode: str | None = None,
-                 task_salt: str | None = None) -> None:
+                 task_salt: str | None = None, memo: ExecutionMemo | None = None) -> None:
         super().__init__()
         self.spec = validate_spec(spec if spec is not None else seed_spec())
         if task_id is not None:
@@ -92,7 +95,7 @@ class WorkflowAECEnv(AECEnv):
         self.task_id = task_id
         self.max_steps, self.max_invalid_actions = int(max_steps), int(max_invalid_actions)
         self.render_mode = render_mode
-        self.workspace = Workspace(sandbox, python_timeout_s)
+        self.workspace = Workspace(sandbox, python_timeout_s, memo)
         entry = self.spec["entry_role"]
         self.possible_agents = [entry] + [r for r in self.spec["roles"] if r != entry]
         self.action_schema = ACTION_SCHEMA

@@ -14,6 +14,8 @@ from typing import Any
 
 from rsigym.sandbox import Sandbox, open_sandbox
 
+from .memo import ExecutionMemo, workspace_key
+
 __all__ = ["Workspace", "PATH_PATTERN", "MAX_FILE_CHARS", "MAX_FILES", "MAX_TOTAL_CHARS"]
 
 PATH_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # top-level names only
@@ -84,8 +86,11 @@ class Workspace:
         python_timeout_s: Wall-clock limit of one ``run_python``.
     """
 
-    def __init__(self, sandbox: str | Sandbox = "auto", python_timeout_s: float = 60.0) -> None:
+    def __init__(self, sandbox: str | Sandbox = "auto", python_timeout_s: float = 60.0,
+                 memo: ExecutionMemo | None = None) -> None:
         self._sandbox_arg = sandbox
+        self.memo = memo
+        self._stale = False  # the sandbox holds files the mirror no longer has (after memo hits)
         self._sandbox: Sandbox | None = None if isinstance(sandbox, str) else sandbox
         self.python_timeout_s = float(python_timeout_s)
         self.files: dict[str, str] = {}
@@ -98,10 +103,11 @@ class Workspace:
             if isinstance(self._sandbox_arg, str):
                 self._sandbox.close()  # back to the pool, which empties it
                 self._sandbox = None
-            else:
-                self._sandbox.exec(["sh", "-c", "find . -mindepth 1 -delete"], timeout=30)
         self.files = dict(files)
         self._dirty = set(files)
+        # A sandbox passed in is emptied before its next program run, not now: a run that runs no
+        # program (or only memoised ones) costs no sandbox call.
+        self._stale = self._sandbox is not None
         self.python_runs = 0
 
     # -- the tools ------------------------------------------------------------------------
@@ -132,7 +138,24 @@ class Workspace:
             return error
         if path not in self.files:
             return f"Error: no file {path} to run; files: {', '.join(sorted(self.files))}"
+        key = workspace_key(self.files, path) if self.memo is not None else ""
+        if self.memo is not None:
+            found = self.memo.program(key)
+            if found is not None:  # the same program on the same files: its recorded outcome
+                self.python_runs += 1
+                self.files, self._stale = found[1], True
+                return found[0]
+        text, unrepeatable = self._run_python(path)
+        if self.memo is not None and not unrepeatable:
+            self.memo.store_program(key, text, self.files)
+        return text
+
+    def _run_python(self, path: str) -> tuple[str, bool]:
+        """(observation, whether the outcome may differ on a rerun: a timeout or a failed read-back)."""
         sandbox = self._open()
+        if self._stale:  # memo hits moved the mirror on: bring the sandbox level with it
+            sandbox.exec(["sh", "-c", "find . -mindepth 1 -delete"], timeout=30)
+            self._dirty, self._stale = set(self.files), False
         if self._dirty:
             sandbox.write_files({p: self.files[p] for p in sorted(self._dirty) if p in self.files})
             self._dirty.clear()
@@ -146,7 +169,7 @@ class Workspace:
             # (an error observation), never an env failure; the mirror keeps its last good state.
             return (f"Error: after {path} ran, its workspace could not be read back ({problem}); leave at most "
                     f"{MAX_FILES} top-level files of at most {MAX_FILE_CHARS} chars, "
-                    f"{MAX_TOTAL_CHARS} in all\n{ran}")
+                    f"{MAX_TOTAL_CHARS} in all\n{ran}"), True
         left, kept = listing["files"], set(listing["kept"])
         if not listing["truncated"]:
             for name in set(self.files) - set(left) - kept:
@@ -159,7 +182,7 @@ class Workspace:
             shown = ", ".join(sorted(kept)[:10]) + (" ..." if len(kept) > 10 or listing["truncated"] else "")
             note = (f"\nnot copied back (over {MAX_FILE_CHARS} chars each, {MAX_FILES} files or "
                     f"{MAX_TOTAL_CHARS} chars in all): {shown}")
-        return f"{ran}{note}\nfiles now: {', '.join(sorted(self.files))}"
+        return f"{ran}{note}\nfiles now: {', '.join(sorted(self.files))}", bool(result.timed_out)
 
     def _list(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, str]:
         """(the listing, "") or (None, what went wrong); see ``_COLLECT``."""

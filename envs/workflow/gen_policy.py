@@ -5,13 +5,18 @@ part MASS has the model play, each a two-layer MLP over hashed bag-of-words feat
 (scikit-learn's ``HashingVectorizer``; no vocabulary to download):
 
 * executor: from a role call's conversation (its first user turn with the workflow text
-  stripped, its last user turn, and the ops it took so far) to one of the actions seen in the
-  SFT data (``{"op": ...}`` JSON, retrieved verbatim). At inference only actions the role may
-  take are scored (its tools and callees, as its brief lists them).
+  stripped, its last user turn, and the ops it took so far) to a distribution over the actions
+  seen in the SFT data (``{"op": ...}`` JSON). At inference only actions the role may take are
+  scored (its tools and callees, as its brief lists them) and one is *sampled* from the softmax
+  at ``temperature`` with the request's generator (0: the most likely one), so its episodes are
+  its own, not a replay of generation 1's.
 * judge: from the difference of the two rendered workspaces' features to first / second / tie,
   trained on the gen-1 judge's own verdicts (both orders).
-* optimiser: ranks the edits gen-1's search accepted; once all are tried on a spec it draws
-  from the generic operator set (``operators``), as the gen-1 optimiser does.
+* optimiser: a scorer of edits (hashed bag-of-words of the edit's JSON) fitted on gen-1's
+  accepted against its rejected edits (logistic regression, scikit-learn); it proposes by drawing
+  a pool of untried edits from the generic operator set (``operators``) and sampling one from
+  the softmax of their scores, so it never replays a stored edit (one may recur only as a fresh
+  draw from the operator set).
 
 ``serve(name)`` registers it as the offline model ``rsigym/<name>``, so it is used through the
 same interface as the scripted policies; a LiteLLM model name can take its place.
@@ -22,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -53,6 +58,8 @@ class TrainConfig:
     lr: float = 0.01
     weight_decay: float = 1e-4
     seed: int = 0
+    temperature: float = 1.0  # sampling temperature of the executor and optimiser (0: greedy)
+    edit_pool: int = 24       # untried edits drawn per optimiser proposal
 
 
 def _hash(texts: list[str]) -> np.ndarray:
@@ -124,7 +131,8 @@ class GenerationPolicy:
     def __init__(self, config: TrainConfig | None = None) -> None:
         self.config = config or TrainConfig()
         self.actions: list[str] = []
-        self.edits: list[dict[str, Any]] = []
+        self.edit_scorer: Any = None          # sklearn LogisticRegression over hashed edit text, or None
+        self.edit_centroid: np.ndarray | None = None
         self.executor: nn.Module | None = None
         self.judge: nn.Module | None = None
         self.train_accuracy: dict[str, float] = {}
@@ -162,14 +170,29 @@ class GenerationPolicy:
         self.judge, self.train_accuracy["judge"] = _fit(np.stack(rows), np.array(labels), len(WINNERS), self.config)
         return len(rows)
 
-    def fit_optimizer(self, accepted_edits: list[dict[str, Any]]) -> int:
-        """Remember the edits gen-1 accepted, most often accepted first."""
-        counts: dict[str, int] = {}
-        for edit in accepted_edits:
-            key = json.dumps(edit, sort_keys=True)
-            counts[key] = counts.get(key, 0) + 1
-        self.edits = [json.loads(k) for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-        return len(self.edits)
+    def fit_optimizer(self, accepted_edits: Sequence[dict[str, Any]],
+                      rejected_edits: Sequence[dict[str, Any]] = ()) -> int:
+        """Fit the edit scorer on accepted (1) against rejected (0) edits; with one class only, score
+        by similarity to the accepted ones. Returns the number of edits learned from."""
+        from sklearn.linear_model import LogisticRegression
+
+        accepted, rejected = list(accepted_edits), list(rejected_edits)
+        if accepted and rejected:
+            x = _hash([json.dumps(e, sort_keys=True) for e in accepted + rejected])
+            y = np.array([1] * len(accepted) + [0] * len(rejected))
+            self.edit_scorer = LogisticRegression(C=1.0, max_iter=500).fit(x, y)
+        elif accepted:
+            self.edit_centroid = _hash([json.dumps(e, sort_keys=True) for e in accepted]).mean(axis=0)
+        return len(accepted) + len(rejected)
+
+    def edit_scores(self, edits: list[dict[str, Any]]) -> np.ndarray:
+        """(E,) the optimiser's preference of each edit (log-odds of acceptance, or similarity)."""
+        x = _hash([json.dumps(e, sort_keys=True) for e in edits])
+        if self.edit_scorer is not None:
+            return np.asarray(self.edit_scorer.decision_function(x), dtype=float)
+        if self.edit_centroid is not None:
+            return x @ self.edit_centroid * 4.0
+        return np.zeros(len(edits))
 
     # -- acting -------------------------------------------------------------------------------
     def act(self, request: OfflineRequest) -> OfflineReply:
@@ -178,20 +201,27 @@ class GenerationPolicy:
             return OfflineReply(action=self._judge(str(request.messages[-1].get("content") or "")))
         if system.startswith("[workflow:optimize]"):
             return OfflineReply(action=self._optimize(str(request.messages[-1].get("content") or ""), request.rng))
-        return OfflineReply(action=self._execute(request.messages))
+        return OfflineReply(action=self._execute(request.messages, request.rng))
 
-    def _execute(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def _sample(self, scores: np.ndarray, rng: np.random.Generator) -> int:
+        """An index drawn from softmax(scores / temperature); the argmax at temperature 0."""
+        if self.config.temperature <= 0:
+            return int(np.argmax(scores))
+        z = (scores - scores.max()) / self.config.temperature
+        probs = np.exp(z) / np.exp(z).sum()
+        return int(rng.choice(len(scores), p=probs))
+
+    def _execute(self, messages: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Any]:
         if self.executor is None:
             raise RuntimeError("the executor head is not trained")
         brief = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
         with torch.no_grad():
-            logits = self.executor(torch.from_numpy(executor_features(messages)[None]))[0]   # (V,)
-        for index in torch.argsort(logits, descending=True).tolist():
-            action = json.loads(self.actions[index])
-            if _allowed(action, brief):
-                return action
-        return {"op": "finish", "summary": "no action fits"} if "End the workflow with" in brief else \
-            {"op": "return", "result": {}}
+            logits = self.executor(torch.from_numpy(executor_features(messages)[None]))[0].numpy()   # (V,)
+        allowed = [i for i, text in enumerate(self.actions) if _allowed(json.loads(text), brief)]
+        if not allowed:
+            return {"op": "finish", "summary": "no action fits"} if "End the workflow with" in brief else \
+                {"op": "return", "result": {}}
+        return json.loads(self.actions[allowed[self._sample(logits[allowed].astype(float), rng)]])
 
     def _judge(self, prompt: str) -> dict[str, Any]:
         if self.judge is None:
@@ -201,15 +231,20 @@ class GenerationPolicy:
         return {"winner": winner, "reason": "trained judge"}
 
     def _optimize(self, prompt: str, rng: np.random.Generator) -> dict[str, Any]:
-        from .mutations import apply_mutation, mutation_key
+        from .mutations import mutation_key
 
         spec = json.loads(prompt.split("Current workflow:\n", 1)[-1].split("\n\nFeedback:\n", 1)[0])
-        tried = set(spec.get("edit_log", []))
-        for edit in self.edits:
-            if mutation_key(edit) not in tried and apply_mutation(spec, edit)[0] is not None:
-                return edit
-        found = random_edit(spec, rng)
-        return found[0] if found else {"op": "reorder_calls", "order": spec["call_order"]}
+        tried = set(spec.get("edit_log", [])) | set(re.findall(r"edit ([0-9a-f]{16})", prompt))
+        pool: list[dict[str, Any]] = []
+        for _ in range(self.config.edit_pool):
+            found = random_edit(spec, rng, tried)
+            if found is None:
+                break
+            pool.append(found[0])
+            tried.add(mutation_key(found[0]))
+        if not pool:
+            return {"op": "reorder_calls", "order": spec["call_order"]}  # refused as a no-op
+        return pool[self._sample(self.edit_scores(pool), rng)]
 
     def serve(self, name: str) -> str:
         """Register as the offline model ``rsigym/<name>``; returns the model string."""

@@ -26,8 +26,9 @@ import numpy as np
 
 from .aec import WorkflowAECEnv
 from .agents import RolePlayer, extract_json
+from .memo import ExecutionMemo
 from .operators import random_spec
-from .pairwise_judge import PairwiseJudge, Verdict
+from .pairwise_judge import Comparer, PairwiseJudge, Verdict
 from .mutations import MUTATION_SCHEMA, apply_mutation, mutation_key
 from .spec import seed_spec, spec_sha256
 from .tasks import new_salt, task_brief
@@ -72,9 +73,18 @@ class EvolutionResult:
 
 
 def execute(spec: dict[str, Any], task_id: str, player: RolePlayer, *, seed: int,
-            sandbox: str | Sandbox = "auto", max_steps: int = 80, task_salt: str | None = None) -> Execution:
-    """Run ``spec`` on ``task_id`` (drawn under ``task_salt``) with every role played by ``player``."""
-    env = WorkflowAECEnv(spec, task_id=task_id, sandbox=sandbox, max_steps=max_steps, task_salt=task_salt)
+            sandbox: str | Sandbox = "auto", max_steps: int = 80, task_salt: str | None = None,
+            memo: ExecutionMemo | None = None) -> Execution:
+    """Run ``spec`` on ``task_id`` (drawn under ``task_salt``) with every role played by ``player``.
+
+    With a ``memo`` (and a salt) a run with the same inputs (spec behaviour, task, salt, role
+    model and seed) is answered from it, and program runs on an identical workspace too."""
+    key = (spec_sha256(spec), task_id, task_salt, player.model, int(seed), int(max_steps))
+    if memo is not None and task_salt is not None:
+        found = memo.run(key)
+        if found is not None:
+            return found
+    env = WorkflowAECEnv(spec, task_id=task_id, sandbox=sandbox, max_steps=max_steps, task_salt=task_salt, memo=memo)
     try:
         env.reset(seed=seed)
         player.reset(seed)
@@ -90,8 +100,11 @@ def execute(spec: dict[str, Any], task_id: str, player: RolePlayer, *, seed: int
         snap = env.snapshot()
     finally:
         env.close()
-    return Execution(task_id, snap["spec_sha256"], snap["files"], float(snap["score"] or 0.0), tokens,
-                     snap["dialogues"], snap["termination"], snap["task_salt"])
+    execution = Execution(task_id, snap["spec_sha256"], snap["files"], float(snap["score"] or 0.0), tokens,
+                          snap["dialogues"], snap["termination"], snap["task_salt"])
+    if memo is not None and task_salt is not None:
+        memo.store_run(key, execution)
+    return execution
 
 
 _OPTIMIZER_SYSTEM = ("[workflow:optimize] You improve a multi-agent research workflow. Propose ONE edit of the "
@@ -117,7 +130,7 @@ def propose_edit(spec: dict[str, Any], feedback: str, *, model: str, api_base: s
     return revised, (mutation if revised is not None else refusal), reply.usage
 
 
-def _judge_all(judge: PairwiseJudge, tasks: list[str], a: dict[str, Execution],
+def _judge_all(judge: Comparer, tasks: list[str], a: dict[str, Execution],
                b: dict[str, Execution]) -> list[Verdict]:
     return [judge.compare(task_brief(t), a[t].files, b[t].files) for t in tasks]
 
@@ -125,18 +138,22 @@ def _judge_all(judge: PairwiseJudge, tasks: list[str], a: dict[str, Execution],
 def evolve(train_tasks: list[str], *, role_model: str, judge_model: str, optimizer_model: str,
            rounds: int = 2, candidates: int = 2, seed: int = 0, sandbox: str | Sandbox = "auto",
            api_base: str | None = None, max_proposals: int = 4, start: dict[str, Any] | None = None,
-           task_salt: str | None = None) -> EvolutionResult:
+           task_salt: str | None = None, judge: Comparer | None = None,
+           memo: ExecutionMemo | None = None) -> EvolutionResult:
     """Evolve a workflow from ``start`` (the seed spec) on ``train_tasks``; see the module docstring.
 
     The evaluation budget is ``rounds * candidates`` candidate workflows, each run on every
-    training task. ``task_salt`` (default: a fresh one) draws the training instances.
+    training task. ``task_salt`` (default: a fresh one) draws the training instances. ``judge``
+    (anything with ``compare``, e.g. the ``OracleJudge`` control) replaces ``judge_model``;
+    ``memo`` answers repeated runs (``memo.ExecutionMemo``).
     """
     salt = task_salt or new_salt()
     player = RolePlayer(role_model, api_base=api_base, seed=seed)
-    judge = PairwiseJudge(judge_model, api_base=api_base, seed=seed)
+    judge = judge or PairwiseJudge(judge_model, api_base=api_base, seed=seed)
     incumbent = start or seed_spec()
     first = incumbent
-    runs = {t: execute(incumbent, t, player, seed=seed, sandbox=sandbox, task_salt=salt) for t in train_tasks}
+    runs = {t: execute(incumbent, t, player, seed=seed, sandbox=sandbox, task_salt=salt, memo=memo)
+            for t in train_tasks}
     selected = list(runs.values())
     history: list[Round] = []
     usage = Usage()
@@ -157,7 +174,8 @@ def evolve(train_tasks: list[str], *, role_model: str, judge_model: str, optimiz
             history.append(Round(index, None, refusals, False))
             continue
         assert mutation is not None
-        trial = {t: execute(candidate, t, player, seed=seed, sandbox=sandbox, task_salt=salt) for t in train_tasks}
+        trial = {t: execute(candidate, t, player, seed=seed, sandbox=sandbox, task_salt=salt, memo=memo)
+                 for t in train_tasks}
         verdicts = _judge_all(judge, train_tasks, runs, trial)
         usage += sum((v.usage for v in verdicts), Usage())
         wins = sum(v.winner == "b" for v in verdicts)
@@ -178,21 +196,23 @@ def evolve(train_tasks: list[str], *, role_model: str, judge_model: str, optimiz
 
 def random_search(train_tasks: list[str], *, role_model: str, judge_model: str, budget: int, seed: int = 0,
                   sandbox: str | Sandbox = "auto", api_base: str | None = None, max_edits: int = 3,
-                  start: dict[str, Any] | None = None, task_salt: str | None = None) -> EvolutionResult:
+                  start: dict[str, Any] | None = None, task_salt: str | None = None, judge: Comparer | None = None,
+                  memo: ExecutionMemo | None = None) -> EvolutionResult:
     """``budget`` independent candidates (1 to ``max_edits`` random edits of the seed), each judged
     against the seed per task; the one with the largest wins minus losses (if above 0) is kept."""
     salt = task_salt or new_salt()
     rng = np.random.default_rng([seed, 4242])
     player = RolePlayer(role_model, api_base=api_base, seed=seed)
-    judge = PairwiseJudge(judge_model, api_base=api_base, seed=seed)
+    judge = judge or PairwiseJudge(judge_model, api_base=api_base, seed=seed)
     base = start or seed_spec()
-    runs = {t: execute(base, t, player, seed=seed, sandbox=sandbox, task_salt=salt) for t in train_tasks}
+    runs = {t: execute(base, t, player, seed=seed, sandbox=sandbox, task_salt=salt, memo=memo) for t in train_tasks}
     best, best_margin, best_runs = base, 0, runs
     history: list[Round] = []
     usage = Usage()
     for index in range(budget):
         candidate = random_spec(base, rng, 1 + int(rng.integers(max_edits)))
-        trial = {t: execute(candidate, t, player, seed=seed, sandbox=sandbox, task_salt=salt) for t in train_tasks}
+        trial = {t: execute(candidate, t, player, seed=seed, sandbox=sandbox, task_salt=salt, memo=memo)
+                 for t in train_tasks}
         verdicts = _judge_all(judge, train_tasks, runs, trial)
         usage += sum((v.usage for v in verdicts), Usage())
         wins = sum(v.winner == "b" for v in verdicts)

@@ -6,9 +6,19 @@
   tests, model the joint distribution or fit by least squares, and does ``report.md`` have the
   asked-for sections. Equal evidence is a "tie", never "first". It cannot tell a right answer
   from a wrong one that the same code could have printed: the calibration counts that.
+* ``rsigym/workflow_judge_sound`` reads what the code *does* (``soundness``: the syntax tree with
+  every name ignored, followed through assignments) against what the task's question needs, and
+  states what is missing in its reason ("second: no out-of-sample evaluation"). Checked on a
+  held-apart program set (``benchmarks/workflow_soundness_calibration.py``).
 * ``rsigym/workflow_judge_coin`` answers "first" or "second" at random: the control.
 * ``rsigym/workflow_optimizer`` proposes one random edit from the generic operator set
-  (``operators``), never one already tried on the spec.
+  (``operators``), never one already tried on the spec: judge-filtered random search.
+* ``rsigym/workflow_optimizer_reasons`` reads the judge's stated reasons in its feedback: which
+  part was found wanting (the method, the results, the report) and the words of the complaint.
+  It draws candidate edits from the same generic set and proposes the one aimed at the role that
+  produces the wanting part (the role that runs code for the method, one that writes files for
+  the report) whose text shares the most word stems with the complaint; ties and a silent judge
+  fall back to a random draw. It has no list of winning edits: it takes the judge at its word.
 """
 
 from __future__ import annotations
@@ -23,7 +33,9 @@ import jsonschema
 
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 
+from .mutations import mutation_key
 from .operators import random_edit
+from .soundness import DESCRIBED, REQUIRED, missing_evidence
 
 __all__ = ["judge_quality", "code_evidence", "strip_literals"]
 
@@ -102,10 +114,127 @@ def workflow_judge_policy(request: OfflineRequest) -> OfflineReply:
     return OfflineReply(action={"winner": winner, "reason": f"first: {why_first} | second: {why_second}"[:500]})
 
 
+_FAMILY_OF = re.compile(r"\(family (\w+)\)")
+
+
+def sound_quality(block: str, schema: dict[str, Any] | None, family: str) -> tuple[float, str]:
+    """(quality, why) of one rendered workspace by what its code does for the family's question."""
+    files = _files(block)
+    valid = False
+    if files.get("results.json", "(missing)") != "(missing)":
+        try:
+            value = json.loads(files["results.json"])
+            if schema is not None:
+                jsonschema.Draft202012Validator(schema).validate(value)
+            valid = True
+        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
+            valid = False
+    code = files.get("analysis.py", "")
+    missing = missing_evidence(family, code) if code != "(missing)" else list(REQUIRED.get(family, ("code",)))
+    sound = valid and not missing
+    sections = set(_HEADING.findall(files.get("report.md", "")))
+    report = sum(0.5 for s in ("Method", "Result", "Validation") if s in sections)
+    why = (f"results {'valid' if valid else 'missing or invalid'}; method "
+           + ("sound" if sound else "missing " + ", ".join(f"{m} ({DESCRIBED[m]})" for m in missing)
+              if missing else "unread: no valid results")
+           + f"; report sections {report / 0.5:.0f}/3")
+    return 3.0 * valid + 2.0 * sound + report, why
+
+
+@register_offline_policy("workflow_judge_sound")
+def workflow_judge_sound_policy(request: OfflineRequest) -> OfflineReply:
+    """Pairwise judge on what the code does (syntax tree, names ignored) for the task's question."""
+    text = str(request.messages[-1].get("content") or "")
+    blocks = dict(_BLOCK.findall(text))
+    match, family = _SCHEMA.search(text), _FAMILY_OF.search(text)
+    try:
+        schema = json.loads(match.group(1)) if match else None
+    except ValueError:
+        schema = None
+    name = family.group(1) if family else ""
+    first, why_first = sound_quality(blocks.get("first", ""), schema, name)
+    second, why_second = sound_quality(blocks.get("second", ""), schema, name)
+    if abs(first - second) < 1e-9:
+        return OfflineReply(action={"winner": "tie", "reason": f"no difference found: {why_first}"})
+    winner = "first" if first > second else "second"
+    return OfflineReply(action={"winner": winner, "reason": f"first: {why_first} | second: {why_second}"[:500]})
+
+
 @register_offline_policy("workflow_judge_coin")
 def workflow_judge_coin_policy(request: OfflineRequest) -> OfflineReply:
     """A broken judge: first or second at random (the control the calibration must catch)."""
     return OfflineReply(action={"winner": str(request.rng.choice(["first", "second"])), "reason": "coin"})
+
+
+_STOP = {"with", "that", "this", "from", "missing", "results", "first", "second", "found", "found:", "sections",
+         "report", "valid", "invalid", "judge", "difference"}
+
+
+def _stems(text: str) -> set[str]:
+    """Crude stems (first six letters of each word of four or more): 'validation' meets 'validated'."""
+    return {w[:6] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4 and w not in _STOP}
+
+
+def complaint(feedback: str) -> tuple[set[str], set[str]]:
+    """(parts found wanting: method / results / report, stems of what was said to be missing)."""
+    parts: set[str] = set()
+    words: set[str] = set()
+    for line in feedback.splitlines():
+        if not line.startswith("- judge"):
+            continue
+        for side in line.split("|"):
+            side = side.lower()
+            if "method missing" in side or "no validation" in side:
+                parts.add("method")
+                words |= _stems(side.split("method missing", 1)[-1].split(";")[0] if "method missing" in side
+                                else "no validation method")
+            if "missing or invalid" in side:
+                parts.add("results")
+            match = re.search(r"report sections (\d)/3", side)
+            if match and int(match.group(1)) < 3:
+                parts.add("report")
+    return parts, words
+
+
+def _aims_at(edit: dict[str, Any], spec: dict[str, Any], parts: set[str]) -> bool:
+    role = spec["roles"].get(edit.get("role", ""), {})
+    tools = set(edit.get("tools", role.get("tools", [])))
+    if edit["op"] not in ("edit_instruction", "add_role"):
+        return False
+    return ("method" in parts and "run_python" in tools) or ("report" in parts and "write_file" in tools) \
+        or ("results" in parts and edit["op"] == "add_role")
+
+
+def reasoned_edit(spec: dict[str, Any], feedback: str, rng: Any, draws: int = 40) -> dict[str, Any] | None:
+    """The drawn edit best aimed at the judge's complaint (see the module docstring); None if none is valid."""
+    tried = set(re.findall(r"edit ([0-9a-f]{16})", feedback))
+    parts, words = complaint(feedback)
+    pool = []
+    for _ in range(draws):
+        found = random_edit(spec, rng, tried)
+        if found is None:
+            break
+        pool.append(found[0])
+        tried.add(mutation_key(found[0]))
+    if not pool:
+        return None
+    if not parts:
+        return pool[0]
+
+    def fit(edit: dict[str, Any]) -> tuple[int, int]:
+        return int(_aims_at(edit, spec, parts)), len(words & _stems(str(edit.get("instruction", ""))))
+
+    best = max(fit(e) for e in pool)
+    return [e for e in pool if fit(e) == best][0]
+
+
+@register_offline_policy("workflow_optimizer_reasons")
+def workflow_optimizer_reasons_policy(request: OfflineRequest) -> OfflineReply:
+    """Workflow optimiser that aims its edit at what the judge said was missing."""
+    text = str(request.messages[-1].get("content") or "")
+    spec = json.loads(text.split("Current workflow:\n", 1)[-1].split("\n\nFeedback:\n", 1)[0])
+    edit = reasoned_edit(spec, text.split("\n\nFeedback:\n", 1)[-1], request.rng)
+    return OfflineReply(action=edit if edit is not None else {"op": "reorder_calls", "order": spec["call_order"]})
 
 
 @register_offline_policy("workflow_optimizer")

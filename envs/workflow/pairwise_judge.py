@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, Protocol
 
 from rsigym.llm import complete
 from rsigym.records import Usage
 from rsigym.redact import redacted_excerpt
 
 from .agents import extract_json
+from .tasks import WorkflowTask, grade_workspace, make_task
 
-__all__ = ["Verdict", "PairwiseJudge", "JUDGE_SCHEMA", "render_workspace", "SHOWN_FILES"]
+__all__ = ["Verdict", "PairwiseJudge", "OracleJudge", "Comparer", "JUDGE_SCHEMA", "render_workspace", "SHOWN_FILES"]
 
 JUDGE_SCHEMA: dict[str, Any] = {"type": "object", "required": ["winner", "reason"], "additionalProperties": False,
                                 "properties": {"winner": {"enum": ["first", "second", "tie"]},
@@ -86,3 +89,40 @@ class PairwiseJudge:
         if as_ab == as_ba:
             return Verdict(as_ab, self.model, False, [as_ab, as_ba], [reason_1, reason_2], usage_1 + usage_2)
         return Verdict("tie", self.model, True, [as_ab, as_ba], [reason_1, reason_2], usage_1 + usage_2)
+
+
+class Comparer(Protocol):
+    """What the MASS loop needs of a judge."""
+
+    def compare(self, brief: str, a: dict[str, str], b: dict[str, str]) -> Verdict: ...
+
+
+_TASK_ID = re.compile(r"^# Task (\S+) ", re.MULTILINE)
+
+
+class OracleJudge:
+    """The positive control of a search benchmark: prefers the workspace the grader scores higher.
+
+    It reads the hidden key (it is built with the run's salt), so it is a control that shows what
+    a judge known to be right does to a search, never a judge an agent could use. Equal scores
+    (within ``margin``) are a tie, so the loop keeps its incumbent as it would on a real tie.
+    """
+
+    def __init__(self, task_salt: str, margin: float = 1e-9) -> None:
+        self.salt, self.margin = task_salt, margin
+
+    @staticmethod
+    @lru_cache(maxsize=512)
+    def _task(task_id: str, salt: str) -> WorkflowTask:
+        return make_task(task_id, salt)
+
+    def compare(self, brief: str, a: dict[str, str], b: dict[str, str]) -> Verdict:
+        match = _TASK_ID.search(brief)
+        if match is None:
+            raise ValueError(f"the brief names no task: {brief[:80]!r}")
+        task = self._task(match.group(1), self.salt)
+        score_a = grade_workspace(task, {**task.files, **a})[0]
+        score_b = grade_workspace(task, {**task.files, **b})[0]
+        winner = "tie" if abs(score_a - score_b) <= self.margin else ("b" if score_b > score_a else "a")
+        reason = f"oracle: {score_a:.3f} vs {score_b:.3f}"
+        return Verdict(winner, "oracle", False, [winner, winner], [reason, reason])

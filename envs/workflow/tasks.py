@@ -14,11 +14,13 @@ Method, Result and Validation.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import jsonschema
@@ -89,9 +91,16 @@ def make_task(task_id: str, salt: str) -> WorkflowTask:
     if not isinstance(salt, str) or not SALT_PATTERN.match(salt):
         raise ValueError(f"a workflow task salt is 32 to 128 lowercase hex digits (128 bits or more), "
                          f"got {str(salt)[:20]!r}")
+    files, key = _generate(task_id, salt)
+    return WorkflowTask(task_id, family, {**files, "task.md": task_brief(task_id)}, copy.deepcopy(key), salt)
+
+
+@lru_cache(maxsize=256)
+def _generate(task_id: str, salt: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """The task's data and key (cached: a search runs the same instance hundreds of times; callers copy)."""
+    _, family = _family(task_id)
     digest = hashlib.sha256(f"{salt}:{task_id}".encode()).digest()
-    files, key = family.generate(np.random.default_rng(int.from_bytes(digest, "big")))
-    return WorkflowTask(task_id, family, {**files, "task.md": task_brief(task_id)}, key, salt)
+    return family.generate(np.random.default_rng(int.from_bytes(digest, "big")))
 
 
 def check_workspace(task: WorkflowTask, files: dict[str, str]) -> dict[str, Any]:

@@ -282,3 +282,46 @@ def test_the_scenario_runner_runs_workflow_episodes_and_writes_records_and_repor
     assert scripted[False].usage.completion_tokens > 0
     report = (tmp_path / "out" / "report.md").read_text()
     assert "Workflow pairwise judging" in report and (tmp_path / "out" / "sft.jsonl").exists()
+
+
+def test_generation_two_samples_its_own_actions_and_edits_not_a_replay_of_generation_one(box, runs):
+    import numpy as np
+    import torch
+
+    from rsigym.envs.workflow.gen_policy import GenerationPolicy, TrainConfig
+    from rsigym.envs.workflow.mutations import apply_mutation
+    from rsigym.envs.workflow.operators import random_edit
+
+    examples = [e for (name, _), ex in runs.items() if name == "evolved"
+                for e in sft_examples(ex.dialogues, _spec_of(name))]
+    policy = GenerationPolicy(TrainConfig(epochs=150, temperature=1.0))
+    policy.fit_executor(examples)
+    model = policy.serve("workflow_gen_sampling_test")
+
+    def actions(seed):
+        played = execute(resolve_spec("evolved_offline"), "changepoint-001", RolePlayer(model, seed=seed), seed=seed,
+                         sandbox=box, task_salt=SALT)
+        return [m["content"] for d in played.dialogues for m in d["messages"] if m["role"] == "assistant"]
+
+    sampled = [actions(s) for s in range(6)]
+    assert len({json.dumps(a) for a in sampled}) > 1          # sampled from the policy, not one fixed trace
+    # the actions come from the policy's network: make it prefer "read task.md" and the episodes change
+    read = policy.actions.index(json.dumps({"op": "read_file", "path": "task.md"}, sort_keys=True))
+    with torch.no_grad():
+        last = policy.executor[-1]
+        last.weight.zero_()
+        last.bias.fill_(-10.0)
+        last.bias[read] = 10.0
+    forced = actions(0)
+    assert forced != sampled[0] and sum('"op": "read_file"' in a for a in forced) > len(forced) / 2
+    # the optimiser proposes valid, untried edits drawn from the operator space and ranked by its
+    # scorer of accepted against rejected edits; it does not hand back the edits it learned from
+    spec = seed_spec()
+    rng = np.random.default_rng(0)
+    learned = [random_edit(spec, rng)[0] for _ in range(6)]
+    policy.fit_optimizer(learned[:3], learned[3:])
+    prompt = f"Current workflow:\n{json.dumps(spec)}\n\nFeedback:\n- no feedback yet"
+    proposals = [policy._optimize(prompt, np.random.default_rng(s)) for s in range(12)]
+    assert all(apply_mutation(spec, p)[0] is not None for p in proposals)
+    assert len({json.dumps(p, sort_keys=True) for p in proposals}) > 3
+    assert sum(p in learned for p in proposals) < len(proposals)

@@ -1,0 +1,187 @@
+"""The README's MASS search statements, rendered from the committed results file of ``workflow_search_runs.py``.
+
+    python benchmarks/workflow_results.py --write      # README block from benchmarks/results/workflow_search_runs.json
+
+``--write`` replaces the text between the ``workflow-results`` markers of README.md with what the
+results file renders; a test checks the README block equals the rendering, so the numbers
+cannot drift from the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats as st
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+RESULTS = ROOT / "benchmarks" / "results" / "workflow_search_runs.json"
+REASONS = ROOT / "benchmarks" / "results" / "workflow_reasons_runs.json"
+JUDGES = ROOT / "benchmarks" / "results" / "workflow_soundness_calibration.json"
+RESAMPLES = 2000
+BEGIN, END = "<!-- workflow-results:begin -->", "<!-- workflow-results:end -->"
+
+
+def _num(value: float | None, fmt: str = ".3f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _rate(p: dict[str, Any]) -> str:
+    if not p["n"]:
+        return "insufficient data"
+    return f"{p['k']}/{p['n']} [{_num(p['low'], '.2f')}, {_num(p['high'], '.2f')}]"
+
+
+def _ci(s: dict[str, Any], sign: str = "") -> str:
+    return f"{_num(s['mean'], sign + '.3f')} [{_num(s['low'], sign + '.3f')}, {_num(s['high'], sign + '.3f')}]"
+
+
+def render_search(result: dict[str, Any]) -> str:
+    """The arms table of the first replication and the controls over every replication."""
+    args, first = result["args"], result["replications"][0]
+    n_runs = args["runs"]
+    lines = [f"Arms over {n_runs} independent search runs each (budget {args['budget']} candidate workflows, "
+             f"5 training tasks, {5 * args['test_per_family']} held-out tasks per run; unit: the search run; "
+             "exact 95% CI for rates, t 95% CI over runs for scores):", "",
+             "| arm | found the sound method | held-out score | minus seed (paired) | MDD | verdict vs seed |",
+             "|---|---|---|---|---:|---|"]
+    for arm in first["arms"]:
+        s = first["summary"][arm]
+        vs = s["vs_seed"]
+        lines.append(f"| {arm} | {_rate(s['found'])} | {_ci(s['score'])} | "
+                     + (f"{_ci(vs, '+')} | {_num(vs['mdd'])} | {vs['verdict']} |" if vs else "- | - | - |"))
+    controls = result["controls"]
+    reps = len(result["replications"])
+    lines += ["", f"Controls over {reps} replications of this design (fresh salts each; a replication calls an "
+                  "arm better when its paired CI over runs lies above 0): "
+              + "; ".join(f"{arm} called better than the seed in {_rate(p)}" for arm, p in controls.items())
+              + ". Resampled (" + f"{RESAMPLES} designs of {n_runs} runs drawn with replacement from every run of the "
+                "arm, a power estimate, not independent replications): "
+              + "; ".join(f"{arm} {share:.0%}" for arm, share in resampled_controls(result).items())
+              + f". Memo: {result['memo']['program_hits']} program runs answered from it, "
+                f"{result['memo']['program_misses']} executed; {result['memo']['run_hits']} workflow runs from it, "
+                f"{result['memo']['run_misses']} executed. Wall time {result['wall_s'] / 60:.0f} min in all "
+                f"(first replication, every arm: {first['wall_s'] / 60:.0f} min"
+              + (f"; each control replication {np.median([r['wall_s'] for r in result['replications'][1:]]) / 60:.0f} "
+                 "min (median)" if reps > 1 else "")
+              + "; 2 cores shared with other jobs, local sandbox)."]
+    return "\n".join(lines)
+
+
+def _called_better(diff: np.ndarray) -> bool:
+    """The design's verdict on one replication: the t 95% CI over runs of the paired difference lies above 0."""
+    n, sd = len(diff), float(np.std(diff, ddof=1))
+    if sd == 0:
+        return float(diff.mean()) > 0
+    return float(diff.mean()) - float(st.t.ppf(0.975, n - 1)) * sd / math.sqrt(n) > 0
+
+
+def resampled_controls(result: dict[str, Any], seed: int = 0) -> dict[str, float]:
+    """Share of designs of ``runs`` runs, drawn with replacement from every run of each control arm
+    (paired with its seed arm, pooled over replications), that call the arm better than the seed.
+    A power estimate by resampling runs, beside the count over independent replications."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for arm in result["controls"]:
+        diffs = np.array([run[arm]["score"] - run["seed"]["score"] for rep in result["replications"]
+                          if arm in rep["arms"] for run in rep["runs"]])
+        draws = rng.integers(len(diffs), size=(RESAMPLES, result["args"]["runs"]))
+        out[arm] = float(np.mean([_called_better(diffs[d]) for d in draws]))
+    return out
+
+
+BLIND = {"reasons loop": "judge loop", "sound-judge loop": "judge loop", "sound-judge reasons loop": "sound-judge loop"}
+
+
+def render_reasons(result: dict[str, Any], main: dict[str, Any]) -> str:
+    """The listening optimiser against judge-filtered random search with the same judge, paired by run."""
+    base = main["replications"][0]["runs"]
+    runs = result["replications"][0]["runs"]
+    lines = ["", "The optimiser that aims at the judge's stated reasons against judge-filtered random search (a loop "
+                 f"whose optimiser draws generic edits blind; the judge keeps or drops them), {len(runs)} runs paired "
+                 "by salt and seed with the arms table (each row against the loop it differs from in one part):", "",
+             "| arm | found the sound method | held-out score | compared with | difference (paired) | MDD | verdict |",
+             "|---|---|---|---|---|---:|---|"]
+    for arm in result["replications"][0]["arms"]:
+        s = result["replications"][0]["summary"][arm]
+        if arm == "seed":
+            continue
+        other = BLIND.get(arm, "judge loop")
+        against = [r[other]["score"] for r in (runs if other in runs[0] else base)]
+        diff = paired_runs([r[arm]["score"] for r in runs], against)
+        lines.append(f"| {arm} | {_rate(s['found'])} | {_ci(s['score'])} | {other} | {_ci(diff, '+')} | "
+                     f"{_num(diff['mdd'])} | {diff['verdict']} |")
+    same = sum(abs(r["seed"]["score"] - b["seed"]["score"]) < 1e-12 for r, b in zip(runs, base))
+    lines.append(f"\n(The seed arm reproduces run by run: {same} of {len(runs)} identical to the arms table's.)")
+    return "\n".join(lines)
+
+
+def paired_runs(values: list[float], base: list[float]) -> dict[str, Any]:
+    import workflow_search_runs
+
+    return workflow_search_runs.paired(values, base)
+
+
+def render_judges(result: dict[str, Any]) -> str:
+    """The judges on the held-apart program set (and on the shipped constructed pairs)."""
+    names = {"rsigym/workflow_judge": "shipped judge", "rsigym/workflow_judge_sound": "soundness judge",
+             "rsigym/workflow_judge_coin": "coin"}
+    kinds = list(next(iter(result["table"].values())))
+    lines = ["", "Judges on the held-apart program set (each program against the shipped program of the other label, "
+                 "same answer, label and report, both positions; unit: the constructed pair; exact 95% CI):", "",
+             "| judge | " + " | ".join(kinds) + " | all | shipped constructed pairs |",
+             "|---|" + "---|" * (len(kinds) + 2)]
+    shipped = result.get("shipped_set", {})
+    for model in result["args"]["judges"]:
+        table = result["table"][model]
+        total = result["totals"][model]
+        ship = shipped.get(model if model in shipped else "coin")
+        lines.append(f"| {names.get(model, model)} | " + " | ".join(f"{c['k']}/{c['n']}" for c in table.values())
+                     + f" | {_rate(total)} | {_rate(ship) if ship else '-'} |")
+    misses = result["misses"].get("rsigym/workflow_judge_sound", [])
+    lines.append(f"\nThe soundness judge's misses: {', '.join(misses) or 'none'}.")
+    return "\n".join(lines)
+
+
+def render(path: Path = RESULTS, reasons: Path = REASONS, judges: Path = JUDGES) -> str:
+    """The README block (without the markers) from the results files present."""
+    main = json.loads(path.read_text())
+    text = render_search(main)
+    if reasons.exists():
+        text += "\n" + render_reasons(json.loads(reasons.read_text()), main)
+    if judges.exists():
+        text += "\n" + render_judges(json.loads(judges.read_text()))
+    return text
+
+
+def readme_block(text: str) -> str:
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"README has no {BEGIN} ... {END} block (workflow-results)")
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+
+
+def write_readme(readme_path: Path = ROOT / "README.md", path: Path = RESULTS, reasons: Path = REASONS,
+                 judges: Path = JUDGES) -> None:
+    """Replace the block of ``readme_path`` with what the results files render."""
+    text = readme_path.read_text()
+    readme_block(text)
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    readme_path.write_text(f"{head}{BEGIN}\n{render(path, reasons, judges)}\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write the README block from the results file")
+    ns = parser.parse_args()
+    if ns.write:
+        write_readme()
+        print("README workflow-results block written")
+    else:
+        print(render())
