@@ -17,11 +17,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from posttrain_verdicts import block_summary, claim_verdicts, run_key, stability_column
+from posttrain_verdicts import block_summary, claim_verdicts, power_arms, run_key, stability_column
 
 from rsigym.cache import atomic_write_bytes, cache_key
 
-BLOCK_NAMES = "ABCDEFGH"
+BLOCK_NAMES = [chr(ord("A") + i) for i in range(26)] + [f"A{chr(ord('A') + i)}" for i in range(26)]
+"""block names: A .. Z, then AA .. AZ (the power study replicates up to 52 blocks)"""
 RUN_ONLY_KEYS = ("seconds", "plot")
 """run results that vary between identical runs (wall time) or with the output folder (a path)"""
 
@@ -57,6 +58,26 @@ def run_blocks(blocks: Sequence[int], warm_starts: int, seeds: int, variants: Se
                 per_variant[variant][run_key(warm_start, seed)] = cached_run(run, run_args, out)
         results[BLOCK_NAMES[block]] = per_variant
     return results
+
+
+def power_runs(args: Any, arms: Sequence[dict[str, Any]],
+               make_run: Callable[[str, int, int], tuple[Callable[[Any], dict], Any]]
+               ) -> dict[str, dict[str, dict[str, dict]]]:
+    """The runs of the power study: every variant an arm compares, on blocks ``0 .. args.power_blocks - 1``
+    (each an independent replication of one block of the design; runs shared with the tables come from
+    the cache)."""
+    variants = sorted({a["variant"] for a in arms} | {a["baseline"] for a in arms})
+    return run_blocks(range(args.power_blocks), args.warm_starts, args.seeds, variants, make_run, Path(args.out_dir))
+
+
+def power_summary(runs: dict[str, dict[str, dict[str, dict]]], run_metrics: Callable[[dict], dict[str, float]],
+                  arms: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Detection and false-call rates of every arm over the power blocks (``power_arms``; none without blocks)."""
+    if not runs:
+        return []
+    per_run = {b: {v: {k: run_metrics(r) for k, r in rs.items()} for v, rs in block.items()}
+               for b, block in runs.items()}
+    return power_arms(per_run, arms)
 
 
 def write_results(path: str, results: dict) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +47,16 @@ def _units(results: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def ablation_table(results: dict[str, Any], baseline: str, metrics: tuple[str, ...], label: str) -> list[str]:
-    """Per variant: means pooled over blocks, and per metric each block's paired difference with its
-    verdict, then the stability column (the verdict both blocks agree on, else "unstable")."""
+Column = tuple[str, Callable[[list[dict[str, float]]], str]]
+"""an extra ablation column: its header and its cell from the variant's per-block metric means"""
+
+
+def ablation_table(results: dict[str, Any], baseline: str, metrics: tuple[str, ...], label: str,
+                   extra: Sequence[Column] = ()) -> list[str]:
+    """Per variant: means pooled over blocks, the ``extra`` columns, and per metric each block's paired
+    difference with its verdict, then the stability column (the verdict both blocks agree on, else "unstable")."""
     blocks = results["blocks"]
-    header = ["variant", *(f"{METRIC_NAMES[m]} (mean)" for m in metrics)]
+    header = ["variant", *(f"{METRIC_NAMES[m]} (mean)" for m in metrics), *(name for name, _ in extra)]
     for m in metrics:
         header += [f"Δ {METRIC_NAMES[m]} vs {label}, block {b} [95% CI]" for b in blocks] + [f"{METRIC_NAMES[m]}: stable"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -58,12 +65,35 @@ def ablation_table(results: dict[str, Any], baseline: str, metrics: tuple[str, .
         for m in metrics:
             means = [block["variants"][variant]["mean"][m] for block in blocks.values()]
             cells.append(f"{sum(means) / len(means):.3f}")
+        cells += [cell([block["variants"][variant]["mean"] for block in blocks.values()]) for _, cell in extra]
         for m in metrics:
             cells += [f"{_delta(c)} {c['label']}" for c in
                       (block["variants"][variant][f"vs_{baseline}"][m] for block in blocks.values())]
             cells.append(stability[m])
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def power_table(results: dict[str, Any]) -> list[str]:
+    """Positive-control detection and null false-call rates of the verdict rule, per block and for the
+    two-block rule, with exact intervals and the mean MDD."""
+    lines = ["| arm | compared | replications (blocks) | per block: detected / called [exact 95% CI] | "
+             "two-block rule (pairs) [exact 95% CI] | mean MDD | target |",
+             "|---|---|---|---|---|---|---|"]
+    for arm in results.get("power", []):
+        per_block, pairs = arm["per_block"], arm["two_blocks"]
+        target = ">= 80% detected" if arm["arm"] == "positive control" else "<= 5% called"
+        cells = [arm["arm"], f"`{arm['variant']}` - `{arm['baseline']}` on {METRIC_NAMES[arm['metric']]}",
+                 str(per_block["total"]), _rate(per_block), _rate(pairs), f"{arm['mdd_mean']:.3f}", target]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _rate(rate: dict[str, Any]) -> str:
+    if not rate["total"]:
+        return "none"
+    low, high = rate["ci"]
+    return f"{rate['count']}/{rate['total']} = {rate['rate']:.2f} [{low:.2f}, {high:.2f}]"
 
 
 def claims_table(results: dict[str, Any]) -> list[str]:
@@ -92,8 +122,19 @@ GRPO_REGIME = [
     ("vanilla GRPO: training reward, last 10%", "{vanilla_train_reward_end:.3f}"),
     ("vanilla GRPO: held-out Mean@k / Pass@k, warm start→end",
      "{warm_mean_at_k:.3f}→{vanilla_mean_at_k_end:.3f} / {warm_pass_at_k:.3f}→{vanilla_pass_at_k_end:.3f}"),
-    ("GRPODropout drops (with an identical copy kept in the group)", "{dropout_drops} ({dropout_drops_with_copy})"),
 ]
+
+
+def _twin_cell(means: list[dict[str, float]]) -> str:
+    """Drops per run and the share of them that left an identical copy in the update (pooled over blocks)."""
+    drops = sum(m.get("drops", 0.0) for m in means)
+    if not drops:
+        return "0"
+    twins = sum(m.get("drops_with_copy", 0.0) for m in means)
+    return f"{drops / len(means):.0f} ({twins / drops:.1%})"
+
+
+TWIN_COLUMN: Column = ("drops per run (share with a surviving twin)", _twin_cell)
 
 
 def grpo_tables(results: dict[str, Any]) -> str:
@@ -102,11 +143,12 @@ def grpo_tables(results: dict[str, Any]) -> str:
             f"{s['canonical_share']:g} of the warm start's demonstrations), held-out targets t % {s['held_out_every']} == 1; "
             f"{s['warm_starts']} warm starts ({s['sft_steps']} supervised steps) x {s['seeds']} seeds per block, "
             f"{s['steps']} steps x {s['prompts_per_step']} targets x G={s['group_size']}, k={s['sample_k']} samples per "
-            f"held-out problem ({s['eval_size']} problems), {s['threads']} thread(s). {_units(results)}. CIs resample "
-            f"warm starts, then seeds; MDD: minimum detectable difference (alpha 0.05, power 0.8).")
+            f"held-out problem ({s['eval_size']} problems), {s['threads']} thread(s). {_units(results)}. CIs: Student t "
+            f"over the warm starts' mean differences; MDD: minimum detectable difference of that rule (alpha 0.05, power 0.8).")
     lines = [head, "", "Regime:", "", *_regime_rows(results, GRPO_REGIME), "", "Ablations (paired against vanilla GRPO):", "",
-             *ablation_table(results, "none", ("mean_at_k", "pass_at_k", "entropy_end"), "vanilla"), "",
-             "Claims:", "", *claims_table(results)]
+             *ablation_table(results, "none", ("mean_at_k", "pass_at_k", "entropy_end"), "vanilla", [TWIN_COLUMN]), "",
+             "Claims:", "", *claims_table(results), "", "Power of the verdict rule (independent blocks of this design):", "",
+             *power_table(results)]
     return "\n".join(lines)
 
 
@@ -131,8 +173,8 @@ def dial_tables(results: dict[str, Any]) -> str:
             f"{s['student_sft_steps']}, teacher {s['teacher_sft_steps']} supervised steps) x {s['seeds']} seeds per block, "
             f"{s['steps']} steps x {s['prompts_per_step']} targets, k={s['sample_k']} samples per held-out problem "
             f"({s['eval_size']} problems), {s['threads']} thread(s). {_units(results)}. Low-low: both probabilities "
-            f"below {s['low_prob_per_vocab']:g}/|V|. CIs resample warm starts, then seeds; MDD: minimum detectable "
-            f"difference (alpha 0.05, power 0.8).")
+            f"below {s['low_prob_per_vocab']:g}/|V|. CIs: Student t over the warm starts' mean differences; MDD: "
+            f"minimum detectable difference of that rule (alpha 0.05, power 0.8).")
     lines = [head, "", "Regime:", "", *_regime_rows(results, DIAL_REGIME), "",
              "Ablations (paired against all-token distillation):", "",
              *ablation_table(results, "all", ("mean_at_k", "pass_at_k", "train_reward_end"), "all tokens"), "",

@@ -109,6 +109,13 @@ class DigitSumTask:
         held = self.held_out_targets()
         return torch.tensor([held[i % len(held)] for i in range(count)]).view(-1, 1)
 
+    def in_distribution_problems(self, count: int) -> torch.Tensor:
+        """A fixed evaluation set from the training distribution: the training targets in turn (each ``count / n``
+        times). The prompt is the target alone, so these are the prompts training draws; what is fresh is the
+        sampling, never a prompt."""
+        targets = self.train_targets()
+        return torch.tensor([targets[i % len(targets)] for i in range(count)]).view(-1, 1)
+
     def prompts(self, problems: torch.Tensor) -> torch.Tensor:
         """(N, 1) targets -> (N, prompt_length) token ids of ``"ss="``."""
         tok, width = self.tokenizer, self.prompt_length - 1
