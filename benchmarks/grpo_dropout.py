@@ -121,9 +121,13 @@ class Args:
 
 
 PRESETS = {"default": Args(),
-           "quick": Args(warm_starts=3, seeds=1, steps=2, prompts_per_step=2, group_size=4, sft_steps=5,
-                         eval_size=6, sample_k=2, power_blocks=2, out_dir="runs/grpo_dropout_quick",
-                         results="benchmarks/results/grpo_dropout_quick.json")}
+           "quick": Args(warm_starts=3, seeds=1, steps=3, prompts_per_step=4, group_size=4, sft_steps=10,
+                         eval_size=15, sample_k=4, power_blocks=2,
+                         variants=("none", "dropout", "dropout_every_copy", "drop_every_copy_no_recentre",
+                                   "random_drop_every_copy", "kl_strong", "none_reseed"),
+                         out_dir="runs/grpo_dropout_quick", results="benchmarks/results/grpo_dropout_quick.json")}
+"""``quick``: the regeneration check's preset (``posttrain_regenerate.py``, run by the tests): every claim's
+variants and the power arms, small enough to rerun in the test suite"""
 
 
 def task_of(args: Args) -> DigitSumTask:
@@ -192,7 +196,7 @@ def main(args: Args | None = None) -> dict:
         return {}
     results = summarise_blocks(args, runs, run_metrics, lambda block: regime(task_of(args), block), "none",
                                METRICS, CLAIMS)
-    results["power"] = power_summary(power, run_metrics, POWER_ARMS)
+    results.update(power_summary(args, power, run_metrics, POWER_ARMS, METRICS))
     print(grpo_tables(results))
     write_results(args.results, results)
     return results

@@ -21,7 +21,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 BEGIN, END = "<!-- posttrain-tables:begin -->", "<!-- posttrain-tables:end -->"
-METRIC_NAMES = {"mean_at_k": "Mean@k", "pass_at_k": "Pass@k", "greedy": "greedy", "entropy_end": "entropy (last 10%)",
+METRIC_NAMES = {"mean_at_k": "Mean@k", "pass_at_k": "Pass@k", "mean_at_k_in": "in-distribution Mean@k",
+                "pass_at_k_in": "in-distribution Pass@k", "greedy": "greedy", "entropy_end": "entropy (last 10%)",
                 "train_reward_end": "training reward (last 10%)"}
 
 
@@ -72,6 +73,18 @@ def ablation_table(results: dict[str, Any], baseline: str, metrics: tuple[str, .
             cells.append(stability[m])
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def tolerance_line(results: dict[str, Any]) -> str:
+    """The tolerance within which a rerun elsewhere must agree with these block means."""
+    tolerance = results.get("tolerance")
+    if not tolerance:
+        return "Rerun tolerance: not measured (no power blocks)."
+    cells = ", ".join(f"{METRIC_NAMES.get(m, m)} ±{v:.3f}" for m, v in tolerance["metrics"].items())
+    return (f"Rerun tolerance (a rerun on another machine must give every block mean within it, with the same "
+            f"verdicts; `benchmarks/posttrain_regenerate.py` checks the quick preset): {cells}. Measured: "
+            f"{tolerance['sds']:g} SD of the block-mean difference between `{tolerance['rerun']}` and "
+            f"`{tolerance['baseline']}` (other random draws only) over {tolerance['blocks']} blocks, at least {tolerance['floor']:.3f} (one evaluation problem).")
 
 
 def power_table(results: dict[str, Any]) -> list[str]:
@@ -148,7 +161,7 @@ def grpo_tables(results: dict[str, Any]) -> str:
     lines = [head, "", "Regime:", "", *_regime_rows(results, GRPO_REGIME), "", "Ablations (paired against vanilla GRPO):", "",
              *ablation_table(results, "none", ("mean_at_k", "pass_at_k", "entropy_end"), "vanilla", [TWIN_COLUMN]), "",
              "Claims:", "", *claims_table(results), "", "Power of the verdict rule (independent blocks of this design):", "",
-             *power_table(results)]
+             *power_table(results), "", tolerance_line(results)]
     return "\n".join(lines)
 
 
@@ -158,12 +171,26 @@ DIAL_REGIME = [
     ("valid answers per held-out target: mean (min-max)", "{valid_answers_mean:.0f} ({valid_answers_min}-{valid_answers_max})"),
     ("student warm start on held-out: greedy / Mean@k / Pass@k", "{student_greedy:.3f} / {student_mean_at_k:.3f} / {student_pass_at_k:.3f}"),
     ("teacher on held-out: greedy / Mean@k / Pass@k", "{teacher_greedy:.3f} / {teacher_mean_at_k:.3f} / {teacher_pass_at_k:.3f}"),
+    ("in distribution (training targets, fresh samples), Mean@k: student warm start / teacher / all tokens at the end",
+     "{student_mean_at_k_in:.3f} / {teacher_mean_at_k_in:.3f} / {all_mean_at_k_in:.3f}"),
+    ("held-out targets, Mean@k: student warm start / teacher / all tokens at the end",
+     "{student_mean_at_k:.3f} / {teacher_mean_at_k:.3f} / {all_mean_at_k:.3f}"),
     ("sampled tokens that are low-low (first 10% of steps)", "{low_low_share:.3f}"),
     ("low-low tokens that are a mistake or follow one (all tokens: share)", "{low_low_error_share:.3f} ({error_share:.3f})"),
     ("sampled tokens low-low at the old fixed cut-off p < 0.1", "{low_low_share_fixed_01:.3f}"),
     ("tokens the teacher is sure of (p_t > 0.99)", "{teacher_sure_share:.3f}"),
     ("low-low share of divergence-only picks", "{top_signal_low_low_share:.3f}"),
 ]
+
+
+def _gap_cell(means: list[dict[str, float]]) -> str:
+    """Share of the teacher's in-distribution Mean@k lead over the student warm start that the run closed (pooled)."""
+    start = sum(m["start_mean_at_k_in"] for m in means)
+    gap = sum(m["teacher_mean_at_k_in"] for m in means) - start
+    return f"{(sum(m['mean_at_k_in'] for m in means) - start) / gap:.0%}" if gap > 0 else "no gap"
+
+
+GAP_COLUMN: Column = ("teacher gap closed, in distribution", _gap_cell)
 
 
 def dial_tables(results: dict[str, Any]) -> str:
@@ -177,8 +204,9 @@ def dial_tables(results: dict[str, Any]) -> str:
             f"minimum detectable difference of that rule (alpha 0.05, power 0.8).")
     lines = [head, "", "Regime:", "", *_regime_rows(results, DIAL_REGIME), "",
              "Ablations (paired against all-token distillation):", "",
-             *ablation_table(results, "all", ("mean_at_k", "pass_at_k", "train_reward_end"), "all tokens"), "",
-             "Claims:", "", *claims_table(results)]
+             *ablation_table(results, "all", ("mean_at_k_in", "mean_at_k"), "all tokens", [GAP_COLUMN]), "",
+             "Claims:", "", *claims_table(results), "", "Power of the verdict rule (independent blocks of this design):", "",
+             *power_table(results), "", tolerance_line(results)]
     return "\n".join(lines)
 
 

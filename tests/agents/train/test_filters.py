@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from rsigym.agents.train.grpo import group_statistics
 from rsigym.agents.train.filters import (
     GRPODropout, NoFilter, RandomDrop, RolloutGroup, entropy_effect, group_advantages, make_filter, recentre)
+from rsigym.agents.train.grpo import group_statistics
 
 
 def test_group_advantages_on_hand_computed_groups():

@@ -103,6 +103,7 @@ def test_grpo_benchmark_runs_with_the_baseline_alone_from_the_command_line(tmp_p
         "--results", str(tmp_path / "none.json")])
     results = grpo_dropout.main(dataclasses.replace(args, power_blocks=0))
     assert list(results["stability"]) == ["none"] and results["claims"] == [] and results["power"] == []
+    assert results["tolerance"] is None  # no power blocks: no rerun spread measured
     out = capsys.readouterr().out
     assert "drops per run (share with a surviving twin)" in out and "| `none` |" in out
     assert json.loads((tmp_path / "none.json").read_text())["stability"] == results["stability"]
