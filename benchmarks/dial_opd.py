@@ -57,10 +57,12 @@ CLAIMS = (
     {"id": "D4", "text": "DIAL (beta 0.5) raises held-out-target Mean@k over all-token distillation (the second column)",
      "variant": "dial_b0.5", "baseline": "all", "metric": "mean_at_k", "direction": 1},
 )
-POWER_ARMS = tuple(
-    {"arm": arm, "variant": variant, "baseline": "all", "metric": metric, "direction": 1}
-    for arm, variant in (("positive control", "all_2x_steps"), ("null", "all_reseed"))
-    for metric in ("mean_at_k_in", "mean_at_k"))
+POWER_ARMS = (
+    # twice the distillation steps closes more of the teacher gap in distribution (the pilots: 16% of it after 200
+    # steps, 31% after 400 on warm start 0); on held-out targets distillation is not known to help, so no control there
+    {"arm": "positive control", "variant": "all_2x_steps", "baseline": "all", "metric": "mean_at_k_in", "direction": 1},
+    *({"arm": "null", "variant": "all_reseed", "baseline": "all", "metric": metric, "direction": 1}
+      for metric in ("mean_at_k_in", "mean_at_k")))
 
 
 @dataclass(frozen=True)
@@ -74,19 +76,22 @@ class Args:
     seeds: int = 1
     """distillation seeds per warm start (one each: the 2-core machine the tables ran on fits 3 x 1 per block; the unit of
     inference is the warm start either way)"""
-    variants: tuple[str, ...] = tuple(VARIANTS)
-    """selectors compared (``all`` is the baseline and must be there)"""
+    variants: tuple[str, ...] = ("all", "top_signal", "dial_b0.5", "swap_low_low", "swap_random", "all_reseed",
+                                 "all_2x_steps")
+    """selectors compared (``all`` is the baseline and must be there); the claims' variants and the power arms
+    (``dial_b0.25``, ``dial_b1`` and ``random`` run with ``--variants``: round three's grid left them out for time)"""
     keep_ratio: float = 0.4
     """share of the batch's tokens kept by the selectors other than ``all``"""
     low_prob_per_vocab: float = 1.0
     """low-low: both probabilities below this / |V|"""
-    steps: int = 100
-    """student updates per run"""
+    steps: int = 600
+    """student updates per run (pilots on warm start 0, all tokens: 200 steps closed 16% of the in-distribution teacher
+    gap, 400 steps 31% at 64 or 128 targets per step; the issue asks for at least 40%)"""
     prompts_per_step: int = 64
     """training targets per step (one response each)"""
-    learning_rate: float = 5e-4
-    """Adam learning rate of the student (pilots, all tokens, 150 steps: 3e-4 left held-out Mean@8 flat at 0.18,
-    1e-3 with the sharper teacher lowered it to 0.14)"""
+    learning_rate: float = 1e-3
+    """Adam learning rate of the student (pilots on warm start 0, all tokens, in-distribution gap closed: 1e-3 0.31
+    after 400 steps, 1.5e-3 0.20; 2e-3 0.14 and 3e-3 -0.08 after 200 steps)"""
     student_sft_steps: int = 200
     """supervised steps of each student warm start (pinned)"""
     teacher_sft_steps: int = 400

@@ -109,13 +109,18 @@ def _rate(rate: dict[str, Any]) -> str:
     return f"{rate['count']}/{rate['total']} = {rate['rate']:.2f} [{low:.2f}, {high:.2f}]"
 
 
-def claims_table(results: dict[str, Any]) -> list[str]:
+def claims_table(results: dict[str, Any], extra: Column | None = None) -> list[str]:
+    """Per claim, each block's difference, MDD and verdict, the two-block verdict, and the ``extra`` column of
+    the claim's variant."""
     blocks = list(results["blocks"])
-    lines = ["| claim | compared | " + " | ".join(f"block {b}: Δ [95% CI], MDD, verdict" for b in blocks)
-             + " | verdict (both blocks) |", "|---|---|" + "---|" * (len(blocks) + 1)]
+    head = f" {extra[0]} of the claim's variant |" if extra else ""
+    lines = ["| claim | compared |" + head + " " + " | ".join(f"block {b}: Δ [95% CI], MDD, verdict" for b in blocks)
+             + " | verdict (both blocks) |", "|---|---|" + "---|" * (len(blocks) + 1 + bool(extra))]
     for claim in results["claims"]:
         cells = [f"{claim['id']}: {claim['text']}",
                  f"`{claim['variant']}` - `{claim['baseline']}` on {METRIC_NAMES[claim['metric']]}"]
+        if extra:
+            cells.append(extra[1]([block["variants"][claim["variant"]]["mean"] for block in results["blocks"].values()]))
         for b in blocks:
             c = claim["blocks"][b]
             cells.append(f"{_delta(c)}, {c['mdd']:.3f}, {c['label']}")
@@ -160,8 +165,9 @@ def grpo_tables(results: dict[str, Any]) -> str:
             f"over the warm starts' mean differences; MDD: minimum detectable difference of that rule (alpha 0.05, power 0.8).")
     lines = [head, "", "Regime:", "", *_regime_rows(results, GRPO_REGIME), "", "Ablations (paired against vanilla GRPO):", "",
              *ablation_table(results, "none", ("mean_at_k", "pass_at_k", "entropy_end"), "vanilla", [TWIN_COLUMN]), "",
-             "Claims:", "", *claims_table(results), "", "Power of the verdict rule (independent blocks of this design):", "",
-             *power_table(results), "", tolerance_line(results)]
+             "Claims:", "", *claims_table(results, TWIN_COLUMN), "",
+             "Power of the verdict rule (independent blocks of this design):", "", *power_table(results), "",
+             tolerance_line(results)]
     return "\n".join(lines)
 
 

@@ -138,7 +138,8 @@ class GRPODropout:
         if group.responses is None:
             raise ValueError("GRPODropout(every_copy=True) needs the group's responses to find identical copies")
         rows = [tuple(r) for r in group.responses.tolist()]
-        positives_left, chosen, seen = int(positive.sum()), [], set()
+        positives_left, chosen = int(positive.sum()), []
+        seen: set[tuple[int, ...]] = set()
         for i in order.tolist():
             if len(seen) == answers:
                 break

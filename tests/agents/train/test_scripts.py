@@ -45,6 +45,8 @@ def test_opd_smoke(tmp_path, name):
     assert len(lines) == 2
     # 0.4 of 4 responses x 4 tokens = 6.4 -> 6 tokens, not a per-response ceiling of 2 of 4 (0.5)
     assert lines[0]["selected_share"] == pytest.approx(1.0 if name == "all" else 6 / 16)
+    for key in ("initial_in_distribution", "final_in_distribution", "teacher_in_distribution"):
+        assert 0.0 <= out[key]["mean_at_k"] <= 1.0
     assert (tmp_path / f"{out['log_name']}.png").stat().st_size > 0
     assert 0.0 <= out["final_accuracy"] <= 1.0
 
