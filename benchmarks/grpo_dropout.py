@@ -9,6 +9,11 @@ target says nothing about another, so a policy that collapsed has less of the ge
 for the held-out targets. That is the case GRPODropout is made for: it drops the likely,
 positive-advantage rollouts whose update lowers the entropy most.
 
+At G=8 a collapsing policy samples its mode several times per group, so dropping one rollout mostly
+leaves an identical twin in the update; the ``*_every_copy`` variants drop an answer with all its
+copies, and the claims are about them (every table prints the share of drops with a surviving twin).
+The power table runs a strong KL to the warm start (a known gain) and vanilla reseeded (a null).
+
 Variants share each warm start and the rollout seed; they differ only in which rollouts enter the
 update, with what advantages, and in the entropy control. Every variant runs on every (warm start,
 seed) of two disjoint seed blocks; per block, paired differences against vanilla GRPO get a

@@ -109,13 +109,25 @@ def _rate(rate: dict[str, Any]) -> str:
     return f"{rate['count']}/{rate['total']} = {rate['rate']:.2f} [{low:.2f}, {high:.2f}]"
 
 
+def _reading(claim: dict[str, Any]) -> str:
+    """Decided where both blocks agree on a sign; otherwise beyond this design's resolution, with its MDD."""
+    mdd = max(c["mdd"] for c in claim["blocks"].values())
+    if claim["verdict"] in ("holds", "refuted"):
+        return "decided"
+    if claim["verdict"] == "not shown":
+        return f"beyond this design's resolution: an effect under the MDD (up to {mdd:.3f}) is missed"
+    if claim["verdict"] == "unstable":
+        return f"undecided: the blocks disagree (MDD up to {mdd:.3f})"
+    return claim["verdict"]
+
+
 def claims_table(results: dict[str, Any], extra: Column | None = None) -> list[str]:
     """Per claim, each block's difference, MDD and verdict, the two-block verdict, and the ``extra`` column of
     the claim's variant."""
     blocks = list(results["blocks"])
     head = f" {extra[0]} of the claim's variant |" if extra else ""
     lines = ["| claim | compared |" + head + " " + " | ".join(f"block {b}: Δ [95% CI], MDD, verdict" for b in blocks)
-             + " | verdict (both blocks) |", "|---|---|" + "---|" * (len(blocks) + 1 + bool(extra))]
+             + " | verdict (both blocks) | reading |", "|---|---|" + "---|" * (len(blocks) + 2 + bool(extra))]
     for claim in results["claims"]:
         cells = [f"{claim['id']}: {claim['text']}",
                  f"`{claim['variant']}` - `{claim['baseline']}` on {METRIC_NAMES[claim['metric']]}"]
@@ -125,6 +137,7 @@ def claims_table(results: dict[str, Any], extra: Column | None = None) -> list[s
             c = claim["blocks"][b]
             cells.append(f"{_delta(c)}, {c['mdd']:.3f}, {c['label']}")
         cells.append(f"**{claim['verdict']}**")
+        cells.append(_reading(claim))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -211,8 +224,9 @@ def dial_tables(results: dict[str, Any]) -> str:
     lines = [head, "", "Regime:", "", *_regime_rows(results, DIAL_REGIME), "",
              "Ablations (paired against all-token distillation):", "",
              *ablation_table(results, "all", ("mean_at_k_in", "mean_at_k"), "all tokens", [GAP_COLUMN]), "",
-             "Claims:", "", *claims_table(results), "", "Power of the verdict rule (independent blocks of this design):", "",
-             *power_table(results), "", tolerance_line(results)]
+             "Claims:", "", *claims_table(results, GAP_COLUMN), "",
+             "Power of the verdict rule (independent blocks of this design):", "", *power_table(results), "",
+             tolerance_line(results)]
     return "\n".join(lines)
 
 

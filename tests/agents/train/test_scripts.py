@@ -64,7 +64,7 @@ def test_benchmark_command_run_twice_writes_identical_results(tmp_path, capsys, 
     results, first = _quick(module, tmp_path, "one")
     _, second = _quick(module, tmp_path, "two")
     assert first == second
-    assert set(results["stability"]) == set(module.VARIANTS)
+    assert set(results["stability"]) == set(module.PRESETS["quick"].variants)
     assert results["claims"] and all(c["verdict"] in LABELS for c in results["claims"])
     assert {a["arm"] for a in results["power"]} == {"positive control", "null"}
     regime = results["blocks"]["A"]["regime"]
@@ -87,10 +87,10 @@ def test_runs_are_cached_by_their_arguments(tmp_path):
     import dial_opd
 
     args = dataclasses.replace(dial_opd.PRESETS["quick"], blocks=(0,), variants=("all", "top_signal"),
-                               out_dir=str(tmp_path), results="")
+                               out_dir=str(tmp_path), results="", power_blocks=0)
     results = dial_opd.main(args)
     cached = sorted((tmp_path / "run-cache").glob("opd-*.json"))
-    assert len(cached) == 2 * 2  # 2 variants x 2 warm starts x 1 seed
+    assert len(cached) == 2 * 3  # 2 variants x 3 warm starts x 1 seed
     stamps = [p.stat().st_mtime_ns for p in cached]
     assert dial_opd.main(args) == results and [p.stat().st_mtime_ns for p in cached] == stamps
 
