@@ -9,6 +9,11 @@ target says nothing about another, so a policy that collapsed has less of the ge
 for the held-out targets. That is the case GRPODropout is made for: it drops the likely,
 positive-advantage rollouts whose update lowers the entropy most.
 
+At G=8 a collapsing policy samples its mode several times per group, so dropping one rollout mostly
+leaves an identical twin in the update; the ``*_every_copy`` variants drop an answer with all its
+copies, and the claims are about them (every table prints the share of drops with a surviving twin).
+The power table runs a strong KL to the warm start (a known gain) and vanilla reseeded (a null).
+
 Variants share each warm start and the rollout seed; they differ only in which rollouts enter the
 update, with what advantages, and in the entropy control. Every variant runs on every (warm start,
 seed) of two disjoint seed blocks; per block, paired differences against vanilla GRPO get a
@@ -28,30 +33,46 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from posttrain_grid import parse_preset_args, run_blocks, summarise_blocks, window_mean, write_results
+from posttrain_grid import (
+    parse_preset_args, power_runs, power_summary, run_blocks, summarise_blocks, window_mean, write_results)
 from posttrain_tables import grpo_tables
 
 from rsigym.agents.train import grpo
 from rsigym.agents.train.digitsum import DigitSumTask
 
-VARIANTS: dict[str, tuple[str, str]] = {  # name -> (rollout filter, entropy control)
-    "none": ("none", "none"), "dropout": ("dropout", "none"), "drop_no_recentre": ("drop_no_recentre", "none"),
-    "random_drop": ("random_drop", "none"), "kl_cov": ("none", "kl_cov"), "clip_cov": ("none", "clip_cov"),
-    "entropy_bonus": ("none", "entropy_bonus"),
+STRONG_KL = 1.0
+"""KL weight (k3, to the warm start) of the positive control: it keeps the policy near the warm start, which
+beats vanilla GRPO on held-out Pass@k and entropy in this regime"""
+RESEED = 1000
+"""the null variant runs vanilla GRPO with the rollout seed shifted by this: it changes only the random draws"""
+VARIANTS: dict[str, dict[str, Any]] = {  # name -> the grpo.Args fields it changes (seed_shift: added to the seed)
+    "none": {}, "dropout": {"filter": "dropout"}, "drop_no_recentre": {"filter": "drop_no_recentre"},
+    "random_drop": {"filter": "random_drop"}, "dropout_every_copy": {"filter": "dropout_every_copy"},
+    "drop_every_copy_no_recentre": {"filter": "drop_every_copy_no_recentre"},
+    "random_drop_every_copy": {"filter": "random_drop_every_copy"},
+    "kl_strong": {"kl_coef": STRONG_KL}, "none_reseed": {"seed_shift": RESEED},
+    "kl_cov": {"control": "kl_cov"}, "clip_cov": {"control": "clip_cov"}, "entropy_bonus": {"control": "entropy_bonus"},
 }
 METRICS = ("mean_at_k", "pass_at_k", "greedy", "entropy_end")
+METHOD = "dropout_every_copy"
+"""the method's row in the claims: GRPODropout that drops every copy of a dropped answer, so the drop acts (the
+one-copy rows stay in the ablation table with their surviving-twin share)"""
 CLAIMS = (
-    {"id": "G1", "text": "GRPODropout raises held-out Mean@k over vanilla GRPO", "variant": "dropout",
+    {"id": "G1", "text": "GRPODropout (every copy) raises held-out Mean@k over vanilla GRPO", "variant": METHOD,
      "baseline": "none", "metric": "mean_at_k", "direction": 1},
-    {"id": "G2", "text": "GRPODropout raises held-out Pass@k over vanilla GRPO", "variant": "dropout",
+    {"id": "G2", "text": "GRPODropout (every copy) raises held-out Pass@k over vanilla GRPO", "variant": METHOD,
      "baseline": "none", "metric": "pass_at_k", "direction": 1},
-    {"id": "G3", "text": "GRPODropout keeps the policy entropy above vanilla GRPO's (last 10% of steps)",
-     "variant": "dropout", "baseline": "none", "metric": "entropy_end", "direction": 1},
-    {"id": "G4", "text": "re-centring matters: GRPODropout beats drop-without-re-centring on held-out Mean@k",
-     "variant": "dropout", "baseline": "drop_no_recentre", "metric": "mean_at_k", "direction": 1},
-    {"id": "G5", "text": "the entropy criterion matters: GRPODropout beats as many random drops on held-out Mean@k",
-     "variant": "dropout", "baseline": "random_drop", "metric": "mean_at_k", "direction": 1},
+    {"id": "G3", "text": "GRPODropout (every copy) keeps the policy entropy above vanilla GRPO's (last 10% of steps)",
+     "variant": METHOD, "baseline": "none", "metric": "entropy_end", "direction": 1},
+    {"id": "G4", "text": "re-centring matters: GRPODropout (every copy) beats it without re-centring on held-out Mean@k",
+     "variant": METHOD, "baseline": "drop_every_copy_no_recentre", "metric": "mean_at_k", "direction": 1},
+    {"id": "G5", "text": "the entropy criterion matters: GRPODropout (every copy) beats as many random drops on held-out "
+     "Mean@k", "variant": METHOD, "baseline": "random_drop_every_copy", "metric": "mean_at_k", "direction": 1},
 )
+POWER_ARMS = tuple(
+    {"arm": arm, "variant": variant, "baseline": "none", "metric": metric, "direction": 1}
+    for arm, variant in (("positive control", "kl_strong"), ("null", "none_reseed"))
+    for metric in ("mean_at_k", "pass_at_k", "entropy_end"))
 
 
 @dataclass(frozen=True)
@@ -99,11 +120,19 @@ class Args:
     """the results file (empty: not written)"""
     runs_only: bool = False
     """only run (and cache) the runs, no summary: to spread blocks or variants over processes"""
+    power_blocks: int = 20
+    """replications of one block of this design (blocks 0 .. power_blocks - 1, the first ones shared with the
+    tables) that run the power arms' variants: positive-control detection and null false-call rates"""
 
 
 PRESETS = {"default": Args(),
-           "quick": Args(warm_starts=2, seeds=1, steps=2, prompts_per_step=2, group_size=4, sft_steps=5,
-                         eval_size=6, sample_k=2, out_dir="runs/grpo_dropout_quick", results="")}
+           "quick": Args(warm_starts=3, seeds=1, steps=3, prompts_per_step=4, group_size=4, sft_steps=10,
+                         eval_size=15, sample_k=4, power_blocks=2,
+                         variants=("none", "dropout", "dropout_every_copy", "drop_every_copy_no_recentre",
+                                   "random_drop_every_copy", "kl_strong", "none_reseed"),
+                         out_dir="runs/grpo_dropout_quick", results="benchmarks/results/grpo_dropout_quick.json")}
+"""``quick``: the regeneration check's preset (``posttrain_regenerate.py``, run by the tests): every claim's
+variants and the power arms, small enough to rerun in the test suite"""
 
 
 def task_of(args: Args) -> DigitSumTask:
@@ -111,8 +140,9 @@ def task_of(args: Args) -> DigitSumTask:
 
 
 def run_args(args: Args, variant: str, warm_start: int, seed: int) -> grpo.Args:
-    rollout_filter, control = VARIANTS[variant]
-    return grpo.Args(filter=rollout_filter, control=control, drop_share=args.drop_share, steps=args.steps,
+    changes = dict(VARIANTS[variant])
+    seed += changes.pop("seed_shift", 0)
+    return grpo.Args(**changes, drop_share=args.drop_share, steps=args.steps,
                      prompts_per_step=args.prompts_per_step, group_size=args.group_size,
                      learning_rate=args.learning_rate, seed=seed, eval_every=args.steps, eval_size=args.eval_size,
                      sample_k=args.sample_k, sft_steps=args.sft_steps, sft_seed=warm_start, task="digitsum",
@@ -152,10 +182,7 @@ def regime(task: DigitSumTask, runs: dict[str, dict[str, dict]]) -> dict[str, An
     metrics = [run_metrics(r) for r in vanilla]
     for key in ("favoured_start", "favoured_end", "entropy_start", "entropy_end", "train_reward_end"):
         out[f"vanilla_{key}"] = mean(m[key] for m in metrics)
-    if "dropout" in runs:
-        dropped = [run_metrics(runs["dropout"][k]) for k in sorted(runs["dropout"])]
-        out["dropout_drops"] = sum(m["drops"] for m in dropped)
-        out["dropout_drops_with_copy"] = sum(m["drops_with_copy"] for m in dropped)
+    # the drops and their surviving twins are per variant: the ablation table prints them for every row
     return out
 
 
@@ -165,12 +192,16 @@ def main(args: Args | None = None) -> dict:
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown or not (args.runs_only or "none" in args.variants):
         raise ValueError(f"variants must include 'none' and come from {', '.join(VARIANTS)}; got {args.variants}")
-    runs = run_blocks(args.blocks, args.warm_starts, args.seeds, args.variants,
-                      lambda v, w, s: (grpo.main, run_args(args, v, w, s)), Path(args.out_dir))
+    def make_run(variant: str, warm_start: int, seed: int) -> tuple[Any, grpo.Args]:
+        return grpo.main, run_args(args, variant, warm_start, seed)
+
+    runs = run_blocks(args.blocks, args.warm_starts, args.seeds, args.variants, make_run, Path(args.out_dir))
+    power = power_runs(args, POWER_ARMS, make_run)
     if args.runs_only:
         return {}
     results = summarise_blocks(args, runs, run_metrics, lambda block: regime(task_of(args), block), "none",
                                METRICS, CLAIMS)
+    results.update(power_summary(args, power, run_metrics, POWER_ARMS, METRICS))
     print(grpo_tables(results))
     write_results(args.results, results)
     return results

@@ -17,11 +17,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from posttrain_verdicts import block_summary, claim_verdicts, run_key, stability_column
+from posttrain_regenerate import rerun_tolerance
+from posttrain_verdicts import block_summary, claim_verdicts, power_arms, run_key, stability_column
 
 from rsigym.cache import atomic_write_bytes, cache_key
 
-BLOCK_NAMES = "ABCDEFGH"
+BLOCK_NAMES = [chr(ord("A") + i) for i in range(26)] + [f"A{chr(ord('A') + i)}" for i in range(26)]
+"""block names: A .. Z, then AA .. AZ (the power study replicates up to 52 blocks)"""
 RUN_ONLY_KEYS = ("seconds", "plot")
 """run results that vary between identical runs (wall time) or with the output folder (a path)"""
 
@@ -59,6 +61,31 @@ def run_blocks(blocks: Sequence[int], warm_starts: int, seeds: int, variants: Se
     return results
 
 
+def power_runs(args: Any, arms: Sequence[dict[str, Any]],
+               make_run: Callable[[str, int, int], tuple[Callable[[Any], dict], Any]]
+               ) -> dict[str, dict[str, dict[str, dict]]]:
+    """The runs of the power study: every variant an arm compares, on blocks ``0 .. args.power_blocks - 1``
+    (each an independent replication of one block of the design; runs shared with the tables come from
+    the cache)."""
+    variants = sorted({a["variant"] for a in arms} | {a["baseline"] for a in arms})
+    return run_blocks(range(args.power_blocks), args.warm_starts, args.seeds, variants, make_run, Path(args.out_dir))
+
+
+def power_summary(args: Any, runs: dict[str, dict[str, dict[str, dict]]],
+                  run_metrics: Callable[[dict], dict[str, float]], arms: Sequence[dict[str, Any]],
+                  metrics: Sequence[str]) -> dict[str, Any]:
+    """``power``: detection and false-call rates of every arm over the power blocks (``power_arms``; none
+    without blocks); ``tolerance``: how far a rerun may move a block mean (``rerun_tolerance``, from the
+    null arm: the baseline against itself with other random draws)."""
+    per_run = {b: {v: {k: run_metrics(r) for k, r in rs.items()} for v, rs in block.items()}
+               for b, block in runs.items()}
+    null = next((a for a in arms if a["arm"] == "null"), None)
+    return {"power": power_arms(per_run, arms) if per_run else [],
+            "tolerance": rerun_tolerance(per_run, null["baseline"], null["variant"], metrics, 1.0 / args.eval_size)
+            if null and per_run
+            else None}
+
+
 def write_results(path: str, results: dict) -> None:
     """The results file, byte for byte the same for the same results."""
     if path:
@@ -67,8 +94,8 @@ def write_results(path: str, results: dict) -> None:
 
 
 def parse_preset_args(description: str, presets: dict[str, Any], argv: list[str] | None = None) -> Any:
-    """``--preset NAME`` picks the settings; ``--blocks``, ``--variants``, ``--out-dir``, ``--results`` and
-    ``--runs-only`` override them."""
+    """``--preset NAME`` picks the settings; ``--blocks``, ``--variants``, ``--out-dir``, ``--results``,
+    ``--runs-only`` and ``--power-blocks`` override them."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--preset", choices=sorted(presets), default="default")
     parser.add_argument("--blocks", type=int, nargs="+")
@@ -76,6 +103,7 @@ def parse_preset_args(description: str, presets: dict[str, Any], argv: list[str]
     parser.add_argument("--out-dir")
     parser.add_argument("--results")
     parser.add_argument("--runs-only", action="store_true")
+    parser.add_argument("--power-blocks", type=int, help="replications (blocks) of the power study")
     ns = parser.parse_args(argv)
     changes: dict[str, Any] = {k: v for k, v in (("out_dir", ns.out_dir), ("results", ns.results)) if v is not None}
     if ns.blocks is not None:
@@ -84,6 +112,8 @@ def parse_preset_args(description: str, presets: dict[str, Any], argv: list[str]
         changes["variants"] = tuple(ns.variants)
     if ns.runs_only:
         changes["runs_only"] = True
+    if ns.power_blocks is not None:
+        changes["power_blocks"] = ns.power_blocks
     return dataclasses.replace(presets[ns.preset], **changes)
 
 

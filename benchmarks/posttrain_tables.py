@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 BEGIN, END = "<!-- posttrain-tables:begin -->", "<!-- posttrain-tables:end -->"
-METRIC_NAMES = {"mean_at_k": "Mean@k", "pass_at_k": "Pass@k", "greedy": "greedy", "entropy_end": "entropy (last 10%)",
+METRIC_NAMES = {"mean_at_k": "Mean@k", "pass_at_k": "Pass@k", "mean_at_k_in": "in-distribution Mean@k",
+                "pass_at_k_in": "in-distribution Pass@k", "greedy": "greedy", "entropy_end": "entropy (last 10%)",
                 "train_reward_end": "training reward (last 10%)"}
 
 
@@ -45,11 +48,16 @@ def _units(results: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def ablation_table(results: dict[str, Any], baseline: str, metrics: tuple[str, ...], label: str) -> list[str]:
-    """Per variant: means pooled over blocks, and per metric each block's paired difference with its
-    verdict, then the stability column (the verdict both blocks agree on, else "unstable")."""
+Column = tuple[str, Callable[[list[dict[str, float]]], str]]
+"""an extra ablation column: its header and its cell from the variant's per-block metric means"""
+
+
+def ablation_table(results: dict[str, Any], baseline: str, metrics: tuple[str, ...], label: str,
+                   extra: Sequence[Column] = ()) -> list[str]:
+    """Per variant: means pooled over blocks, the ``extra`` columns, and per metric each block's paired
+    difference with its verdict, then the stability column (the verdict both blocks agree on, else "unstable")."""
     blocks = results["blocks"]
-    header = ["variant", *(f"{METRIC_NAMES[m]} (mean)" for m in metrics)]
+    header = ["variant", *(f"{METRIC_NAMES[m]} (mean)" for m in metrics), *(name for name, _ in extra)]
     for m in metrics:
         header += [f"Δ {METRIC_NAMES[m]} vs {label}, block {b} [95% CI]" for b in blocks] + [f"{METRIC_NAMES[m]}: stable"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -58,6 +66,7 @@ def ablation_table(results: dict[str, Any], baseline: str, metrics: tuple[str, .
         for m in metrics:
             means = [block["variants"][variant]["mean"][m] for block in blocks.values()]
             cells.append(f"{sum(means) / len(means):.3f}")
+        cells += [cell([block["variants"][variant]["mean"] for block in blocks.values()]) for _, cell in extra]
         for m in metrics:
             cells += [f"{_delta(c)} {c['label']}" for c in
                       (block["variants"][variant][f"vs_{baseline}"][m] for block in blocks.values())]
@@ -66,17 +75,69 @@ def ablation_table(results: dict[str, Any], baseline: str, metrics: tuple[str, .
     return lines
 
 
-def claims_table(results: dict[str, Any]) -> list[str]:
+def tolerance_line(results: dict[str, Any]) -> str:
+    """The tolerance within which a rerun elsewhere must agree with these block means."""
+    tolerance = results.get("tolerance")
+    if not tolerance:
+        return "Rerun tolerance: not measured (no power blocks)."
+    cells = ", ".join(f"{METRIC_NAMES.get(m, m)} ±{v:.3f}" for m, v in tolerance["metrics"].items())
+    return (f"Rerun tolerance (a rerun on another machine must give every block mean within it, with the same "
+            f"verdicts; `benchmarks/posttrain_regenerate.py` checks the quick preset): {cells}. Measured: "
+            f"{tolerance['sds']:g} SD of the block-mean difference between `{tolerance['rerun']}` and "
+            f"`{tolerance['baseline']}` (other random draws only) over {tolerance['blocks']} blocks, at least {tolerance['floor']:.3f} (one evaluation problem).")
+
+
+def power_table(results: dict[str, Any]) -> list[str]:
+    """Positive-control detection and null false-call rates of the verdict rule, per block and for the
+    two-block rule, with exact intervals and the mean MDD."""
+    lines = ["| arm | compared | replications (blocks) | per block: detected / called [exact 95% CI] | "
+             "two-block rule (pairs) [exact 95% CI] | mean MDD | target |",
+             "|---|---|---|---|---|---|---|"]
+    for arm in results.get("power", []):
+        per_block, pairs = arm["per_block"], arm["two_blocks"]
+        target = ">= 80% detected" if arm["arm"] == "positive control" else "<= 5% called"
+        cells = [arm["arm"], f"`{arm['variant']}` - `{arm['baseline']}` on {METRIC_NAMES[arm['metric']]}",
+                 str(per_block["total"]), _rate(per_block), _rate(pairs), f"{arm['mdd_mean']:.3f}", target]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _rate(rate: dict[str, Any]) -> str:
+    if not rate["total"]:
+        return "none"
+    low, high = rate["ci"]
+    return f"{rate['count']}/{rate['total']} = {rate['rate']:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def _reading(claim: dict[str, Any]) -> str:
+    """Decided where both blocks agree on a sign; otherwise beyond this design's resolution, with its MDD."""
+    mdd = max(c["mdd"] for c in claim["blocks"].values())
+    if claim["verdict"] in ("holds", "refuted"):
+        return "decided"
+    if claim["verdict"] == "not shown":
+        return f"beyond this design's resolution: an effect under the MDD (up to {mdd:.3f}) is missed"
+    if claim["verdict"] == "unstable":
+        return f"undecided: the blocks disagree (MDD up to {mdd:.3f})"
+    return claim["verdict"]
+
+
+def claims_table(results: dict[str, Any], extra: Column | None = None) -> list[str]:
+    """Per claim, each block's difference, MDD and verdict, the two-block verdict, and the ``extra`` column of
+    the claim's variant."""
     blocks = list(results["blocks"])
-    lines = ["| claim | compared | " + " | ".join(f"block {b}: Δ [95% CI], MDD, verdict" for b in blocks)
-             + " | verdict (both blocks) |", "|---|---|" + "---|" * (len(blocks) + 1)]
+    head = f" {extra[0]} of the claim's variant |" if extra else ""
+    lines = ["| claim | compared |" + head + " " + " | ".join(f"block {b}: Δ [95% CI], MDD, verdict" for b in blocks)
+             + " | verdict (both blocks) | reading |", "|---|---|" + "---|" * (len(blocks) + 2 + bool(extra))]
     for claim in results["claims"]:
         cells = [f"{claim['id']}: {claim['text']}",
                  f"`{claim['variant']}` - `{claim['baseline']}` on {METRIC_NAMES[claim['metric']]}"]
+        if extra:
+            cells.append(extra[1]([block["variants"][claim["variant"]]["mean"] for block in results["blocks"].values()]))
         for b in blocks:
             c = claim["blocks"][b]
             cells.append(f"{_delta(c)}, {c['mdd']:.3f}, {c['label']}")
         cells.append(f"**{claim['verdict']}**")
+        cells.append(_reading(claim))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -92,8 +153,19 @@ GRPO_REGIME = [
     ("vanilla GRPO: training reward, last 10%", "{vanilla_train_reward_end:.3f}"),
     ("vanilla GRPO: held-out Mean@k / Pass@k, warm start→end",
      "{warm_mean_at_k:.3f}→{vanilla_mean_at_k_end:.3f} / {warm_pass_at_k:.3f}→{vanilla_pass_at_k_end:.3f}"),
-    ("GRPODropout drops (with an identical copy kept in the group)", "{dropout_drops} ({dropout_drops_with_copy})"),
 ]
+
+
+def _twin_cell(means: list[dict[str, float]]) -> str:
+    """Drops per run and the share of them that left an identical copy in the update (pooled over blocks)."""
+    drops = sum(m.get("drops", 0.0) for m in means)
+    if not drops:
+        return "0"
+    twins = sum(m.get("drops_with_copy", 0.0) for m in means)
+    return f"{drops / len(means):.0f} ({twins / drops:.1%})"
+
+
+TWIN_COLUMN: Column = ("drops per run (share with a surviving twin)", _twin_cell)
 
 
 def grpo_tables(results: dict[str, Any]) -> str:
@@ -102,11 +174,13 @@ def grpo_tables(results: dict[str, Any]) -> str:
             f"{s['canonical_share']:g} of the warm start's demonstrations), held-out targets t % {s['held_out_every']} == 1; "
             f"{s['warm_starts']} warm starts ({s['sft_steps']} supervised steps) x {s['seeds']} seeds per block, "
             f"{s['steps']} steps x {s['prompts_per_step']} targets x G={s['group_size']}, k={s['sample_k']} samples per "
-            f"held-out problem ({s['eval_size']} problems), {s['threads']} thread(s). {_units(results)}. CIs resample "
-            f"warm starts, then seeds; MDD: minimum detectable difference (alpha 0.05, power 0.8).")
+            f"held-out problem ({s['eval_size']} problems), {s['threads']} thread(s). {_units(results)}. CIs: Student t "
+            f"over the warm starts' mean differences; MDD: minimum detectable difference of that rule (alpha 0.05, power 0.8).")
     lines = [head, "", "Regime:", "", *_regime_rows(results, GRPO_REGIME), "", "Ablations (paired against vanilla GRPO):", "",
-             *ablation_table(results, "none", ("mean_at_k", "pass_at_k", "entropy_end"), "vanilla"), "",
-             "Claims:", "", *claims_table(results)]
+             *ablation_table(results, "none", ("mean_at_k", "pass_at_k", "entropy_end"), "vanilla", [TWIN_COLUMN]), "",
+             "Claims:", "", *claims_table(results, TWIN_COLUMN), "",
+             "Power of the verdict rule (independent blocks of this design):", "", *power_table(results), "",
+             tolerance_line(results)]
     return "\n".join(lines)
 
 
@@ -116,12 +190,26 @@ DIAL_REGIME = [
     ("valid answers per held-out target: mean (min-max)", "{valid_answers_mean:.0f} ({valid_answers_min}-{valid_answers_max})"),
     ("student warm start on held-out: greedy / Mean@k / Pass@k", "{student_greedy:.3f} / {student_mean_at_k:.3f} / {student_pass_at_k:.3f}"),
     ("teacher on held-out: greedy / Mean@k / Pass@k", "{teacher_greedy:.3f} / {teacher_mean_at_k:.3f} / {teacher_pass_at_k:.3f}"),
+    ("in distribution (training targets, fresh samples), Mean@k: student warm start / teacher / all tokens at the end",
+     "{student_mean_at_k_in:.3f} / {teacher_mean_at_k_in:.3f} / {all_mean_at_k_in:.3f}"),
+    ("held-out targets, Mean@k: student warm start / teacher / all tokens at the end",
+     "{student_mean_at_k:.3f} / {teacher_mean_at_k:.3f} / {all_mean_at_k:.3f}"),
     ("sampled tokens that are low-low (first 10% of steps)", "{low_low_share:.3f}"),
     ("low-low tokens that are a mistake or follow one (all tokens: share)", "{low_low_error_share:.3f} ({error_share:.3f})"),
     ("sampled tokens low-low at the old fixed cut-off p < 0.1", "{low_low_share_fixed_01:.3f}"),
     ("tokens the teacher is sure of (p_t > 0.99)", "{teacher_sure_share:.3f}"),
     ("low-low share of divergence-only picks", "{top_signal_low_low_share:.3f}"),
 ]
+
+
+def _gap_cell(means: list[dict[str, float]]) -> str:
+    """Share of the teacher's in-distribution Mean@k lead over the student warm start that the run closed (pooled)."""
+    start = sum(m["start_mean_at_k_in"] for m in means)
+    gap = sum(m["teacher_mean_at_k_in"] for m in means) - start
+    return f"{(sum(m['mean_at_k_in'] for m in means) - start) / gap:.0%}" if gap > 0 else "no gap"
+
+
+GAP_COLUMN: Column = ("teacher gap closed, in distribution", _gap_cell)
 
 
 def dial_tables(results: dict[str, Any]) -> str:
@@ -131,12 +219,14 @@ def dial_tables(results: dict[str, Any]) -> str:
             f"{s['student_sft_steps']}, teacher {s['teacher_sft_steps']} supervised steps) x {s['seeds']} seeds per block, "
             f"{s['steps']} steps x {s['prompts_per_step']} targets, k={s['sample_k']} samples per held-out problem "
             f"({s['eval_size']} problems), {s['threads']} thread(s). {_units(results)}. Low-low: both probabilities "
-            f"below {s['low_prob_per_vocab']:g}/|V|. CIs resample warm starts, then seeds; MDD: minimum detectable "
-            f"difference (alpha 0.05, power 0.8).")
+            f"below {s['low_prob_per_vocab']:g}/|V|. CIs: Student t over the warm starts' mean differences; MDD: "
+            f"minimum detectable difference of that rule (alpha 0.05, power 0.8).")
     lines = [head, "", "Regime:", "", *_regime_rows(results, DIAL_REGIME), "",
              "Ablations (paired against all-token distillation):", "",
-             *ablation_table(results, "all", ("mean_at_k", "pass_at_k", "train_reward_end"), "all tokens"), "",
-             "Claims:", "", *claims_table(results)]
+             *ablation_table(results, "all", ("mean_at_k_in", "mean_at_k"), "all tokens", [GAP_COLUMN]), "",
+             "Claims:", "", *claims_table(results, GAP_COLUMN), "",
+             "Power of the verdict rule (independent blocks of this design):", "", *power_table(results), "",
+             tolerance_line(results)]
     return "\n".join(lines)
 
 

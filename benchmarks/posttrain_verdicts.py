@@ -2,9 +2,13 @@
 
 A benchmark block is a grid of runs: warm starts (independent supervised trainings) x seeds (RL
 or distillation seeds on one warm start). Runs on one warm start share it, so they are not
-independent: the interval of a paired difference resamples warm starts first, then seeds within
-each (a two-level percentile bootstrap), and needs at least ``MIN_WARM_STARTS`` warm starts, or the
-verdict is "insufficient data". A claim "holds" in a block when the whole interval lies on the side
+independent: the unit of inference is the warm start. The interval of a paired difference is a
+Student-t interval over the warm starts' mean differences (each the mean over its seeds), and needs
+at least ``MIN_WARM_STARTS`` warm starts, or the verdict is "insufficient data". (Until round three it
+was a warm-start-then-seed percentile bootstrap: over 3 warm starts that interval is about the range
+of the 3 means, so a no-op variant was called in a quarter of the blocks; ``nested_bootstrap_ci``
+stays for the resampled view.) The MDD uses the same t quantiles, so a difference of one MDD is
+detected with probability 0.8 by this rule. A claim "holds" in a block when the whole interval lies on the side
 the paper claims, is "refuted" when it lies on the other side, and is "not shown" when it covers 0.
 The benchmark runs two blocks with disjoint warm starts and seeds; the stable verdict is the
 blocks' common one, or "unstable" when they disagree.
@@ -22,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from rsigym.stats import minimum_detectable_difference
+from scipy import stats as st
 
 MIN_WARM_STARTS = 3
 LABELS = ("holds", "refuted", "not shown", "insufficient data", "unstable")
@@ -65,6 +69,35 @@ def nested_bootstrap_ci(deltas: Mapping[RunKey, float], confidence: float = 0.95
     return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
 
 
+def warm_start_means(deltas: Mapping[RunKey, float]) -> list[float]:
+    """Mean paired difference of every warm start over its seeds, in warm-start order."""
+    groups: dict[int, list[float]] = {}
+    for key in sorted(deltas):
+        groups.setdefault(warm_start_of(key), []).append(float(deltas[key]))
+    return [statistics.fmean(groups[w]) for w in sorted(groups)]
+
+
+def t_interval(means: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of the warm starts' mean differences (nan under 2 warm starts)."""
+    if len(means) < 2:
+        return math.nan, math.nan
+    centre, half = statistics.fmean(means), 0.0
+    sd = statistics.stdev(means)
+    if sd > 0:
+        half = float(st.t.ppf(1 - (1 - confidence) / 2, len(means) - 1)) * sd / math.sqrt(len(means))
+    return centre - half, centre + half
+
+
+def t_mdd(means: Sequence[float], alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest true difference the t rule detects with probability ``power``:
+    ``(t_{1-alpha/2} + t_{power}) * sd / sqrt(n)`` over ``n`` warm-start means, ``n - 1`` degrees of freedom."""
+    if len(means) < 2:
+        return math.nan
+    df = len(means) - 1
+    factor = float(st.t.ppf(1 - alpha / 2, df) + st.t.ppf(power, df))
+    return factor * statistics.stdev(means) / math.sqrt(len(means))
+
+
 def label(ci: Sequence[float], direction: int, warm_starts: int) -> str:
     """Verdict of one block on a claim that the difference has sign ``direction`` (+1 or -1)."""
     if warm_starts < MIN_WARM_STARTS or any(math.isnan(x) for x in ci):
@@ -83,20 +116,17 @@ def compare(per_run: Mapping[str, Mapping[RunKey, Mapping[str, float]]], variant
             direction: int = 1) -> dict[str, Any]:
     """Paired difference ``variant - baseline`` on ``metric`` over the runs both have.
 
-    Returns its mean (over warm starts of their mean), the nested CI, the verdict of the claim that
-    the sign is ``direction``, the minimum detectable difference (alpha 0.05, power 0.8, from the
-    SD of the per-run differences over the run count) and the number of warm starts and runs.
+    Returns its mean (over warm starts of their mean), the t interval over warm starts, the verdict
+    of the claim that the sign is ``direction``, the minimum detectable difference of that rule
+    (alpha 0.05, power 0.8) and the number of warm starts and runs.
     """
     keys = sorted(set(per_run[variant]) & set(per_run[baseline]))
     deltas = {k: per_run[variant][k][metric] - per_run[baseline][k][metric] for k in keys}
-    groups: dict[int, list[float]] = {}
-    for key in keys:
-        groups.setdefault(warm_start_of(key), []).append(deltas[key])
-    warm_starts = len(groups)
-    mean = statistics.fmean(statistics.fmean(v) for v in groups.values()) if groups else math.nan
-    ci = nested_bootstrap_ci(deltas)
-    sd = statistics.stdev(deltas.values()) if len(deltas) > 1 else math.nan
-    mdd = minimum_detectable_difference(sd, len(deltas)) if len(deltas) > 1 else math.nan
+    means = warm_start_means(deltas)
+    warm_starts = len(means)
+    mean = statistics.fmean(means) if means else math.nan
+    ci = t_interval(means)
+    mdd = t_mdd(means)
     return {"mean": mean, "ci": list(ci), "label": label(ci, direction, warm_starts), "mdd": mdd,
             "warm_starts": warm_starts, "runs": len(deltas), "deltas": deltas}
 
@@ -134,3 +164,45 @@ def stability_column(block_summaries: Mapping[str, Mapping[str, Any]], baseline:
     labels = [summary[variant][f"vs_{baseline}"][metric]["label"] for summary in block_summaries.values()]
     verdict = stable(labels)
     return {"holds": "higher", "refuted": "lower", "not shown": "no difference shown"}.get(verdict, verdict)
+
+
+def exact_rate(count: int, total: int, confidence: float = 0.95) -> dict[str, Any]:
+    """``count / total`` with its exact (Clopper-Pearson) interval."""
+    if total == 0:
+        return {"count": 0, "total": 0, "rate": math.nan, "ci": [math.nan, math.nan]}
+    ci = st.binomtest(count, total).proportion_ci(confidence_level=confidence, method="exact")
+    return {"count": count, "total": total, "rate": count / total, "ci": [float(ci.low), float(ci.high)]}
+
+
+def power_arms(blocks: Mapping[str, Mapping[str, Mapping[RunKey, Mapping[str, float]]]],
+               arms: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Detection and false-call rates of the verdict rule over independent replications.
+
+    ``blocks``: replications (each a block of the shipped design: its own warm starts and seeds).
+    Each arm (``arm``: "positive control" or "null", ``variant``, ``baseline``, ``metric``,
+    ``direction``) is compared in every block by the table's rule. A positive control counts as
+    detected where the block says "holds"; a null counts as called where it says "holds" or
+    "refuted". The two-block rule of the tables (a verdict where two blocks agree) is counted over
+    disjoint consecutive pairs of blocks (A+B, C+D, ...). Returns, per arm, both rates with exact
+    intervals and the mean MDD over the blocks.
+    """
+    names = sorted(blocks, key=lambda name: (len(name), name))  # A .. Z, AA ..: the order blocks were made in
+    out = []
+    for arm in arms:
+        labels = []
+        mdds = []
+        for name in names:
+            c = compare(blocks[name], arm["variant"], arm["baseline"], arm["metric"], arm["direction"])
+            labels.append(c["label"])
+            mdds.append(c["mdd"])
+        pairs = [stable(labels[i:i + 2]) for i in range(0, len(labels) - 1, 2)]
+        if arm["arm"] == "positive control":
+            hits, pair_hits = labels.count("holds"), pairs.count("holds")
+        else:
+            hits = sum(x in ("holds", "refuted") for x in labels)
+            pair_hits = sum(x in ("holds", "refuted") for x in pairs)
+        finite = [m for m in mdds if not math.isnan(m)]
+        out.append({**arm, "labels": labels, "per_block": exact_rate(hits, len(labels)),
+                    "two_blocks": exact_rate(pair_hits, len(pairs)),
+                    "mdd_mean": statistics.fmean(finite) if finite else math.nan})
+    return out

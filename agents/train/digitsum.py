@@ -95,6 +95,12 @@ class DigitSumTask:
                 ways[k, digit:] += ways[k - 1, :self.top + 1 - digit]
         return ways
 
+    @cached_property
+    def _ways_rows(self) -> list[list[float]]:
+        """``_ways`` as Python floats (the same values): the per-digit weights are built from them without a
+        tensor index per element, which dominated the supervised warm starts' time."""
+        return self._ways.tolist()
+
     def sample_problems(self, count: int, generator: torch.Generator) -> torch.Tensor:
         """(count, 1) targets, uniform on the training targets."""
         if not self.held_out_every:
@@ -108,6 +114,13 @@ class DigitSumTask:
             return torch.randint(0, self.top + 1, (count, 1), generator=torch.Generator().manual_seed(seed))
         held = self.held_out_targets()
         return torch.tensor([held[i % len(held)] for i in range(count)]).view(-1, 1)
+
+    def in_distribution_problems(self, count: int) -> torch.Tensor:
+        """A fixed evaluation set from the training distribution: the training targets in turn (each ``count / n``
+        times). The prompt is the target alone, so these are the prompts training draws; what is fresh is the
+        sampling, never a prompt."""
+        targets = self.train_targets()
+        return torch.tensor([targets[i % len(targets)] for i in range(count)]).view(-1, 1)
 
     def prompts(self, problems: torch.Tensor) -> torch.Tensor:
         """(N, 1) targets -> (N, prompt_length) token ids of ``"ss="``."""
@@ -131,11 +144,10 @@ class DigitSumTask:
 
     def uniform_answer(self, target: int, generator: torch.Generator) -> list[int]:
         """One valid answer, uniform over all of them (digit by digit, weighted by completions)."""
-        ways, digits, left = self._ways, [], target
+        ways, digits, left = self._ways_rows, [], target
         for position in range(self.length):
-            remaining = self.length - position - 1
-            weights = torch.tensor([float(ways[remaining, left - d]) if 0 <= left - d else 0.0
-                                    for d in range(self.base)])
+            row = ways[self.length - position - 1]
+            weights = torch.tensor([row[left - d] if 0 <= left - d else 0.0 for d in range(self.base)])
             digit = int(torch.multinomial(weights, 1, generator=generator))
             digits.append(digit)
             left -= digit

@@ -5,7 +5,9 @@ update, with their (possibly re-centred) advantages: ``filter(group) -> FilterRe
 
 ``GRPODropout`` drops a small share of rollouts that are likely under the old policy, have a
 positive advantage, and whose update would lower the policy entropy to first order; it then
-re-centres the kept advantages so their old-policy-probability-weighted mean is zero.
+re-centres the kept advantages so their old-policy-probability-weighted mean is zero. With
+``every_copy`` it drops an answer with all its identical copies in the group: where a policy samples
+its mode several times per group, dropping one copy leaves a twin that the update still reinforces.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class RolloutGroup:
     """(G,) log-probability of each complete response under the old (sampling) policy"""
     advantages: torch.Tensor
     """(G,) group-normalised advantages"""
+    responses: torch.Tensor | None = None
+    """(G, R) response token ids: which rollouts are identical answers (needed by ``every_copy``)"""
 
 
 @dataclass(frozen=True)
@@ -105,25 +109,49 @@ class GRPODropout:
     choice: without it, re-centring an all-negative remainder would reward wrong answers).
     Re-centring happens only in a group where something was dropped, so a group left whole gets
     exactly the vanilla GRPO advantages.
+
+    With ``every_copy``, the budget counts distinct answers (``floor(drop_share * G)`` of them) and each
+    dropped answer leaves with all its copies in the group, so no identical twin of a dropped rollout
+    stays in the update; an answer whose copies would leave fewer than ``min_positive_kept`` positive
+    rollouts is skipped.
     """
 
-    def __init__(self, drop_share: float = 0.125, recentre: bool = True, min_positive_kept: int = 1):
+    def __init__(self, drop_share: float = 0.125, recentre: bool = True, min_positive_kept: int = 1,
+                 every_copy: bool = False):
         self.drop_share = drop_share
         self.recentre = recentre
         self.min_positive_kept = min_positive_kept
-        self.name = "dropout" if recentre else "drop_no_recentre"
+        self.every_copy = every_copy
+        self.name = ("dropout" if recentre else "drop_no_recentre") if not every_copy else (
+            "dropout_every_copy" if recentre else "drop_every_copy_no_recentre")
 
     def dropped(self, group: RolloutGroup) -> torch.Tensor:
-        """Indices of the rollouts to drop."""
+        """Indices of the rollouts to drop, ascending for ``every_copy``, most entropy-lowering first otherwise."""
         effect = entropy_effect(group.log_probs, group.advantages)
         positive = group.advantages > 0
         candidates = torch.nonzero(positive & (effect < 0)).flatten()
-        budget = min(math.floor(self.drop_share * len(group.rewards) + 1e-9),
-                     int(positive.sum()) - self.min_positive_kept, len(candidates))
-        if budget <= 0:
-            return candidates[:0]
-        order = torch.argsort(effect[candidates])  # most entropy-lowering first
-        return candidates[order[:budget]]
+        order = candidates[torch.argsort(effect[candidates], stable=True)]  # most entropy-lowering first
+        answers = math.floor(self.drop_share * len(group.rewards) + 1e-9)
+        if not self.every_copy:
+            budget = min(answers, int(positive.sum()) - self.min_positive_kept, len(candidates))
+            return order[:max(budget, 0)]
+        if group.responses is None:
+            raise ValueError("GRPODropout(every_copy=True) needs the group's responses to find identical copies")
+        rows = [tuple(r) for r in group.responses.tolist()]
+        positives_left, chosen = int(positive.sum()), []
+        seen: set[tuple[int, ...]] = set()
+        for i in order.tolist():
+            if len(seen) == answers:
+                break
+            if rows[i] in seen:
+                continue
+            copies = [j for j, row in enumerate(rows) if row == rows[i]]  # same answer, so the same reward
+            if positives_left - len(copies) < self.min_positive_kept:
+                continue
+            seen.add(rows[i])
+            chosen += copies
+            positives_left -= len(copies)
+        return torch.tensor(sorted(chosen), dtype=torch.long)
 
     def __call__(self, group: RolloutGroup) -> FilterResult:
         return _keep_all_but(group, self.dropped(group), self.recentre)
@@ -153,8 +181,13 @@ def _keep_all_but(group: RolloutGroup, dropped: torch.Tensor, recentred: bool) -
     return FilterResult(kept, advantages)
 
 
+FILTERS = ("none", "dropout", "drop_no_recentre", "random_drop", "dropout_every_copy", "drop_every_copy_no_recentre",
+           "random_drop_every_copy")
+
+
 def make_filter(name: str, drop_share: float = 0.125, generator: torch.Generator | None = None) -> RolloutFilter:
-    """``none``, ``dropout``, ``drop_no_recentre`` or ``random_drop``."""
+    """One of ``FILTERS``: ``random_drop_every_copy`` drops as many rollouts as ``dropout_every_copy`` would,
+    chosen uniformly at random."""
     if name == "none":
         return NoFilter()
     if name == "dropout":
@@ -163,4 +196,12 @@ def make_filter(name: str, drop_share: float = 0.125, generator: torch.Generator
         return GRPODropout(drop_share, recentre=False)
     if name == "random_drop":
         return RandomDrop(GRPODropout(drop_share), generator or torch.Generator().manual_seed(0))
-    raise ValueError(f"unknown rollout filter {name!r}; expected none, dropout, drop_no_recentre or random_drop")
+    if name == "dropout_every_copy":
+        return GRPODropout(drop_share, every_copy=True)
+    if name == "drop_every_copy_no_recentre":
+        return GRPODropout(drop_share, recentre=False, every_copy=True)
+    if name == "random_drop_every_copy":
+        random_drop = RandomDrop(GRPODropout(drop_share, every_copy=True), generator or torch.Generator().manual_seed(0))
+        random_drop.name = name
+        return random_drop
+    raise ValueError(f"unknown rollout filter {name!r}; expected one of {', '.join(FILTERS)}")

@@ -33,7 +33,8 @@ CONTROLS = ("none", "kl_cov", "clip_cov", "entropy_bonus")
 @dataclass
 class Args:
     filter: str = "none"
-    """rollout filter: none, dropout, drop_no_recentre or random_drop"""
+    """rollout filter: none, dropout, drop_no_recentre, random_drop, dropout_every_copy (drop an answer with all
+    its copies in the group), drop_every_copy_no_recentre or random_drop_every_copy"""
     drop_share: float = 0.125
     """most rollouts a dropout filter removes per group, as a share of the group (1 of 8)"""
     control: str = "none"
@@ -202,7 +203,8 @@ def _main(args: Args) -> dict:
         sequence_log_probs = old_log_probs.sum(dim=1).view(-1, G)  # (B, G) log pi_old(response)
         kept_in_group, kept_index, kept_advantages = [], [], []
         for b in range(len(problems)):
-            result = rollout_filter(RolloutGroup(rewards.view(-1, G)[b], sequence_log_probs[b], advantages[b]))
+            result = rollout_filter(RolloutGroup(rewards.view(-1, G)[b], sequence_log_probs[b], advantages[b],
+                                                 sequences[b * G:(b + 1) * G, P:]))
             kept_in_group.append(result.kept)
             kept_index.append(result.kept + b * G)
             kept_advantages.append(result.advantages)

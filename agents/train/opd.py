@@ -10,6 +10,10 @@ the reverse-KL gradient used by on-policy distillation: each token is credited w
 only, not with the signals of the tokens after it (no return-to-go), so it is not the exact
 sequence-level reverse-KL gradient.
 
+Held-out metrics (``*_sampled``) score the task's evaluation set (held-out targets where the task has a
+split); ``*_in_distribution`` score a fixed set from the distribution distillation trains on, where
+the teacher gap is what all-token distillation should close.
+
 Run: ``python -m rsigym.agents.train.opd --selector dial --steps 100 --log-dir runs/opd``.
 """
 
@@ -165,6 +169,12 @@ def _main(args: Args) -> dict:
     initial_sampled = sampled_metrics(student, task, eval_problems, args.sample_k, torch.Generator().manual_seed(777))
     teacher_sampled = sampled_metrics(teacher, task, eval_problems, args.sample_k, torch.Generator().manual_seed(777),
                                       temperature=args.teacher_temperature)
+    # in distribution: the targets distillation trains on (a task without a split: the evaluation set again)
+    in_problems = task.in_distribution_problems(args.eval_size) if hasattr(task, "in_distribution_problems") \
+        else eval_problems
+    initial_in = sampled_metrics(student, task, in_problems, args.sample_k, torch.Generator().manual_seed(778))
+    teacher_in = sampled_metrics(teacher, task, in_problems, args.sample_k, torch.Generator().manual_seed(778),
+                                 temperature=args.teacher_temperature)
 
     for step in range(1, args.steps + 1):
         problems = task.sample_problems(args.prompts_per_step, generator)
@@ -197,6 +207,7 @@ def _main(args: Args) -> dict:
     log.close()
     final_accuracy = history[-1]["eval_accuracy"] if history else initial_accuracy
     final_sampled = sampled_metrics(student, task, eval_problems, args.sample_k, torch.Generator().manual_seed(777))
+    final_in = sampled_metrics(student, task, in_problems, args.sample_k, torch.Generator().manual_seed(778))
     plot = None
     if args.log_dir and history:
         plot = str(plot_curves({name: history}, ["accuracy", "eval_accuracy", "entropy", "reverse_kl"],
@@ -205,6 +216,8 @@ def _main(args: Args) -> dict:
             "initial_accuracy": initial_accuracy, "final_accuracy": final_accuracy,
             "initial_sampled": initial_sampled, "final_sampled": final_sampled,
             "teacher_accuracy": teacher_metrics["accuracy"], "teacher_sampled": teacher_sampled,
+            "initial_in_distribution": initial_in, "final_in_distribution": final_in,
+            "teacher_in_distribution": teacher_in,
             "student_warm_start": student_metrics, "teacher_warm_start": teacher_metrics, "history": history,
             "seconds": time.perf_counter() - started, "plot": plot}
 

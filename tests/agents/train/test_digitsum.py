@@ -101,3 +101,10 @@ def test_completable_marks_the_first_mistake_and_everything_after_it():
         [True, True, False],    # 0 + 9 leaves 9 for the last digit: fine; 0 then misses it
         [True, False, False],   # '+' is no digit
     ]
+
+
+def test_in_distribution_problems_are_the_training_targets_in_turn():
+    task = DigitSumTask(3, 0.2, 16, "canonical", 3)
+    problems = task.in_distribution_problems(62)[:, 0].tolist()
+    assert problems == task.train_targets() * 2
+    assert not set(problems) & set(task.held_out_targets())

@@ -7,6 +7,7 @@ import torch
 
 from rsigym.agents.train.filters import (
     GRPODropout, NoFilter, RandomDrop, RolloutGroup, entropy_effect, group_advantages, make_filter, recentre)
+from rsigym.agents.train.grpo import group_statistics
 
 
 def test_group_advantages_on_hand_computed_groups():
@@ -118,3 +119,40 @@ def test_no_filter_and_make_filter():
         "none", "dropout", "drop_no_recentre", "random_drop"]
     with pytest.raises(ValueError, match="bogus"):
         make_filter("bogus")
+
+
+def _twin_group() -> RolloutGroup:
+    """Rollouts 0-2 are one likely right answer, 3 another right one, 4-7 wrong."""
+    rewards = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    log_probs = torch.tensor([-0.3, -0.3, -0.3, -3.0, -4.0, -5.0, -7.0, -8.0])
+    responses = torch.tensor([[9, 8], [9, 8], [9, 8], [8, 9], [1, 1], [1, 2], [2, 1], [0, 0]])
+    return RolloutGroup(rewards, log_probs, group_advantages(rewards), responses)
+
+
+def test_every_copy_dropout_removes_the_dropped_answer_with_all_its_twins():
+    group = _twin_group()
+    one_copy = GRPODropout(0.125)(group)
+    assert len(one_copy.kept) == 7 and {0, 1, 2} & set(one_copy.kept.tolist())  # a twin stays
+    every = GRPODropout(0.125, every_copy=True)
+    assert every.dropped(group).tolist() == [0, 1, 2]
+    result = every(group)
+    assert result.kept.tolist() == [3, 4, 5, 6, 7]
+    weights = group.log_probs[result.kept].exp()
+    assert abs(float((weights * result.advantages).sum())) < 1e-6  # re-centred over what is left
+    # the counted statistic of the training loop sees no surviving twin
+    stats = group_statistics(group.responses, [result.kept], 8, group.log_probs.view(1, -1))
+    assert stats["drops"] == 3 and stats["drops_with_copy"] == 0
+    assert group_statistics(group.responses, [one_copy.kept], 8, group.log_probs.view(1, -1))["drops_with_copy"] == 1
+
+
+def test_every_copy_dropout_keeps_a_positive_answer_and_needs_the_responses():
+    group = _twin_group()
+    only = RolloutGroup(group.rewards.clone(), group.log_probs, group.advantages,
+                        torch.tensor([[9, 8]] * 4 + [[1, 1], [1, 2], [2, 1], [0, 0]]))
+    assert GRPODropout(0.125, every_copy=True).dropped(only).tolist() == []  # dropping it would leave no right answer
+    with pytest.raises(ValueError, match="responses"):
+        GRPODropout(0.125, every_copy=True)(RolloutGroup(group.rewards, group.log_probs, group.advantages))
+    matched = make_filter("random_drop_every_copy", 0.125, torch.Generator().manual_seed(1))
+    assert matched.name == "random_drop_every_copy" and len(matched(group).kept) == 5  # as many, at random
+    assert [make_filter(n).name for n in ("dropout_every_copy", "drop_every_copy_no_recentre")] == [
+        "dropout_every_copy", "drop_every_copy_no_recentre"]

@@ -65,3 +65,33 @@ def test_a_claim_that_flips_between_blocks_is_unstable():
     assert pv.stability_column(summaries, "base", "treated", "m") == "unstable"
     agreeing = {b: pv.block_summary(_grid(0.05, 0.01, seed=s), "base", ("m",)) for b, s in (("A", 3), ("B", 4))}
     assert pv.stability_column(agreeing, "base", "treated", "m") == "higher"
+
+
+def test_the_t_rule_calls_a_null_about_as_often_as_its_level_where_the_bootstrap_over_3_units_did_not():
+    """Calibration on 400 constructed blocks of 3 warm starts x 1 seed with no effect: the t interval calls about
+    5%; the percentile bootstrap over 3 units (the rule before) about a quarter (all three deltas of one sign)."""
+    t_calls = boot_calls = 0
+    for seed in range(400):
+        grid = _grid(0.0, 0.02, warm_starts=3, seeds=1, seed=seed)
+        t_calls += pv.compare(grid, "treated", "base", "m")["label"] != "not shown"
+        deltas = {k: grid["treated"][k]["m"] - grid["base"][k]["m"] for k in grid["base"]}
+        boot_calls += pv.label(pv.nested_bootstrap_ci(deltas, resamples=500, seed=seed), 1, 3) != "not shown"
+    assert t_calls / 400 <= 0.09 and boot_calls / 400 >= 0.15
+
+
+def test_power_arms_count_detections_and_false_calls_with_exact_intervals():
+    rng = random.Random(7)
+    blocks = {}
+    for i, name in enumerate("ABCDEFGHIJKLMNOPQRST"):
+        block = _grid(0.05, 0.01, warm_starts=3, seeds=1, seed=i)
+        block["null"] = {k: {"m": v["m"] + rng.gauss(0, 0.01)} for k, v in block["base"].items()}  # a reseeded rerun
+        blocks[name] = block
+    arms = [{"arm": "positive control", "variant": "treated", "baseline": "base", "metric": "m", "direction": 1},
+            {"arm": "null", "variant": "null", "baseline": "base", "metric": "m", "direction": 1}]
+    positive, null = pv.power_arms(blocks, arms)
+    assert positive["per_block"]["count"] == 20 and positive["per_block"]["total"] == 20
+    assert positive["two_blocks"] == pv.exact_rate(10, 10)
+    assert positive["per_block"]["ci"][0] == pytest.approx(0.025 ** (1 / 20), abs=1e-4)  # exact lower bound of 20/20
+    assert null["per_block"]["total"] == 20 and null["per_block"]["count"] <= 3
+    assert len(null["labels"]) == 20 and null["mdd_mean"] > 0
+    assert pv.exact_rate(0, 20)["ci"][1] == pytest.approx(1 - 0.025 ** (1 / 20), abs=1e-4)

@@ -11,6 +11,8 @@ from rsigym.agents.train import grpo, opd, sft
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
+from posttrain_verdicts import LABELS  # noqa: E402
+
 
 def test_sft_smoke_and_cache(tmp_path):
     args = sft.Args(steps=5, eval_size=20, cache_dir=str(tmp_path))
@@ -43,6 +45,8 @@ def test_opd_smoke(tmp_path, name):
     assert len(lines) == 2
     # 0.4 of 4 responses x 4 tokens = 6.4 -> 6 tokens, not a per-response ceiling of 2 of 4 (0.5)
     assert lines[0]["selected_share"] == pytest.approx(1.0 if name == "all" else 6 / 16)
+    for key in ("initial_in_distribution", "final_in_distribution", "teacher_in_distribution"):
+        assert 0.0 <= out[key]["mean_at_k"] <= 1.0
     assert (tmp_path / f"{out['log_name']}.png").stat().st_size > 0
     assert 0.0 <= out["final_accuracy"] <= 1.0
 
@@ -60,8 +64,9 @@ def test_benchmark_command_run_twice_writes_identical_results(tmp_path, capsys, 
     results, first = _quick(module, tmp_path, "one")
     _, second = _quick(module, tmp_path, "two")
     assert first == second
-    assert set(results["stability"]) == set(module.VARIANTS)
-    assert results["claims"] and all(c["verdict"] == "insufficient data" for c in results["claims"])  # 2 warm starts
+    assert set(results["stability"]) == set(module.PRESETS["quick"].variants)
+    assert results["claims"] and all(c["verdict"] in LABELS for c in results["claims"])
+    assert {a["arm"] for a in results["power"]} == {"positive control", "null"}
     regime = results["blocks"]["A"]["regime"]
     assert regime["held_out_overlap"] == 0 and regime["held_out_targets"] > 0
     assert "Claims:" in capsys.readouterr().out
@@ -82,9 +87,25 @@ def test_runs_are_cached_by_their_arguments(tmp_path):
     import dial_opd
 
     args = dataclasses.replace(dial_opd.PRESETS["quick"], blocks=(0,), variants=("all", "top_signal"),
-                               out_dir=str(tmp_path), results="")
+                               out_dir=str(tmp_path), results="", power_blocks=0)
     results = dial_opd.main(args)
     cached = sorted((tmp_path / "run-cache").glob("opd-*.json"))
-    assert len(cached) == 2 * 2  # 2 variants x 2 warm starts x 1 seed
+    assert len(cached) == 2 * 3  # 2 variants x 3 warm starts x 1 seed
     stamps = [p.stat().st_mtime_ns for p in cached]
     assert dial_opd.main(args) == results and [p.stat().st_mtime_ns for p in cached] == stamps
+
+
+def test_grpo_benchmark_runs_with_the_baseline_alone_from_the_command_line(tmp_path, capsys):
+    """``--variants none`` used to crash in the table printer (KeyError 'dropout_drops') after the runs."""
+    import grpo_dropout
+    from posttrain_grid import parse_preset_args
+
+    args = parse_preset_args("grpo", grpo_dropout.PRESETS, [
+        "--preset", "quick", "--variants", "none", "--blocks", "0", "--out-dir", str(tmp_path / "runs"),
+        "--results", str(tmp_path / "none.json")])
+    results = grpo_dropout.main(dataclasses.replace(args, power_blocks=0))
+    assert list(results["stability"]) == ["none"] and results["claims"] == [] and results["power"] == []
+    assert results["tolerance"] is None  # no power blocks: no rerun spread measured
+    out = capsys.readouterr().out
+    assert "drops per run (share with a surviving twin)" in out and "| `none` |" in out
+    assert json.loads((tmp_path / "none.json").read_text())["stability"] == results["stability"]
