@@ -76,6 +76,7 @@ class Args:
     sandbox: str = "auto"
     out: str = "workflow_generations_out"
     gen2_model: str | None = None      # a LiteLLM model in gen-2's place (no training)
+    results: str | None = None         # write the per-run rows and the summary here (JSON)
 
 
 def carrying(examples: list[dict[str, Any]], specs: list[dict[str, Any]]) -> int:
@@ -94,6 +95,7 @@ def main(args: Args) -> dict[str, Any]:
     blocks: list[str] = []
     recursion: list[str] = []   # gen-1 executes gen-1's (a) and gen-2's (b) design; gen-1's judge
     judged: dict[str, list[str]] = {"gen-1 judge": [], "gen-2 judge": []}
+    per_run: list[dict[str, Any]] = []  # the search run (seed) is the independent unit
     with open_sandbox(args.sandbox) as box:
         for seed in args.seeds:
             salt = new_salt()
@@ -160,7 +162,12 @@ def main(args: Args) -> dict[str, Any]:
             h2s = {t: execute(seed_spec(), t, player2, seed=seed, sandbox=box, task_salt=salt) for t in tests}
             h1_on_2 = {t: execute(spec2, t, player1, seed=seed, sandbox=box, task_salt=salt) for t in tests}
             judge1_held = PairwiseJudge("rsigym/workflow_judge", seed=seed)
-            recursion += [judge1_held.compare(task_brief(t), h1[t].files, h1_on_2[t].files).winner for t in tests]
+            mine = [judge1_held.compare(task_brief(t), h1[t].files, h1_on_2[t].files).winner for t in tests]
+            recursion += mine
+            per_run.append({"seed": seed, "gen1": sum(h1[t].score for t in tests) / len(tests),
+                            "gen2": sum(h2[t].score for t in tests) / len(tests),
+                            "gen2_seedspec": sum(h2s[t].score for t in tests) / len(tests),
+                            "prefer_gen2": mine.count("b"), "prefer_gen1": mine.count("a"), "ties": mine.count("tie")})
             for name, model in (("gen-1 judge", "rsigym/workflow_judge"), ("gen-2 judge", gen2)):
                 judge = PairwiseJudge(model, seed=seed)
                 judged[name] += [judge.compare(task_brief(t), h1[t].files, h2[t].files).winner for t in tests]
@@ -207,8 +214,77 @@ def main(args: Args) -> dict[str, Any]:
         share = f"insufficient data ({len(decided)} decided comparisons)"
     console.print(f"recursion test (gen-1 executes both designs, gen-1's judge): share preferring the gen-2-designed "
                   f"workflow {share}; {len(recursion) - len(decided)} of {len(recursion)} ties")
-    console.print(f"wall time {time.perf_counter() - started:.0f} s")
-    return {"pooled": pooled, "rows": rows, "judged": judged, "recursion": recursion}
+    summary = run_summary(per_run)
+    for line in summary["lines"]:
+        console.print(line)
+    wall = time.perf_counter() - started
+    console.print(f"wall time {wall:.0f} s")
+    if args.results:
+        Path(args.results).write_text(json.dumps({"settings": {"seeds": list(args.seeds), "budget": args.budget,
+                                                               "selfplay_per_family": args.selfplay_per_family,
+                                                               "test_per_family": args.test_per_family,
+                                                               "sandbox": args.sandbox},
+                                                  "per_run": per_run, "summary": summary, "wall_s": round(wall)},
+                                                 indent=1) + "\n")
+    return {"pooled": pooled, "rows": rows, "judged": judged, "recursion": recursion, "per_run": per_run,
+            "summary": summary}
+
+
+RESULTS = Path(__file__).resolve().parent / "results" / "workflow_generations.json"
+
+
+def readme_sentence(result: dict[str, Any]) -> str:
+    """The README's sentence for a results file (a test checks the README holds it)."""
+    summary, settings = result["summary"], result["settings"]
+    return (f"Measured over {summary['runs']} runs (seeds {min(settings['seeds'])}-{max(settings['seeds'])}, budget "
+            f"{settings['budget']}, {settings['test_per_family']} held-out tasks per family, "
+            f"`benchmarks/results/workflow_generations.json`, {result['wall_s'] // 60} min): held-out score gen-1 "
+            f"{summary['gen1']:.3f}, gen-2 {summary['gen2']:.3f}, gen-2 - gen-1 {summary['difference']:+.3f} "
+            f"[{summary['ci'][0]:+.3f}, {summary['ci'][1]:+.3f}] (t interval over runs), MDD {summary['mdd']:.3f}: "
+            f"{summary['verdict']}. Recursion share {summary['prefer_gen2']}/{summary['decided']} = "
+            f"{summary['share']:.0%} [{summary['share_ci'][0]:.0%}, {summary['share_ci'][1]:.0%}] (bootstrap over "
+            f"runs; {summary['ties']} ties), against the paper's 64%.")
+
+
+def run_summary(per_run: list[dict[str, Any]], *, resamples: int = 4000, seed: int = 0) -> dict[str, Any]:
+    """gen-2 against gen-1 with the run (seed) as the unit: the mean per-run difference in held-out
+    score with a t interval over runs and the MDD (80% power, two-sided 5%); the recursion share
+    (decided comparisons preferring the gen-2-designed workflow, gen-1 executing both) with a
+    bootstrap CI that resamples runs (comparisons within a run are not independent). Fewer than 5
+    runs, or fewer than 5 decided comparisons: insufficient data."""
+    import numpy as np
+    from scipy import stats
+
+    runs = sorted(per_run, key=lambda r: r["seed"])  # order-free
+    out: dict[str, Any] = {"runs": len(runs), "lines": []}
+    if len(runs) < 5:
+        out["lines"].append(f"per run: insufficient data ({len(runs)} runs; at least 5)")
+        return out
+    diff = np.array([r["gen2"] - r["gen1"] for r in runs])
+    se = float(diff.std(ddof=1) / np.sqrt(len(diff)))
+    q = float(stats.t.ppf(0.975, len(diff) - 1))
+    low, high = float(diff.mean() - q * se), float(diff.mean() + q * se)
+    mdd = float((q + stats.t.ppf(0.8, len(diff) - 1)) * se)
+    verdict = "gen-2 better" if low > 0 else "gen-2 worse" if high < 0 else "no detectable difference"
+    out.update(gen1=float(np.mean([r["gen1"] for r in runs])), gen2=float(np.mean([r["gen2"] for r in runs])),
+               difference=float(diff.mean()), ci=[low, high], mdd=mdd, verdict=verdict)
+    out["lines"].append(f"gen-2 - gen-1 over {len(runs)} runs (unit: the run): {diff.mean():+.3f} [{low:+.3f}, {high:+.3f}], "
+                        f"MDD {mdd:.3f}: {verdict} (gen-1 {out['gen1']:.3f}, gen-2 {out['gen2']:.3f})")
+    b = np.array([r["prefer_gen2"] for r in runs], dtype=float)
+    d = b + np.array([r["prefer_gen1"] for r in runs], dtype=float)
+    out.update(prefer_gen2=int(b.sum()), decided=int(d.sum()), ties=int(sum(r["ties"] for r in runs)))
+    if d.sum() < 5:
+        out["lines"].append(f"recursion share: insufficient data ({int(d.sum())} decided comparisons)")
+        return out
+    draws = np.random.default_rng(seed).integers(len(runs), size=(resamples, len(runs)))
+    shares = b[draws].sum(axis=1) / np.maximum(d[draws].sum(axis=1), 1)
+    share = float(b.sum() / d.sum())
+    ci = [float(np.quantile(shares, 0.025)), float(np.quantile(shares, 0.975))]
+    out.update(share=share, share_ci=ci)
+    out["lines"].append(f"recursion share (gen-1 executes both designs; decided comparisons preferring gen-2's design): "
+                        f"{int(b.sum())}/{int(d.sum())} = {share:.0%} [{ci[0]:.0%}, {ci[1]:.0%}] (bootstrap over runs; "
+                        f"{out['ties']} ties); the paper: 64%")
+    return out
 
 
 if __name__ == "__main__":
@@ -220,7 +296,9 @@ if __name__ == "__main__":
     parser.add_argument("--sandbox", default="auto")
     parser.add_argument("--out", default="workflow_generations_out")
     parser.add_argument("--gen2-model", default=None)
+    parser.add_argument("--results", default=None, help="write the per-run rows and the summary (JSON) here")
     ns = parser.parse_args()
     main(Args(seeds=ns.seeds, budget=ns.budget, selfplay_per_family=ns.selfplay_per_family,
-              test_per_family=ns.test_per_family, sandbox=ns.sandbox, out=ns.out, gen2_model=ns.gen2_model))
+              test_per_family=ns.test_per_family, sandbox=ns.sandbox, out=ns.out, gen2_model=ns.gen2_model,
+              results=ns.results))
     sys.exit(0)

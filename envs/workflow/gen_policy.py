@@ -36,7 +36,7 @@ from torch import nn
 
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 
-from .operators import random_edit
+from .operators import edit_pool
 from .sft_export import strip_workflow_prompt
 
 __all__ = ["GenerationPolicy", "TrainConfig", "executor_features", "judge_features"]
@@ -231,17 +231,9 @@ class GenerationPolicy:
         return {"winner": winner, "reason": "trained judge"}
 
     def _optimize(self, prompt: str, rng: np.random.Generator) -> dict[str, Any]:
-        from .mutations import mutation_key
-
         spec = json.loads(prompt.split("Current workflow:\n", 1)[-1].split("\n\nFeedback:\n", 1)[0])
         tried = set(spec.get("edit_log", [])) | set(re.findall(r"edit ([0-9a-f]{16})", prompt))
-        pool: list[dict[str, Any]] = []
-        for _ in range(self.config.edit_pool):
-            found = random_edit(spec, rng, tried)
-            if found is None:
-                break
-            pool.append(found[0])
-            tried.add(mutation_key(found[0]))
+        pool = edit_pool(spec, rng, tried, self.config.edit_pool)
         if not pool:
             return {"op": "reorder_calls", "order": spec["call_order"]}  # refused as a no-op
         return pool[self._sample(self.edit_scores(pool), rng)]

@@ -34,7 +34,7 @@ import jsonschema
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
 
 from .mutations import mutation_key
-from .operators import random_edit
+from .operators import edit_pool, random_edit
 from .soundness import DESCRIBED, REQUIRED, missing_evidence
 
 __all__ = ["judge_quality", "code_evidence", "strip_literals"]
@@ -209,13 +209,7 @@ def reasoned_edit(spec: dict[str, Any], feedback: str, rng: Any, draws: int = 40
     """The drawn edit best aimed at the judge's complaint (see the module docstring); None if none is valid."""
     tried = set(re.findall(r"edit ([0-9a-f]{16})", feedback))
     parts, words = complaint(feedback)
-    pool = []
-    for _ in range(draws):
-        found = random_edit(spec, rng, tried)
-        if found is None:
-            break
-        pool.append(found[0])
-        tried.add(mutation_key(found[0]))
+    pool = edit_pool(spec, rng, tried, draws)
     if not pool:
         return None
     if not parts:

@@ -22,7 +22,7 @@ import numpy as np
 from .mutations import OPERATORS, apply_mutation, mutation_key
 from .spec import FINDINGS_CONTRACT, REPORT_CONTRACT, REVIEW_CONTRACT
 
-__all__ = ["FRAGMENTS", "ROLE_NAMES", "ROLE_VERBS", "CONTRACTS", "random_edit", "random_spec"]
+__all__ = ["FRAGMENTS", "ROLE_NAMES", "ROLE_VERBS", "CONTRACTS", "random_edit", "edit_pool", "random_spec"]
 
 FRAGMENTS = (
     "Work step by step.",
@@ -90,6 +90,18 @@ def random_edit(spec: dict[str, Any], rng: np.random.Generator, tried: set[str] 
         if revised is not None:
             return edit, revised
     return None
+
+
+def edit_pool(spec: dict[str, Any], rng: np.random.Generator, tried: set[str], size: int) -> list[dict[str, Any]]:
+    """Up to ``size`` distinct random valid edits of ``spec``, none in ``tried`` (which grows with them)."""
+    pool: list[dict[str, Any]] = []
+    for _ in range(size):
+        found = random_edit(spec, rng, tried)
+        if found is None:
+            break
+        pool.append(found[0])
+        tried.add(mutation_key(found[0]))
+    return pool
 
 
 def random_spec(spec: dict[str, Any], rng: np.random.Generator, edits: int) -> dict[str, Any]:

@@ -49,3 +49,41 @@ def test_the_equal_budget_search_benchmark_runs_every_arm_at_a_tiny_budget(tmp_p
     assert all(len(v) == 5 for v in result["pooled"].values())
     assert max(result["blind"].values()) < 0.5  # no constant answer to model_comparison
 
+
+
+def _runs(gen2_gain: float, prefer: float, n: int = 20, seed: int = 0) -> list[dict]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    runs = []
+    for s in range(n):
+        gen1 = float(rng.uniform(0.2, 0.5))
+        wins = int(rng.binomial(8, prefer))
+        runs.append({"seed": s, "gen1": gen1, "gen2": gen1 + gen2_gain + float(rng.normal(0, 0.05)),
+                     "gen2_seedspec": gen1, "prefer_gen2": wins, "prefer_gen1": 8 - wins, "ties": 12})
+    return runs
+
+
+def test_generations_are_compared_with_the_run_as_the_unit_and_the_verdict_can_fail():
+    import workflow_generations as generations
+
+    assert generations.run_summary(_runs(0.10, 0.7))["verdict"] == "gen-2 better"
+    nulls = sum(generations.run_summary(_runs(0.0, 0.5, seed=s))["verdict"] != "no detectable difference"
+                for s in range(40))
+    assert nulls <= 6                                          # a 5% test over 40 constructed nulls
+    summary = generations.run_summary(_runs(0.0, 0.64))
+    assert summary["share_ci"][0] < 0.64 < summary["share_ci"][1]
+    assert generations.run_summary(list(reversed(_runs(0.1, 0.6)))) == generations.run_summary(_runs(0.1, 0.6))
+    assert "insufficient data" in generations.run_summary(_runs(0.1, 0.6, n=3))["lines"][0]
+
+
+def test_the_readme_states_the_committed_generations_results():
+    import json
+
+    import workflow_generations as generations
+
+    result = json.loads(generations.RESULTS.read_text())
+    assert result["summary"]["runs"] >= 20
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert generations.readme_sentence(result) in " ".join(readme.split()), (
+        "README's two-generations sentence differs from benchmarks/results/workflow_generations.json")
