@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import readme_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 BEGIN, END = "<!-- posttrain-tables:begin -->", "<!-- posttrain-tables:end -->"
@@ -242,17 +244,11 @@ def render(results_dir: Path = RESULTS) -> str:
 
 def readme_block(readme: str) -> str:
     """The text between the markers of ``readme``; a clear error when they are missing."""
-    if BEGIN not in readme or END not in readme:
-        raise ValueError(f"README has no {BEGIN} ... {END} block")
-    return readme.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+    return readme_blocks.block(readme, BEGIN, END)
 
 
 def write_readme(readme_path: Path = ROOT / "README.md", results_dir: Path = RESULTS) -> None:
-    text = readme_path.read_text()
-    readme_block(text)  # the markers must be there
-    before, rest = text.split(BEGIN, 1)
-    after = rest.split(END, 1)[1]
-    readme_path.write_text(f"{before}{BEGIN}\n{render(results_dir)}\n{END}{after}")
+    readme_blocks.replace(readme_path, BEGIN, END, render(results_dir))
 
 
 if __name__ == "__main__":

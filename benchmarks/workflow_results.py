@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as st
 
+import readme_blocks
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "benchmarks" / "results" / "workflow_search_runs.json"
@@ -161,19 +163,13 @@ def render(path: Path = RESULTS, reasons: Path = REASONS, judges: Path = JUDGES)
 
 
 def readme_block(text: str) -> str:
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"README has no {BEGIN} ... {END} block (workflow-results)")
-    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+    return readme_blocks.block(text, BEGIN, END)
 
 
 def write_readme(readme_path: Path = ROOT / "README.md", path: Path = RESULTS, reasons: Path = REASONS,
                  judges: Path = JUDGES) -> None:
     """Replace the block of ``readme_path`` with what the results files render."""
-    text = readme_path.read_text()
-    readme_block(text)
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    readme_path.write_text(f"{head}{BEGIN}\n{render(path, reasons, judges)}\n{END}{tail}")
+    readme_blocks.replace(readme_path, BEGIN, END, render(path, reasons, judges))
 
 
 if __name__ == "__main__":
