@@ -52,7 +52,7 @@ _KNOWN_FAILURE = FEATURE_NAMES.index("known_failure")
 _MODES = {"static_verifier": "static", "static_verifier_audit": "static", "fixed_world_model": "fixed",
           "adaptive_world_model": "adaptive"}
 # Audits are cheap while the model is trusted (5% of picks) and frequent while the adaptive model's
-# latest check says "off" (``doubt_audit_rate``, 30%): exploration goes where there is doubt, so a
+# latest check says "off" (``doubt_audit_rate``, 10%): exploration goes where there is doubt, so a
 # model that is right loses little to it and a model that has gone off gathers evidence quickly.
 _DEFAULT_AUDIT = {"static_verifier": 0.0, "static_verifier_audit": 0.05, "fixed_world_model": 0.05, "adaptive_world_model": 0.05}
 # After warm-up, a trusted world model explores little: the fixed one never refits (its audits would
@@ -90,11 +90,11 @@ class WorldModelAgent:
         self.warmup, self.check_every = int(p.get("warmup", 20)), int(p.get("check_every", 10))
         self.check = ReliabilityCheck(int(p.get("min_samples", 30)), float(p.get("z_crit", 2.58)),
                                       float(p.get("ece_bound", 0.15)), float(p.get("min_skill", 0.0)))
-        self.min_fit_rows, self.holdout = int(p.get("min_fit_rows", 40)), float(p.get("holdout", 0.3))
+        self.min_fit_rows, self.holdout = int(p.get("min_fit_rows", 20)), float(p.get("holdout", 0.3))
         self.max_adaptations = int(p.get("max_adaptations", 5))
         self.window, self.margin = int(p.get("window", 40)), float(p.get("margin", 0.02))
         self.loss_margin = float(p.get("loss_margin", 0.01))
-        self.doubt_audit_rate = float(p.get("doubt_audit_rate", 0.3 if spec.kind == "adaptive_world_model" else self.audit_rate))
+        self.doubt_audit_rate = float(p.get("doubt_audit_rate", 0.1 if spec.kind == "adaptive_world_model" else self.audit_rate))
         self.trusted_audit_rate = float(p.get("trusted_audit_rate", _TRUSTED_AUDIT.get(spec.kind, self.audit_rate)))
         if spec.kind in _TRUSTED_AUDIT and not 0 <= self.trusted_audit_rate <= 1:
             raise TypeError(f"trusted_audit_rate must be in [0, 1], got {self.trusted_audit_rate}")

@@ -65,6 +65,10 @@ def version_id(number: int, predictor_kind: str, fingerprint: Any) -> str:
     return f"wm-{number:04d}-{digest}"
 
 
+def _unweighted(row: LoggedRound) -> float:
+    return 1.0
+
+
 @dataclass
 class CoUpdateState:
     """Predictor + policy pair, its versions and the audit log of every protocol decision."""
@@ -72,7 +76,7 @@ class CoUpdateState:
     predictor_kind: str
     known_failure_column: int
     check: ReliabilityCheck = field(default_factory=ReliabilityCheck)
-    min_fit_rows: int = 40
+    min_fit_rows: int = 20
     holdout: float = 0.3               # share of the window's problems held out (every round(1/holdout)-th)
     max_adaptations: int = 5           # accepted adaptations
     window: int = 40                   # problems: the newest ones the check and the refit look at
@@ -80,6 +84,9 @@ class CoUpdateState:
                                        # predictor's pair must not be estimated worse by more than this
     loss_margin: float = 0.01          # a new predictor's held-out log-loss must improve by more (nats per row)
     policy_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
+    segment: int = 200                 # problems: the most a refit looks back from the regime's start
+    refresh_growth: float = 1.5        # a refresh is tried once the regime holds this many times the rows
+                                       # the deployed version was fitted on (0: never refresh)
     seed: int = 0
     max_weight: float = 10.0
     mix: CoderMix | None = None  # the coder's mutation mix when the policy side is updated too, else None
@@ -96,6 +103,11 @@ class CoUpdateState:
     # effective sample size); the doubt stays until a check says "reliable" or a new version is
     # accepted, and the refit is re-tried meanwhile.
     in_doubt: bool = field(default=False, init=False)
+    # The regime: the first problem of the relation the deployed version was fitted to (a change
+    # point estimated when a refit is accepted) and the rows that version was fitted on.
+    anchor: int = field(default=0, init=False)
+    version_rows: int = field(default=0, init=False)
+    refreshes: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.predictor = make_predictor("static")
@@ -140,6 +152,7 @@ class CoUpdateState:
         beats static; the full fit only when it beats both static and the recalibration. With no
         evidence the version stays static: a world model cannot start below the verifier it extends.
         """
+        self.version_rows = len(self.rows)  # static stands on the warm-up's evidence too
         if len(self.rows) < 2:
             self.log(t, "warmup_fit_skipped", reason=f"{len(self.rows)} logged rounds")
             return
@@ -171,6 +184,41 @@ class CoUpdateState:
     def window_rows(self, t: int) -> list[LoggedRound]:
         return [r for r in self.rows if r.t >= t - self.window]
 
+    def regime_rows(self, t: int, start: int | None = None) -> list[LoggedRound]:
+        """The rows since ``start`` (default: the regime's anchor), at most ``segment`` problems back."""
+        first = max(self.anchor if start is None else start, t - self.segment)
+        return [r for r in self.rows if r.t >= first]
+
+    def change_point(self, t: int) -> tuple[int, dict[str, Any]]:
+        """Where the newest regime starts: the CUSUM of the deployed version's log-likelihood.
+
+        Over the regime's rows in time order, l_i = the log-probability the deployed predictor gave
+        the executed outcome; the split is where |sum_{j <= k}(l_j - mean l)| peaks (the single
+        change in the mean that fits them best by least squares: after a drift the model is
+        confidently wrong, so l drops far more sharply than the mean residual moves). The start is moved back so that at least
+        ``min_fit_rows`` rows follow it: a refit never stands on fewer rows than the protocol needs.
+        """
+        rows = self.regime_rows(t)
+        if len(rows) <= self.min_fit_rows:
+            return self.anchor, {"rows": len(rows), "estimate": None}
+        X = np.stack([r.features[r.chosen] for r in rows])  # (N, F)
+        y = np.array([r.outcome for r in rows])
+        q = np.clip(self.predictor.predict(X), 1e-6, 1 - 1e-6)  # (N,)
+        loglik = y * np.log(q) + (1 - y) * np.log(1 - q)  # (N,)
+        cusum = np.cumsum(loglik - loglik.mean())  # (N,)
+        split = int(np.argmax(np.abs(cusum[:-1])))
+        estimate = rows[split + 1].t
+        start = min(estimate, rows[-self.min_fit_rows].t)
+        return start, {"rows": len(rows), "estimate": estimate, "start": start,
+                       "mean_loglik_before": round(float(loglik[:split + 1].mean()), 4),
+                       "mean_loglik_after": round(float(loglik[split + 1:].mean()), 4)}
+
+    def refresh_due(self, t: int) -> bool:
+        """A refit of the trusted version on its grown regime is due (``refresh_growth`` times the rows
+        it was fitted on; never for a version that no evidence stands behind, e.g. before warm-up)."""
+        return self.refresh_growth > 0 and self.version_rows > 0 and len(self.regime_rows(t)) >= max(self.min_fit_rows,
+                                                                           self.refresh_growth * self.version_rows)
+
     def split(self, rows: list[LoggedRound]) -> tuple[list[LoggedRound], list[LoggedRound], int]:
         """(fit rows, held-out rows, k): every k-th problem held out, whole problems on one side."""
         every = max(2, round(1 / self.holdout))
@@ -199,24 +247,26 @@ class CoUpdateState:
         the retained pair (``acceptance.compare_pairs``). All of it is accepted together, or nothing.
         """
         verdict = self.reliability(t)
-        if not self.in_doubt and self.mix is None:
+        refresh = not self.in_doubt and self.refresh_due(t)
+        if not self.in_doubt and self.mix is None and not refresh:
             self.log(t, "keep", reason=verdict)
             return
         if verdict != "off" and self.in_doubt:
             self.log(t, "in_doubt", reason=f"check says {verdict}; the last decisive check said off: re-tried")
-        if self.adaptations >= self.max_adaptations:
+        if self.adaptations >= self.max_adaptations and not refresh:
             self.log(t, "keep", reason=f"adaptation budget spent ({self.max_adaptations} accepted)")
             return
-        window = self.window_rows(t)
+        start, change = self.change_point(t) if self.in_doubt else (self.anchor, None)
+        window = self.regime_rows(t, start)
         if len(window) < self.min_fit_rows:
             self.log(t, "keep", reason=f"insufficient data to adapt ({len(window)} < {self.min_fit_rows} rounds "
-                                       f"in the newest {self.window} problems)")
+                                       f"since problem {start})")
             return
         fit_rows, held = self.split(window)[:2]
         if not held or not fit_rows:
             self.log(t, "keep", reason=f"no held-out or no fitting problems in the newest {self.window} problems")
             return
-        refit = self.in_doubt
+        refit = self.in_doubt or refresh
         new_mix = self._propose_mix(fit_rows, held)
         if not refit and new_mix is None:
             self.log(t, "keep", reason=f"{verdict}; no executed rounds with origins to re-estimate the coder's mix")
@@ -240,7 +290,10 @@ class CoUpdateState:
         new_policy = max((Policy(k) for k in self.policy_grid),
                          key=lambda po: value(lambda f: Pair(f.new_predictor, po.known_failure_penalty)))
         details: dict[str, Any] = {"window_problems": self.window, "window_rows": len(window), "folds": len(folds),
-                                   "held_rows": len(scored), "held_out_every": every, "refit_predictor": refit}
+                                   "held_rows": len(scored), "held_out_every": every, "refit_predictor": refit,
+                                   "regime_start": start, "refresh": refresh}
+        if change is not None:
+            details["change_point"] = change
         predictor_ok = True
         if refit:
             predictor_check = self.check.check([f.new_predictor.predict(r.features[r.chosen:r.chosen + 1])[0]
@@ -271,11 +324,15 @@ class CoUpdateState:
         details["pair"] = comparison.to_json()
         if refit:
             # A new predictor is judged where every held-out row is evidence: its log-loss on the
-            # executed candidates (cross-fitted, paired per problem, CI and margin). The pair's
+            # executed candidates (cross-fitted, paired per problem, CI and margin), unweighted as
+            # in the reliability check: a pick depends on the features (and the audit coin) only,
+            # so P(pass | features) is the same on executed rows as on any, and clipped 1/propensity
+            # weights would only shrink the evidence (in the drift benchmark they held the first
+            # accepted refit back by 10-30 problems). The pair's
             # value sees a new selection's picks only on the audit rows that executed them (a CI of
             # about +-0.4 at 60 problems), so it is a guard here: not estimated worse by more than
             # the margin.
-            losses = compare_losses(folds, self.predictor, self.weight, margin=self.loss_margin,
+            losses = compare_losses(folds, self.predictor, _unweighted, margin=self.loss_margin,
                                     seed=self.seed * 100_003 + t)
             guard = comparison.difference >= -self.margin
             details["loss"] = losses.to_json()
@@ -287,16 +344,22 @@ class CoUpdateState:
             wins, why = comparison.accept, "the new pair does not win by the margin with its CI above 0"
         if predictor_ok and policy_ok and coder_ok and wins:
             old = self.version
-            self.adaptations += 1
+            if refresh:
+                self.refreshes += 1
+            else:
+                self.adaptations += 1
             self.policy = new_policy
-            if refit:  # checked on rows its fits had not seen; deployed refitted on the whole window
+            if refit:  # checked on rows its fits had not seen; deployed refitted on the whole regime
                 self.predictor, self.version = self._fit(window), self._new_version(window)
                 self.in_doubt = False  # the new version has predicted nothing yet
+                self.anchor, self.version_rows = start, len(window)
                 details["deployed_fit_rows"] = len(window)
             if new_mix is not None:
                 self.mix = new_mix
             self.log(t, "accept", replaced=old, accepted=self.adaptations, **details)
         else:
+            if refresh:  # the grown regime did not earn a new version: wait for it to grow again
+                self.version_rows = len(window)
             self.log(t, "reject", reason=why if wins is False and predictor_ok and policy_ok and coder_ok
                      else "a component check failed", **details)
 

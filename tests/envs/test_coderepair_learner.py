@@ -174,7 +174,7 @@ def test_a_real_shift_in_a_small_sample_is_still_called_off():
 
 @pytest.mark.parametrize("kind, in_doubt, expected", [("fixed_world_model", False, 0.0),
                                                       ("adaptive_world_model", False, 0.01),
-                                                      ("adaptive_world_model", True, 0.3)])
+                                                      ("adaptive_world_model", True, 0.1)])
 def test_after_warm_up_audits_go_where_there_is_doubt(kind, in_doubt, expected):
     from rsigym.envs.coderepair.agents import WorldModelAgent
     from rsigym.records import AgentSpec
@@ -184,3 +184,44 @@ def test_after_warm_up_audits_go_where_there_is_doubt(kind, in_doubt, expected):
     assert agent._rate() == 0.05                 # warm-up: the exploration the first fit needs
     agent._problems_done, agent.state.in_doubt = 5, in_doubt
     assert agent._rate() == expected
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_change_point_lands_near_the_drift_and_the_refit_stands_on_the_new_regime(seed):
+    """60 problems under static's own relation, then 60 under a sharply reversed one (high
+    output_agreement now means a repeated wrong program): the CUSUM of the deployed version's
+    log-likelihood puts the regime's start near problem 60 (a fixed 40-problem window at 120 would
+    start at 80 and one at 100 would straddle the drift), and the accepted refit stands on the rows
+    from there on."""
+    rng = np.random.default_rng(seed)
+    state = CoUpdateState("offset", KNOWN, ReliabilityCheck(min_samples=20))
+    state.version_rows = 30
+    for t in range(120):
+        x = _features(rng)
+        x[:, [FEATURE_NAMES.index(n) for n in ("parses", "defines_entry", "loads")]] = 1.0  # static: confident
+        scores = state.predictor.predict(x)
+        chosen = int(rng.integers(4)) if rng.random() < 0.1 else state.policy.greedy(scores, x, KNOWN)
+        logit = 8 * (0.5 - x[chosen, GOOD]) if t >= 60 else float(StaticPredictor().logit(x)[chosen])
+        state.rows.append(LoggedRound(t, x, chosen, 0.9, float(rng.random() < 1 / (1 + np.exp(-logit))),
+                                      state.version, float(scores[chosen])))
+    start, details = state.change_point(120)
+    assert 52 <= details["estimate"] <= 68, details
+    assert start == details["estimate"] and details["mean_loglik_after"] < details["mean_loglik_before"]
+    state.in_doubt = True
+    state.adapt(120)
+    decision = state.audit[-1]
+    assert decision["event"] == "accept" and decision["regime_start"] == start, decision
+    assert state.anchor == start and state.version_rows == len([r for r in state.rows if r.t >= start])
+
+
+def test_a_refresh_waits_for_evidence_and_for_the_regime_to_grow():
+    state = CoUpdateState("offset", KNOWN)
+    _stream(state, 0, 60, np.random.default_rng(3), reversed_=False, audit=0.1)
+    assert not state.refresh_due(60)           # no version fitted on evidence yet (before warm-up)
+    state.version_rows = 40
+    assert state.refresh_due(60)               # 60 rows >= 1.5 x 40
+    state.version_rows = 41
+    assert not state.refresh_due(60)
+    state.refresh_growth = 0
+    state.version_rows = 10
+    assert not state.refresh_due(60)           # refreshes switched off
