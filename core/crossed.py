@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
-from scipy import stats as _st
+
+
+def _scipy_stats() -> Any:
+    """scipy.stats, imported on first use (most of the import cost of the package that imports this)."""
+    from scipy import stats
+
+    return stats
 
 __all__ = ["CrossedResult", "crossed_bootstrap", "crossed_matrix"]
 
@@ -105,7 +111,7 @@ def crossed_bootstrap(cells: Mapping[tuple[Any, str], float], *, confidence: flo
         # Few seeds estimate the seed component poorly: Satterthwaite's degrees of freedom for the
         # two components, and the draws widened by t / z at that df.
         df = (v_seed + v_problem) ** 2 / (v_seed ** 2 / (S - 1) + v_problem ** 2 / (P - 1)) if v_seed + v_problem > 0 else math.inf
-        widen = float(_st.t.ppf(1 - alpha / 2, df) / _st.norm.ppf(1 - alpha / 2)) if math.isfinite(df) else 1.0
+        widen = float(_scipy_stats().t.ppf(1 - alpha / 2, df) / _scipy_stats().norm.ppf(1 - alpha / 2)) if math.isfinite(df) else 1.0
         draws = estimate + (draws - np.mean(draws)) * (corrected * widen / se)
         se = corrected * widen
     low, high = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
@@ -114,7 +120,7 @@ def crossed_bootstrap(cells: Mapping[tuple[Any, str], float], *, confidence: flo
     else:
         far = min(float(np.mean(draws <= 0)), float(np.mean(draws >= 0)))
         p_value = min(1.0, max(2 * far, 1.0 / draws.size))
-    mdd = float((_st.norm.ppf(1 - alpha / 2) + _st.norm.ppf(power)) * se)
+    mdd = float((_scipy_stats().norm.ppf(1 - alpha / 2) + _scipy_stats().norm.ppf(power)) * se)
     return CrossedResult(estimate, (float(low), float(high)), se, p_value, mdd, S, P, len(values))
 
 

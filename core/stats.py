@@ -11,10 +11,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as _st
+
+
+def _st() -> ModuleType:
+    """scipy.stats, imported on first use: it is most of the import cost of ``rsigym.graders``."""
+    from scipy import stats
+
+    return stats
+
 
 __all__ = [
     "TostResult", "bootstrap_ci", "cluster_bootstrap_ci", "cluster_means", "cluster_t_ci",
@@ -38,7 +46,7 @@ def bootstrap_ci(values: Sequence[float], *, confidence: float = 0.95, resamples
         return (math.nan, math.nan)
     if data.size == 1 or np.all(data == data[0]):
         return (float(data[0]), float(data[0]))
-    result = _st.bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=resamples,
+    result = _st().bootstrap((data,), np.mean, confidence_level=confidence, n_resamples=resamples,
                            method="percentile", rng=np.random.default_rng(seed))
     return (float(result.confidence_interval.low), float(result.confidence_interval.high))
 
@@ -95,7 +103,7 @@ def cluster_t_ci(values: Sequence[float], clusters: Sequence[Any], *,
         return (mean, math.nan, math.nan, 1)
     if np.all(means == means[0]):
         return (mean, mean, mean, int(means.size))
-    ci = _st.ttest_1samp(means, popmean=0.0).confidence_interval(confidence_level=confidence)
+    ci = _st().ttest_1samp(means, popmean=0.0).confidence_interval(confidence_level=confidence)
     return (mean, float(ci.low), float(ci.high), int(means.size))
 
 
@@ -109,7 +117,7 @@ def mcnemar_exact(b: int, c: int) -> float:
         raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
     if b + c == 0:
         return 1.0
-    return float(_st.binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+    return float(_st().binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
 
 
 @dataclass(frozen=True)
@@ -134,7 +142,7 @@ def sign_flip_test(deltas: Sequence[float], resamples: int = 20000, seed: int = 
     data = data[data != 0]
     if data.size <= 1:  # one sign out of two equally likely: p = 1
         return 1.0
-    result = _st.permutation_test((data,), np.mean, permutation_type="samples", vectorized=True,
+    result = _st().permutation_test((data,), np.mean, permutation_type="samples", vectorized=True,
                                   n_resamples=resamples, alternative="two-sided",
                                   rng=np.random.default_rng(seed))
     return float(min(1.0, result.pvalue))
@@ -177,10 +185,10 @@ def tost_paired(deltas: Sequence[float], margin: float = 0.10, alpha: float = 0.
         p_value = (1.0 - (margin - abs(mean)) / spread) ** data.size
         half = (1.0 - alpha ** (1.0 / data.size)) * spread
         return TostResult(float(p_value), p_value < alpha, mean - half, mean + half)
-    above_lower = _st.ttest_1samp(data, popmean=-margin, alternative="greater")
-    below_upper = _st.ttest_1samp(data, popmean=margin, alternative="less")
+    above_lower = _st().ttest_1samp(data, popmean=-margin, alternative="greater")
+    below_upper = _st().ttest_1samp(data, popmean=margin, alternative="less")
     p_value = float(max(above_lower.pvalue, below_upper.pvalue))
-    ci = _st.ttest_1samp(data, popmean=0.0).confidence_interval(confidence_level=1 - 2 * alpha)
+    ci = _st().ttest_1samp(data, popmean=0.0).confidence_interval(confidence_level=1 - 2 * alpha)
     return TostResult(p_value, p_value < alpha, float(ci.low), float(ci.high))
 
 
@@ -207,7 +215,7 @@ def flip_rate(outcomes_by_task: Mapping[Any, Sequence[bool | float]], threshold:
         pairs += len(outcomes) * (len(outcomes) - 1) // 2
     if pairs == 0:
         return (math.nan, math.nan, math.nan)
-    ci = _st.binomtest(disagreeing, pairs).proportion_ci(confidence_level=confidence, method="wilson")
+    ci = _st().binomtest(disagreeing, pairs).proportion_ci(confidence_level=confidence, method="wilson")
     return (disagreeing / pairs, float(ci.low), float(ci.high))
 
 
@@ -223,7 +231,7 @@ def task_flip_share(outcomes_by_task: Mapping[Any, Sequence[bool | float]], thre
     if not rows:
         return (math.nan, math.nan, math.nan, 0)
     flipped = sum(len({float(o) >= threshold for o in row}) > 1 for row in rows)
-    ci = _st.binomtest(flipped, len(rows)).proportion_ci(confidence_level=confidence, method="wilson")
+    ci = _st().binomtest(flipped, len(rows)).proportion_ci(confidence_level=confidence, method="wilson")
     return (flipped / len(rows), float(ci.low), float(ci.high), len(rows))
 
 
@@ -306,7 +314,7 @@ def minimum_detectable_difference(sd_of_single_run_differences: float, n: int, a
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    z = _st.norm.ppf(1 - alpha / 2) + _st.norm.ppf(power)
+    z = _st().norm.ppf(1 - alpha / 2) + _st().norm.ppf(power)
     return float(z * sd_of_single_run_differences / math.sqrt(n))
 
 
@@ -316,7 +324,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
         raise ValueError(f"x and y differ in length: {len(x)} vs {len(y)}")
     if len(x) < 2 or len(set(x)) < 2 or len(set(y)) < 2:
         return math.nan
-    return float(_st.spearmanr(x, y).statistic)
+    return float(_st().spearmanr(x, y).statistic)
 
 
 def ndcg_at_k(relevances_in_predicted_order: Sequence[float], k: int) -> float:

@@ -28,12 +28,18 @@ from itertools import combinations
 from typing import Sequence
 
 import numpy as np
-from scipy import stats as _st
 
 from rsigym.records import Trajectory
 
 from .trace import PASS_THRESHOLD, Pair, behaviour_diff, record_score, rerun_groups
 from .trace_effects import Part, task_part
+
+
+def _scipy_stats() -> Any:
+    """scipy.stats, imported on first use (most of the import cost of the package that imports this)."""
+    from scipy import stats
+
+    return stats
 
 __all__ = ["Unit", "ArmReruns", "arm_reruns", "BehaviourRate", "behaviour_rate", "GraderFlips", "grader_flips"]
 
@@ -195,7 +201,7 @@ def grader_flips(units: Sequence[Unit], confidence: float = 0.95) -> GraderFlips
     n = len(by_task)
     if n == 0:
         return GraderFlips(0, 0, 0, 0, math.nan, math.nan, math.nan, math.nan)
-    ci = _st.binomtest(flipped, n).proportion_ci(confidence, method="exact")
+    ci = _scipy_stats().binomtest(flipped, n).proportion_ci(confidence, method="exact")
     mean_abs = float(np.mean([np.mean([abs(u.treat - u.base) for u in v])  # type: ignore[operator]
                               for v in by_task.values()]))
     return GraderFlips(n, flipped, down, up, flipped / n, float(ci.low), float(ci.high), mean_abs)
