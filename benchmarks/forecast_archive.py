@@ -2,8 +2,8 @@
 
 Table 1 (per environment): interventions, runs, seeds complete, crashed runs, the share of
 interventions whose paired-seed gain is significant (two-sided t-test, p < 0.05), how many
-placebos have a mean gain within 2 SE of 0 (they must: their true gain is 0 by construction;
-an exact no-op has SE 0 and gain exactly 0), the baseline metric, the gain range, and the median
+placebos have a mean gain within 2 SE of 0 (about 95% of them should: their true gain is 0 by
+construction; one that repeats the baseline exactly has SE 0 and gain exactly 0), the baseline metric, the gain range, and the median
 seconds of one training run on one thread during the build.
 
 Table 2 (timing, measured now on this machine): median of ``--repeats`` runs of each research

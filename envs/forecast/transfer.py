@@ -50,7 +50,9 @@ def logo_condition(target: str, observed: str = "mean") -> dict[str, Any]:
 def play(agent: dict[str, Any], task: str, condition: dict[str, Any], seed: int, *, archive: Archive,
          label: str | None = None, design: dict[str, int] | None = None) -> dict[str, Any]:
     """One episode of ``agent`` (an agent spec dict: id, kind, model, params) on ``task``; its row."""
-    env = ExperimentForecastEnv(condition=condition, archive=archive, **(design or BUDGET_DESIGN))
+    shape = design or BUDGET_DESIGN
+    env = ExperimentForecastEnv(condition=condition, archive=archive, rounds=shape["rounds"],
+                                candidates=shape["candidates"], select=shape["select"])
     forecaster = make_agent({"params": {}, "model": None, **agent})
     observation, info = env.reset(seed=seed, options={"task_id": task})
     forecaster.reset({"env_id": "rsigym/ExperimentForecast-v0", "task_id": task, "condition": condition,

@@ -30,8 +30,11 @@ def test_nothing_derived_from_unexecuted_candidates_true_gains_reaches_the_agent
     index = CONDITIONS.index(condition)
     extra = [(TARGETS[(2 * index + k) % len(TARGETS)], index + k) for k in (0, 1)]
     for task, seed in (("digits-mlp", 3), ("tabular-bc", 8), *extra):
+        # the scenarios' design (4 rounds, pool 36) leaves hidden records in the 42-record catalogues
+        # under shuffled_gains too, where most of a small target's records are shown
+        design = {} if (task, seed) in (("digits-mlp", 3), ("tabular-bc", 8)) else {"rounds": 4, "pool": 36}
         differences, hidden = hidden_truth_differences(
-            lambda a: ExperimentForecastEnv(condition=condition, archive=a), archive, task=task, seed=seed)
+            lambda a: ExperimentForecastEnv(condition=condition, archive=a, **design), archive, task=task, seed=seed)
         assert hidden >= 3, "the check must move some hidden truths to mean anything"
         assert differences == [], f"{task}: {differences[:3]}"
 
