@@ -1,11 +1,13 @@
 """``rsigym/ExperimentForecast-v0``: forecast the gains of interventions from an archive of real experiments.
 
-The family: five small research environments with real seeded trainings (``research``), an
-intervention catalogue with near-duplicate group keys (``catalogue``, ``interventions``), the
-archive of paired-seed gains built by ``rsigym archive build`` (``archive``), the env and its
-experience conditions (``env``, ``experience``), the metrics (``metrics``), numeric forecasters
-(``agents``), the offline model ``rsigym/forecast_heuristic`` (``policies``), graders and the
-report section (``analyses``).
+The family: eleven small research environments in five groups with real seeded trainings
+(``research``; trainers ``charlm``, ``digits``, ``tabular``, ``wine``, ``tabular_mlp``,
+``regression``, ``sequence``), an intervention catalogue with near-duplicate group keys
+(``catalogue``, ``catalogue_small``, ``interventions``), the archive of paired-seed gains built by
+``rsigym archive build`` (``archive``) and its rerun check (``rerun``), the env and its experience
+conditions (``env``, ``experience``), the metrics (``metrics``), numeric forecasters (``agents``),
+the offline model ``rsigym/forecast_heuristic`` (``policies``), graders and the report section
+(``analyses``), and the paper's fixed-budget and leave-one-group-out experiments (``transfer``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ build`` makes both (never in CI).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import gzip
 import json
@@ -30,7 +29,7 @@ from .catalogue import catalogue
 from .research import RESEARCH_ENVIRONMENTS, gain, research_environment, run
 
 __all__ = ["ArchiveRecord", "BaselineRecord", "Archive", "build_runs", "assemble", "write_archive",
-           "load_archive", "label_exact_noop", "paired_stats", "BASELINE_ID", "SIGNIFICANCE_ALPHA", "GAIN_FLOOR"]
+           "load_archive", "paired_stats", "BASELINE_ID", "SIGNIFICANCE_ALPHA", "GAIN_FLOOR"]
 
 BASELINE_ID = "baseline"
 GAIN_FLOOR = -1.0     # per-seed gains below this (an error rate doubled, a crash) count as this
@@ -43,7 +42,8 @@ class ArchiveRecord:
     """One intervention's outcome over the paired seeds.
 
     Attributes:
-        environment, intervention, text, diff, group, placebo: as in the catalogue.
+        environment, intervention, text, diff, group, placebo: as in the catalogue (a placebo is
+            chosen by its diff, never relabelled from its outcome).
         seeds: the seeds run (the same for the baseline).
         metrics: the intervention's metric per seed (crashed runs floored).
         baseline_metrics: the baseline's metric for the same seeds.
@@ -234,12 +234,12 @@ def assemble(rows: Iterable[dict[str, Any]]) -> tuple[list[ArchiveRecord], dict[
         metrics = [_floored(runs[s], floor) for s in seeds]
         gains = [max(GAIN_FLOOR, gain(iv.environment, b, m)) for b, m in zip(base_metrics, metrics)]
         mean, se, p = paired_stats(gains)
-        records.append(label_exact_noop(ArchiveRecord(
+        records.append(ArchiveRecord(
             environment=iv.environment, intervention=iv.id, text=iv.text, diff=dict(iv.diff), group=iv.group,
             placebo=iv.placebo, seeds=seeds, metrics=[round(m, 6) for m in metrics],
             baseline_metrics=[round(b, 6) for b in base_metrics], crashed=[bool(runs[s]["crashed"]) for s in seeds],
             gains=[round(g, 6) for g in gains], gain=round(mean, 6), gain_se=round(se, 6), p_value=round(p, 6),
-            significant=bool(p < SIGNIFICANCE_ALPHA))))
+            significant=bool(p < SIGNIFICANCE_ALPHA)))
     return records, baselines
 
 
@@ -272,17 +272,8 @@ def parse_archive(data: bytes, provenance: dict[str, Any]) -> Archive:
         if kind == "baseline":
             baselines[row["environment"]] = BaselineRecord(**row)
         else:
-            records.append(label_exact_noop(ArchiveRecord(**row)))
+            records.append(ArchiveRecord(**row))
     return Archive(tuple(records), baselines, provenance)
-
-
-def label_exact_noop(record: ArchiveRecord) -> ArchiveRecord:
-    """``record`` marked as a placebo when it is an exact no-op: every seed's metric equals the
-    baseline's (charlm ``adam`` at weight decay 0, digits ``adamw`` with PyTorch's defaults,
-    tabular ``some_iters``): its true gain is 0 by construction, exactly as a logging placebo's."""
-    noop = (not record.placebo and not any(record.crashed) and len(record.metrics) == len(record.baseline_metrics)
-            and all(m == b for m, b in zip(record.metrics, record.baseline_metrics)))
-    return dataclasses.replace(record, placebo=True) if noop else record
 
 
 @functools.lru_cache(maxsize=1)

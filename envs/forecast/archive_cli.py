@@ -30,6 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                           help="the build's folder (holds runs.jsonl); the archive is written there")
     assemble.add_argument("--seeds", type=int, default=8, help="the seeds the build was asked for")
     assemble.add_argument("--note", help="a line for the provenance (why the build is partial, how it ran)")
+    assemble.add_argument("--keep-shipped", action="store_true",
+                          help="take every environment the runs do not cover from the shipped archive "
+                               "(its records, baselines and provenance; placebo flags from the catalogue)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -64,11 +67,42 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"no runs in {runs_path}: run 'rsigym archive build' first")
     records, baselines = assemble(rows)
     info = provenance(rows, args.seeds, sys.argv)
+    if getattr(args, "keep_shipped", False):
+        records, baselines = keep_shipped(records, baselines, info)
     if getattr(args, "note", None):
         info["note"] = args.note
     path = write_archive(args.out, records, baselines, info)
     print(f"{len(records)} records, {len(baselines)} baselines -> {path}")
     return 0
+
+
+def keep_shipped(records: list[Any], baselines: dict[str, Any], info: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """``records`` and ``baselines`` plus the shipped archive's environments they lack; ``info`` says which.
+
+    A kept record's placebo flag is set from the catalogue (by its diff), whatever the shipped file says.
+    """
+    import dataclasses
+
+    from .archive import load_archive
+    from .catalogue import catalogue
+
+    shipped = load_archive()
+    placebo = {iv.id: iv.placebo for iv in catalogue()}
+    kept = sorted(set(shipped.baselines) - set(baselines))
+    baselines = {**baselines, **{env: shipped.baselines[env] for env in kept}}
+    records = list(records) + [dataclasses.replace(r, placebo=placebo[r.intervention])
+                               for r in shipped.records if r.environment in kept]
+    for env in kept:
+        info["environments"][env] = {**shipped.provenance.get("environments", {}).get(env, {}),
+                                     "built_at": shipped.provenance.get("built_at"),
+                                     "git_revision": shipped.provenance.get("git_revision")}
+    info["kept_from_shipped"] = {"environments": kept, "built_at": shipped.provenance.get("built_at"),
+                                 "command": shipped.provenance.get("command"),
+                                 "complete": shipped.provenance.get("complete")}
+    built = [v for env, v in info["environments"].items() if env not in kept]
+    info["complete"] = (all(len(v["seeds_complete"]) == info["seeds_requested"] for v in built)
+                        and bool(shipped.provenance.get("complete", True)))
+    return records, baselines
 
 
 def provenance(rows: list[dict[str, Any]], seeds_requested: int, argv: list[str]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The intervention catalogue: 40-50 changes per research environment, placebos included.
+"""The intervention catalogue: 40-60 changes per research environment, placebos included.
 
 Entries are ``(slug, text, diff, group)``; a group in the ``placebo`` component marks a placebo.
 ``tests/envs/forecast/test_catalogue.py`` runs ``lint_catalogue`` over all of them.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from .catalogue_small import REGRESSION, SEQUENCE, WINE, bc_mlp
 from .interventions import Intervention
 
 __all__ = ["catalogue", "interventions_of"]
@@ -219,6 +220,8 @@ _TABULAR: list[Entry] = [
 _BY_ENV: dict[str, list[Entry]] = {
     "charlm-pydoc": _CHARLM, "charlm-stdlib": _CHARLM,
     "digits-mlp": _DIGITS_MLP, "digits-cnn": _DIGITS_CNN, "tabular-bc": _TABULAR,
+    "tabular-wine": WINE, "bc-mlp": bc_mlp(_optimizer(1e-3, 0.05, "adamw", 0.99, 0.9999), _placebos(1)),
+    "regress-diabetes": REGRESSION, "regress-friedman": REGRESSION, "seq-ar": SEQUENCE, "seq-season": SEQUENCE,
 }
 
 

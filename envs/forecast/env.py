@@ -22,21 +22,21 @@ from .research import RESEARCH_ENVIRONMENTS
 __all__ = ["ExperimentForecastEnv", "PREDICTION_BOUND", "TEXT_CHARS", "DATA_CHARS"]
 
 PREDICTION_BOUND = 100.0
-TEXT_CHARS = 120_000
-DATA_CHARS = 200_000
+TEXT_CHARS = 400_000
+DATA_CHARS = 600_000
 
 
 class ExperimentForecastEnv(gym.Env[dict, dict]):
     """Predict the gain of 16 candidate interventions per round; the predicted top 3 are executed.
 
     ## Description
-    A task is a target research environment (``charlm-pydoc``, ``charlm-stdlib``, ``digits-mlp``,
-    ``digits-cnn``, ``tabular-bc``) whose interventions were all run with 8 paired seeds when the
-    archive was built (``rsigym archive build``). At reset the seed splits the target's
-    interventions into a candidate pool (``candidates + select * (rounds - 1)`` of them, every
-    placebo included) and the rest. Each round shows 16 unexecuted pool members (at least one
-    placebo while one is left), the visible archive of the condition, and everything executed so
-    far; the forecaster predicts each candidate's gain, the env scores the round and "executes"
+    A task is a target research environment (``charlm-pydoc``, ``digits-mlp``, ``tabular-bc``,
+    ``regress-diabetes``, ``seq-ar``, ... : ``research.RESEARCH_ENVIRONMENTS``) whose interventions
+    were all run with paired seeds when the archive was built (``rsigym archive build``). At reset
+    the seed splits the target's interventions into a candidate pool (``candidates + select *
+    (rounds - 1)`` of them, a uniform draw: placebos enter it as often as real interventions) and
+    the rest. Each round shows 16 unexecuted pool members drawn uniformly, the visible archive of
+    the condition, and everything executed so far; the forecaster predicts each candidate's gain, the env scores the round and "executes"
     the predicted top 3 (an archive lookup; ties broken by the episode's generator).
 
     ## Observation
@@ -131,9 +131,8 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
         self._target, self._seed = target, int(seed or 0)
         rng = self.np_random
         records = self.archive.of(target)
-        placebos = [r for r in records if r.placebo]
-        others = [records[i] for i in rng.permutation(len(records)) if not records[i].placebo]
-        self._pool = (placebos + others)[: self.pool_size]
+        # a uniform draw: a placebo enters the pool exactly as often as a real intervention
+        self._pool = [records[i] for i in rng.permutation(len(records))[: self.pool_size]]
         pool_ids = {r.intervention for r in self._pool}
         self._visible = self.experience.visible(target, self.archive.records, pool_ids)
         # what each target record shows: itself, or (shuffled_gains) another record of the target
@@ -202,12 +201,7 @@ class ExperimentForecastEnv(gym.Env[dict, dict]):
     def _draw_candidates(self) -> None:
         done = {r.intervention for _, r in self._executed}
         left = [r for r in self._pool if r.intervention not in done]
-        picks = [left[i] for i in self.np_random.permutation(len(left))[: self.candidates]]
-        if not any(r.placebo for r in picks):
-            spare = [r for r in left if r.placebo and r not in picks]
-            if spare:
-                picks[int(self.np_random.integers(len(picks)))] = spare[int(self.np_random.integers(len(spare)))]
-        self._current: list[ArchiveRecord] = picks
+        self._current: list[ArchiveRecord] = [left[i] for i in self.np_random.permutation(len(left))[: self.candidates]]
 
     def _shown(self, record: ArchiveRecord) -> tuple[float, float | None]:
         source = self._shown_source.get(record.intervention, record)

@@ -9,8 +9,9 @@ candidates, and what observed gain each shows:
   intervention in the episode's candidate pool (near duplicates would be answers, and an agent
   with memory could carry one from round to round, so the whole pool's groups are hidden).
   ``sources: [names]`` chooses the source environments; ``related_only: true`` keeps only the
-  target's twin (``RELATED``: the other charlm corpus, the other digits model; tabular-bc has
-  none, so it sees nothing), the paper's "related environment" transfer question.
+  target's twin (``RELATED``: the other charlm corpus, the other digits model, the same breast
+  cancer data under the other model family, the other regression data set, the other sequence;
+  tabular-wine has none, so it sees nothing), the paper's "related environment" transfer question.
 * ``shuffled_gains``: ``in_env`` with every observed gain of the target environment (archive and
   executed feedback alike) taken from a permutation of that environment's records: the
   feedback-use control. Scores always use the true gains.
@@ -35,7 +36,9 @@ __all__ = ["ExperienceCondition", "FORECAST_CONDITIONS", "CONDITION_NAMES", "Obs
 CONDITION_NAMES = ("no_experience", "in_env", "cross_env", "shuffled_gains")
 Observed = Literal["mean", "single_seed"]
 RELATED = {"charlm-pydoc": ("charlm-stdlib",), "charlm-stdlib": ("charlm-pydoc",),
-           "digits-mlp": ("digits-cnn",), "digits-cnn": ("digits-mlp",), "tabular-bc": ()}
+           "digits-mlp": ("digits-cnn",), "digits-cnn": ("digits-mlp",), "tabular-bc": ("bc-mlp",),
+           "bc-mlp": ("tabular-bc",), "tabular-wine": (), "regress-diabetes": ("regress-friedman",),
+           "regress-friedman": ("regress-diabetes",), "seq-ar": ("seq-season",), "seq-season": ("seq-ar",)}
 
 
 @dataclass(frozen=True)

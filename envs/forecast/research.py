@@ -1,7 +1,9 @@
-"""The five research environments whose experiments fill the archive.
+"""The eleven research environments whose experiments fill the archive.
 
 Each is a real, seeded training with a fixed compute budget that takes well under a few seconds
-on one CPU thread. ``run(environment, diff, seed)`` applies an intervention's diff to the
+on one CPU thread (the charlm twins about ten). ``ENVIRONMENT_GROUPS`` sorts them by kind of task
+(text, image, tabular classification, regression, sequence) for the leave-one-group-out transfer
+benchmark. ``run(environment, diff, seed)`` applies an intervention's diff to the
 baseline config and trains; the archive compares it with the baseline run of the same seed.
 """
 
@@ -14,10 +16,15 @@ from typing import Any, Callable, Literal, Mapping
 
 from .charlm import CHARLM_BASELINE, VOCAB_SIZE, train_charlm
 from .digits import DIGITS_CNN_BASELINE, DIGITS_MLP_BASELINE, train_digits
+from .regression import REGRESSION_BASELINE, target_variance, train_regression
 from .runs import RunResult
+from .sequence import SEQUENCE_BASELINE, series, train_sequence
 from .tabular import TABULAR_BASELINE, train_tabular
+from .tabular_mlp import BC_MLP_BASELINE, train_bc_mlp
+from .wine import WINE_BASELINE, train_wine
 
-__all__ = ["ResearchEnvironment", "RESEARCH_ENVIRONMENTS", "research_environment", "run", "gain"]
+__all__ = ["ResearchEnvironment", "RESEARCH_ENVIRONMENTS", "ENVIRONMENT_GROUPS", "group_of", "research_environment",
+           "run", "gain"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +32,7 @@ class ResearchEnvironment:
     """A training recipe with a fixed budget, the metric it reports and what a crash counts as.
 
     Attributes:
-        name: ``charlm-pydoc``, ``charlm-stdlib``, ``digits-mlp``, ``digits-cnn`` or ``tabular-bc``.
+        name: ``charlm-pydoc``, ``digits-mlp``, ``tabular-bc``, ``regress-diabetes``, ``seq-ar``, ...
         description: one paragraph for the forecaster (task, model, data, budget).
         metric: what the run reports (lower is better for both kinds).
         metric_kind: ``loss`` (gain = log(baseline / intervention)) or ``error`` (gain = relative
@@ -34,6 +41,7 @@ class ResearchEnvironment:
         baseline: the baseline config; interventions are diffs on it.
         train: ``(config, seed) -> RunResult``.
         features: numeric environment features for the regression forecasters.
+        budget: the budget in words, where the baseline's knobs do not say it.
     """
 
     name: str
@@ -44,8 +52,11 @@ class ResearchEnvironment:
     baseline: Mapping[str, Any]
     train: Callable[[dict[str, Any], int], RunResult] = field(repr=False)
     features: Mapping[str, float] = field(default_factory=dict)
+    budget: str = ""
 
     def budget_text(self) -> str:
+        if self.budget:
+            return self.budget
         cfg = self.baseline
         if "tokens" in cfg:
             return f"{cfg['tokens']} training tokens ({cfg['tokens'] // (cfg['batch_size'] * cfg['context'])} steps)"
@@ -54,7 +65,8 @@ class ResearchEnvironment:
         return f"{5 * 2} fits (2 repeats of 5 folds)"
 
 
-_MODALITY = {"text": 0.0, "image": 0.0, "tabular": 0.0}
+_MODALITY = {"text": 0.0, "image": 0.0, "tabular": 0.0, "sequence": 0.0}
+_CV = "10 fits (2 repeats of 5 folds)"
 
 
 def _features(modality: str, neural: bool, loss_metric: bool) -> dict[str, float]:
@@ -97,8 +109,64 @@ RESEARCH_ENVIRONMENTS: dict[str, ResearchEnvironment] = {
             "cross-validation.",
             "cross-validated error rate", "error", 212 / 569, TABULAR_BASELINE,
             train_tabular, _features("tabular", False, False)),
+        ResearchEnvironment(
+            "tabular-wine",
+            "A standardised multinomial L2 logistic regression (C = 1, lbfgs) on scikit-learn's wine data "
+            "(178 wines, 3 cultivars, 13 chemical measurements); metric: cross-entropy of the predicted class "
+            "probabilities pooled over 2 repeats of stratified 5-fold cross-validation.",
+            "cross-validated log-loss (nats)", "loss", math.log(3), WINE_BASELINE, train_wine,
+            _features("tabular", False, True), budget=_CV),
+        ResearchEnvironment(
+            "bc-mlp",
+            "A one-hidden-layer MLP (width 32, ReLU) trained with Adam for 10 epochs on scikit-learn's breast "
+            "cancer data (standardised; half the 569 tumours for training, half for test); metric: test "
+            "cross-entropy.",
+            "test cross-entropy", "loss", math.log(2), BC_MLP_BASELINE, train_bc_mlp,
+            _features("tabular", True, True)),
+        ResearchEnvironment(
+            "regress-diabetes",
+            "A standardised ridge regression (alpha = 1) on scikit-learn's diabetes data (442 patients, 10 "
+            "features, disease progression after a year); metric: out-of-fold mean squared error pooled over "
+            "2 repeats of 5-fold cross-validation.",
+            "cross-validated MSE", "loss", target_variance("diabetes"), REGRESSION_BASELINE,
+            functools.partial(train_regression, "diabetes"), _features("tabular", False, True), budget=_CV),
+        ResearchEnvironment(
+            "regress-friedman",
+            "The same ridge regression recipe as regress-diabetes on scikit-learn's make_friedman1 (400 rows, "
+            "10 features of which 5 matter through a smooth non-linear function, noise 1, drawn once); metric: "
+            "out-of-fold mean squared error pooled over 2 repeats of 5-fold cross-validation.",
+            "cross-validated MSE", "loss", target_variance("friedman"), REGRESSION_BASELINE,
+            functools.partial(train_regression, "friedman"), _features("tabular", False, True), budget=_CV),
+        ResearchEnvironment(
+            "seq-ar",
+            "One-step-ahead forecasting of a synthetic non-linear autoregressive sequence (800 steps, a fresh "
+            "realisation per seed) with a standardised ridge regression (alpha = 1) on the last 4 values; "
+            "trained on the first 70% of the windows; metric: test mean squared error on the last 30%.",
+            "test MSE", "loss", float(series("ar", 0).var()), SEQUENCE_BASELINE,
+            functools.partial(train_sequence, "ar"), _features("sequence", False, True), budget="one fit"),
+        ResearchEnvironment(
+            "seq-season",
+            "The same lag-window ridge recipe as seq-ar on a synthetic sequence with a 12-step season and a "
+            "slow upward trend (800 steps, a fresh realisation per seed); metric: test mean squared error on "
+            "the last 30% of the windows.",
+            "test MSE", "loss", float(series("season", 0).var()), SEQUENCE_BASELINE,
+            functools.partial(train_sequence, "season"), _features("sequence", False, True), budget="one fit"),
     ]
 }
+
+# kinds of task, for leave-one-group-out transfer: no group shares a dataset or a recipe with another
+ENVIRONMENT_GROUPS: dict[str, tuple[str, ...]] = {
+    "text": ("charlm-pydoc", "charlm-stdlib"),
+    "image": ("digits-mlp", "digits-cnn"),
+    "tabular-classification": ("tabular-bc", "tabular-wine", "bc-mlp"),
+    "regression": ("regress-diabetes", "regress-friedman"),
+    "sequence": ("seq-ar", "seq-season"),
+}
+
+
+def group_of(environment: str) -> str:
+    """The group of ``environment`` in ``ENVIRONMENT_GROUPS``."""
+    return next(name for name, members in ENVIRONMENT_GROUPS.items() if environment in members)
 
 
 def research_environment(name: str) -> ResearchEnvironment:

@@ -10,7 +10,8 @@ import pytest
 from rsigym.envs.forecast.archive import (BASELINE_ID, GAIN_FLOOR, assemble, build_runs, load_archive, paired_stats,
                                           read_runs)
 from rsigym.envs.forecast.catalogue import interventions_of
-from rsigym.envs.forecast.research import run
+from rsigym.envs.forecast.research import RESEARCH_ENVIRONMENTS
+from rsigym.envs.forecast.rerun import RERUN_ROWS, rerun_check
 
 
 def _row(env: str, iv: str, seed: int, metric: float | None, crashed: bool = False) -> dict:
@@ -78,24 +79,28 @@ def test_the_shipped_archive_has_provenance_and_every_intervention():
     provenance = archive.provenance
     for key in ("built_at", "command", "seeds_requested", "environments", "torch", "scikit_learn", "complete"):
         assert key in provenance, key
-    assert set(archive.baselines) == {"charlm-pydoc", "charlm-stdlib", "digits-mlp", "digits-cnn", "tabular-bc"}
+    assert set(archive.baselines) == set(RESEARCH_ENVIRONMENTS) and len(archive.baselines) >= 10
+    assert set(RERUN_ROWS) == set(RESEARCH_ENVIRONMENTS)
+    for env in RESEARCH_ENVIRONMENTS:   # every catalogue row of every environment is in the archive
+        assert {r.intervention for r in archive.of(env)} == {iv.id for iv in interventions_of(env)}, env
     assert all(len(r.gains) == len(r.seeds) >= 2 for r in archive.records)
 
 
-@pytest.mark.parametrize("intervention", ["digits-mlp/lr_x3", "tabular-bc/C_div10"])
-def test_rerunning_an_archive_row_reproduces_its_gain_within_three_standard_errors(intervention):
-    record = load_archive().by_id()[intervention]
-    env, seeds = record.environment, record.seeds[:4]          # 4 of the paired seeds keep CI short
-    gains = [_gain(env, run(env, {}, s).metric, run(env, record.diff, s).metric) for s in seeds]
-    archived = [record.gains[record.seeds.index(s)] for s in seeds]
-    rerun_mean, archived_mean = sum(gains) / len(gains), sum(archived) / len(archived)
-    assert abs(rerun_mean - archived_mean) <= 3 * max(record.gain_se, 1e-6), (rerun_mean, archived_mean)
-    assert abs(rerun_mean - record.gain) <= 3 * max(record.gain_se, 1e-6) + abs(archived_mean - record.gain)
+@pytest.mark.parametrize("environment", sorted(RERUN_ROWS))
+def test_rerunning_a_row_of_every_environment_reproduces_its_gain_within_three_standard_errors(environment):
+    record = load_archive().by_id()[RERUN_ROWS[environment]]
+    assert not record.placebo and record.environment == environment
+    # 4 of the paired seeds keep it short; 2 for the charlm twins (about 10 s a run)
+    check = rerun_check(record, seeds=2 if environment.startswith("charlm") else 4)
+    assert check.passed, (check.rerun_gains, check.archived_gains, check.margin)
+    assert abs(check.rerun_mean - record.gain) <= check.margin + abs(check.archived_mean - record.gain)
 
 
-def _gain(env: str, base: float, metric: float) -> float:
-    from rsigym.envs.forecast.research import gain
-    return max(GAIN_FLOOR, gain(env, base, metric))
+def test_the_rerun_check_fails_a_row_whose_archived_gains_were_altered():
+    import dataclasses
+    record = load_archive().by_id()["seq-ar/lags_2"]
+    forged = dataclasses.replace(record, gains=[g + 10 * max(record.gain_se, 0.01) for g in record.gains])
+    assert not rerun_check(forged, seeds=2).passed
 
 
 def test_the_archive_command_stops_bad_input_with_one_line(tmp_path: Path, capsys):

@@ -25,13 +25,13 @@ def _play(env: ExperimentForecastEnv, predict=lambda data: [0.0] * len(data["can
     return observations, infos, rewards
 
 
-def test_an_episode_is_8_rounds_of_16_candidates_with_a_placebo_and_24_distinct_selections():
+def test_an_episode_is_8_rounds_of_16_candidates_and_24_distinct_selections():
     env = ExperimentForecastEnv(condition="in_env")
     observations, infos, rewards = _play(env)
     state = env.snapshot()
     assert len(state["rounds"]) == 8 and len(state["executed"]) == len(set(state["executed"])) == 24
     for round_log in state["rounds"]:
-        assert len(round_log["candidates"]) == 16 and round_log["placebos"]
+        assert len(round_log["candidates"]) == 16
         assert not set(round_log["candidates"]) & set(state["executed"][: 3 * round_log["round"]])
     assert infos[-1]["termination"] == "budget_exhausted" and infos[-1]["budget"]["selections_left"] == 0
     assert sum(rewards) == pytest.approx(max(0.0, state["best_gain"]))
@@ -126,7 +126,8 @@ def test_cross_env_sources_and_related_only_choose_the_visible_environments():
         env.reset(seed=2, options={"task_id": "charlm-pydoc"})
         return {row["environment"] for row in json.loads(env._observation()["data"])["experience"]}
 
-    assert seen("cross_env") == {"charlm-stdlib", "digits-mlp", "digits-cnn", "tabular-bc"}
+    from rsigym.envs.forecast.research import RESEARCH_ENVIRONMENTS
+    assert seen("cross_env") == set(RESEARCH_ENVIRONMENTS) - {"charlm-pydoc"}
     assert seen({"name": "cross_env", "params": {"sources": ["digits-cnn", "tabular-bc"]}}) == {"digits-cnn", "tabular-bc"}
     assert seen({"name": "cross_env", "params": {"related_only": True}}) == {"charlm-stdlib"}
     with pytest.raises(ValueError, match="sources must name research environments"):
@@ -135,16 +136,40 @@ def test_cross_env_sources_and_related_only_choose_the_visible_environments():
         ExperimentForecastEnv(condition={"name": "in_env", "params": {"related_only": True}})
 
 
-def test_exact_no_ops_are_placebos_and_noise_rounds_are_marked():
+def test_placebos_are_labelled_by_their_diff_and_noise_rounds_are_marked():
+    from rsigym.envs.forecast.catalogue import catalogue
     records = load_archive().by_id()
+    by_diff = {iv.id: iv.placebo for iv in catalogue()}
+    assert all(r.placebo == by_diff[r.intervention] for r in records.values())
+    # exact no-ops found after the fact (every seed equal to the baseline) stay real interventions:
+    # labelling them placebos would choose placebos by their outcome
     for noop in ("charlm-pydoc/adam", "digits-mlp/adamw", "tabular-bc/some_iters"):
-        assert records[noop].placebo and records[noop].gains == [0.0] * len(records[noop].gains)
+        assert not records[noop].placebo and records[noop].gains == [0.0] * len(records[noop].gains)
     assert not records["digits-mlp/reseed_data"].gains == [0.0] * len(records["digits-mlp/reseed_data"].gains)
     env = ExperimentForecastEnv(condition="in_env")
     _play(env)
     for round_log in env.snapshot()["rounds"]:
         best = records[round_log["candidates"][int(np.argmax(round_log["true"]))]]
         assert round_log["best_is_noise"] == (best.placebo or not best.significant)
+
+
+def test_placebos_enter_pools_and_rounds_as_often_as_real_interventions():
+    archive = load_archive()
+    env = ExperimentForecastEnv(rounds=4, pool=36)
+    placebo_rate, real_rate = [], []
+    for task in env.list_tasks():
+        records = archive.of(task)
+        counts = {r.intervention: 0 for r in records}
+        seeds = range(40)
+        for seed in seeds:
+            env.reset(seed=seed, options={"task_id": task})
+            for intervention in env.snapshot()["pool"]:
+                counts[intervention] += 1
+        placebo_rate += [counts[r.intervention] / len(seeds) for r in records if r.placebo]
+        real_rate += [counts[r.intervention] / len(seeds) for r in records if not r.placebo]
+    # before: every placebo was in every pool (rate 1.00 against 0.60-0.73)
+    assert np.mean(placebo_rate) < 0.95
+    assert abs(np.mean(placebo_rate) - np.mean(real_rate)) < 0.1, (np.mean(placebo_rate), np.mean(real_rate))
 
 
 def test_a_larger_pool_is_kept_and_a_too_small_one_is_refused():
