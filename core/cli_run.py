@@ -27,8 +27,29 @@ EXIT_RUN_FAILED = 1
 EXIT_STOPPED = 3  # a limit the user set (--cost-limit) ended the run before every episode ran
 
 
+def check_run_flags(args: argparse.Namespace) -> None:
+    """The flags' own ranges, checked before anything heavy is imported: a mistake is refused at once."""
+    if args.workers is not None and args.workers < 0:
+        raise UserError(f"--workers must be >= 0, got {args.workers}")
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit must be >= 1, got {args.limit}")
+    if args.max_infra_errors < 0:
+        raise UserError(f"--max-infra-errors must be >= 0, got {args.max_infra_errors}")
+    if args.max_connections is not None and args.max_connections < 1:
+        raise UserError(f"--max-connections must be >= 1, got {args.max_connections}")
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UserError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if args.cost_limit is not None and not args.cost_limit >= 0:
+        raise UserError(f"--cost-limit must be a number of USD >= 0, got {args.cost_limit}")
+    if args.max_consecutive_errors < 0:
+        raise UserError(f"--max-consecutive-errors must be >= 0, got {args.max_consecutive_errors}")
+    if args.episode_timeout is not None and not args.episode_timeout >= 0:
+        raise UserError(f"--episode-timeout must be a number of seconds >= 0 (0: none), got {args.episode_timeout}")
+
+
 def run_command(args: argparse.Namespace) -> int:
     """The ``run`` command: check everything, then run (or print the plan), then summarise."""
+    check_run_flags(args)
     from .manifest import next_free_folder
     from .preflight import check_scenario
     from .runner import run_scenario, select_episodes
@@ -44,21 +65,7 @@ def run_command(args: argparse.Namespace) -> int:
     backend = args.backend or scenario.runner.get("backend", "local")
     workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
     if workers < 0:
-        raise UserError(f"--workers must be >= 0, got {workers}")
-    if args.limit is not None and args.limit < 1:
-        raise UserError(f"--limit must be >= 1, got {args.limit}")
-    if args.max_infra_errors < 0:
-        raise UserError(f"--max-infra-errors must be >= 0, got {args.max_infra_errors}")
-    if args.max_connections is not None and args.max_connections < 1:
-        raise UserError(f"--max-connections must be >= 1, got {args.max_connections}")
-    if args.concurrency is not None and args.concurrency < 1:
-        raise UserError(f"--concurrency must be >= 1, got {args.concurrency}")
-    if args.cost_limit is not None and not args.cost_limit >= 0:
-        raise UserError(f"--cost-limit must be a number of USD >= 0, got {args.cost_limit}")
-    if args.max_consecutive_errors < 0:
-        raise UserError(f"--max-consecutive-errors must be >= 0, got {args.max_consecutive_errors}")
-    if args.episode_timeout is not None and not args.episode_timeout >= 0:
-        raise UserError(f"--episode-timeout must be a number of seconds >= 0 (0: none), got {args.episode_timeout}")
+        raise UserError(f"the scenario's runner.workers must be >= 0, got {workers}")
     tasks = [t.strip() for item in args.tasks for t in item.split(",") if t.strip()] if args.tasks else None
     check_scenario(scenario, environ=os.environ)
     episodes = select_episodes(expand(scenario), tasks=tasks, limit=args.limit)

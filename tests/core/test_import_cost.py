@@ -23,3 +23,20 @@ def test_the_lazy_scipy_stats_still_computes():
 
     assert spearman([1, 2, 3], [2, 4, 9]) == 1.0
     assert minimum_detectable_difference(1.0, 16) > 0
+
+
+def test_a_bad_run_flag_is_refused_before_any_heavy_import():
+    """`--concurrency 0`, `--limit 0` and the like are refused before the runner, LiteLLM, torch,
+    numpy or gymnasium load (once 1.4 s quiet and 26-31 s under load; `--version` costs 0.1 s)."""
+    code = ("import json, sys\nfrom rsigym.cli import main\n"
+            "codes = []\n"
+            "for flags in (['--concurrency', '0'], ['--limit', '0'], ['--workers', '-1'], ['--cost-limit', 'nan']):\n"
+            "    try:\n        codes.append(main(['run', 'probe_smoke', *flags]))\n"
+            "    except SystemExit as exc:\n        codes.append(exc.code)\n"
+            "print(json.dumps([codes, sorted(m for m in ('litellm', 'torch', 'numpy', 'gymnasium', 'scipy', 'httpx', "
+            "'rsigym.runner', 'rsigym.scenario') if m in sys.modules)]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    codes, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert all(c not in (0, None) for c in codes), (codes, out.stderr)
+    assert out.stderr.count("rsigym: error: --") == 4, out.stderr
+    assert loaded == [], loaded
