@@ -91,7 +91,8 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--cost-limit", type=float, metavar="USD",
                      help="start no episode that could take the spending of this run past USD (LiteLLM's "
                      "prices; each episode reserves the dearest episode cost seen so far); running ones "
-                     "finish and are recorded, exit status 3, run again to resume")
+                     "finish and are recorded, exit status 3, run again to resume; free episodes (scripted "
+                     "agents, offline models) always run")
     run.add_argument("--episode-timeout", type=float, metavar="S",
                      help="wall-clock seconds per episode, counted once its env is made and reset (any "
                      "concurrency, any backend); one past it is stopped and recorded as infra_error with "

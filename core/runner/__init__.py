@@ -33,7 +33,7 @@ from .backends import infra_error_record, run_local
 from .episode import import_user_modules, run_episode
 from .lock import RunFolderLock
 from .progress import Progress, ProgressMode
-from .capacity import episode_timeout_s as resolve_timeout, plan_capacity
+from .capacity import episode_can_spend, episode_timeout_s as resolve_timeout, plan_capacity
 from .guard import RunGuard
 from .inflight import WorkerStats, run_in_process, run_in_workers
 from .ray_backend import run_ray
@@ -207,6 +207,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                 for e in todo]
         if checked is not None and checked.tool_modes:  # tool_mode auto: what the probe call found
             todo = [dataclasses.replace(e, tool_mode=checked.tool_modes.get(e.agent.id)) for e in todo]
+        if cost_limit_usd is not None:  # free episodes first: a limit that stops the spending stops nothing free
+            todo.sort(key=episode_can_spend)
 
         summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), 0, 0, None,
                              bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,

@@ -63,6 +63,32 @@ def uses_hosted_model(raw: dict[str, Any]) -> bool:
                for g in raw.get("graders") or [])
 
 
+def _names_hosted_model(value: Any) -> bool:
+    """Whether a mapping names a hosted model under a ``model`` key, at any depth."""
+    if isinstance(value, dict):
+        return any((key == "model" and _is_hosted(item)) or _names_hosted_model(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_names_hosted_model(item) for item in value)
+    return False
+
+
+def episode_can_spend(spec: Any) -> bool:
+    """Whether an episode (an ``EpisodeSpec``) may spend: a hosted model named by its agent, or as a
+    ``model`` anywhere in its agent params, env kwargs (the simulated user, a judge) or graders'
+    params; or an agent kind rsigym does not ship (a custom agent may call a provider itself).
+    rsigym's own scripted agents and offline models (``rsigym/...``) cost nothing."""
+    if (_is_hosted(spec.agent.model) or _names_hosted_model(spec.agent.params)
+            or _names_hosted_model(spec.env.kwargs) or any(_names_hosted_model(g.params) for g in spec.graders)):
+        return True
+    from rsigym.registry import AGENTS
+
+    try:
+        factory = AGENTS.lookup(spec.agent.kind)
+    except Exception:  # an unknown kind fails in its episode, with its own message; it may spend
+        return True
+    return not str(getattr(factory, "__module__", "") or "").startswith("rsigym.")
+
+
 def episode_timeout_s(asked_s: float | None, agent_model: Any, env_kwargs: dict[str, Any]) -> float | None:
     """An episode's wall clock: ``asked_s`` (``--episode-timeout``; 0 turns it off), or by default
     ``HOSTED_EPISODE_TIMEOUT_S`` when its agent or simulated user calls a hosted model and none for

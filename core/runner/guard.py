@@ -25,6 +25,7 @@ from rsigym.provider_errors import is_unrecoverable_text
 from rsigym.records import Trajectory
 
 from ..scenario import EpisodeSpec
+from .capacity import episode_can_spend
 
 __all__ = ["RunGuard"]
 
@@ -61,11 +62,13 @@ class RunGuard:
     def admit(self, spec: EpisodeSpec) -> bool:
         """Whether ``spec`` may start now; if so its estimated cost is reserved until it finishes."""
         with self._lock:
-            if self.error_stopped is not None or self.cost_stopped:
+            if self.error_stopped is not None:
                 return False
-            if self.cost_limit_usd is None:
-                self.reserved[spec.key] = 0.0
+            if self.cost_limit_usd is None or not episode_can_spend(spec):
+                self.reserved[spec.key] = 0.0  # a free episode (scripted agent, offline model) runs whatever the limit
                 return True
+            if self.cost_stopped:
+                return False
             self.reserved.pop(spec.key, None)  # a retried episode (its worker died) reserves anew
             estimate = self.dearest_usd.get(spec.agent.id)
             if estimate is None:
@@ -99,8 +102,7 @@ class RunGuard:
                 self._last_error, self._repeats = None, 0
 
     def stop(self) -> bool:
-        """True once no further episode may start."""
+        """True once no further episode may start: an error that repeats, or the cost limit with
+        nothing in flight (``admit`` sets it; a free episode is still admitted past the limit)."""
         with self._lock:
-            if self.error_stopped is not None or self.cost_stopped:
-                return True
-            return self.cost_limit_usd is not None and self.spent_usd >= self.cost_limit_usd
+            return self.error_stopped is not None or self.cost_stopped

@@ -103,7 +103,7 @@ def test_cost_limit_stops_cleanly_records_what_ran_and_resumes(tmp_path):
 
 
 def test_cost_limit_from_the_cli_says_so_and_exits_3(tmp_path, capsys):
-    path = write_scenario(tmp_path / "s.yaml", agents=[{"id": "bisect", "kind": "probe_bisect"}],
+    path = write_scenario(tmp_path / "s.yaml", agents=[{"id": "priced", "kind": "test-priced"}],
                           conditions=["none"], seeds=[0])
     assert main(["run", str(path), "--out", str(tmp_path / "run"), "--workers", "0", "--cost-limit", "0"]) == 3
     err = capsys.readouterr().err
@@ -111,6 +111,27 @@ def test_cost_limit_from_the_cli_says_so_and_exits_3(tmp_path, capsys):
     assert main(["run", str(path), "--episode-timeout", "-1"]) == 2
     err = capsys.readouterr().err
     assert "--episode-timeout" in err and err.count("\n") == 1
+
+
+def test_a_cost_limit_stops_what_can_spend_and_nothing_free(tmp_path):
+    """--cost-limit 0 once stopped scripted episodes too (39 not run): free episodes (rsigym's
+    scripted agents, offline models) all run, the spending agent's do not, and the run says so."""
+    from rsigym.runner.capacity import episode_can_spend
+
+    scenario = load_scenario(str(write_scenario(
+        tmp_path / "s.yaml", agents=[{"id": "priced", "kind": "test-priced"}, {"id": "bisect", "kind": "probe_bisect"},
+                                     {"id": "offline", "kind": "llm", "model": "rsigym/random"}],
+        conditions=["none"], seeds=[0, 1], max_steps=2, tasks={"split": "test", "limit": 2})))
+    from rsigym.scenario import expand
+
+    spends = {e.agent.id: episode_can_spend(e) for e in expand(scenario)}
+    assert spends == {"priced": True, "bisect": False, "offline": False}
+    summary = run_scenario(scenario, tmp_path / "run", workers=0, progress=False, report=False, cost_limit_usd=0.0)
+    by_agent = {}
+    for record in read_records(tmp_path / "run" / RECORDS_FILE):
+        by_agent[record.agent.id] = by_agent.get(record.agent.id, 0) + 1
+    assert by_agent == {"bisect": 4, "offline": 4}, by_agent
+    assert summary.not_run == 4 and summary.stopped and "cost limit" in summary.stopped
 
 
 def test_a_timeout_in_a_worker_process_is_recorded_and_the_run_ends(tmp_path, capsys):
