@@ -9,9 +9,11 @@ above ``WARN_RATE`` into one line each: the CLI summary and the report headline 
 
 Replies received = model calls minus provider retries (a call that failed for good still counts
 as one, so an episode that ended in an LLM infra error adds one reply that never came: the rate
-errs low, never high). Text-only replies are warned about only with the single ``act`` function,
-where text is never an action; with an env's own tools (``env_tools``) text is a message to the
-env's user, counted and shown but not warned about.
+errs low, never high). Text-only replies are warned about with the single ``act`` function, where
+text is never an action. With an env's own tools (``env_tools``) text is a message to the env's
+user, counted and shown; but in an episode without a single tool call the agent never acted (a
+task is done only through the env's tools), so there every text reply counts as invalid: a model
+that never calls a tool reads 100% invalid, not 0%.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class ReplyRate:
     replies: int = 0
     invalid: int = 0
     text_only: int = 0
+    no_tool_episodes: int = 0  # env_tools episodes whose replies were all text: counted as invalid
     tool_modes: Counter[str] = field(default_factory=Counter)  # records per tool mode used
 
     @property
@@ -55,8 +58,15 @@ def reply_rates(records: Iterable[Trajectory]) -> list[ReplyRate]:
             if not usage.model_calls:
                 continue
             rate = rates.setdefault((record.agent.id, role), ReplyRate(record.agent.id, role))
-            rate.replies += max(0, usage.model_calls - usage.provider_retries)
-            rate.invalid += usage.invalid_replies
+            replies = max(0, usage.model_calls - usage.provider_retries)
+            rate.replies += replies
+            invalid = usage.invalid_replies
+            if role == "agent" and record.tool_mode == "env_tools" and replies and usage.text_replies >= replies:
+                # not one tool call in the episode: text is a message to the user, but a task is
+                # done only through the env's tools, so each of these replies failed to act
+                invalid = max(invalid, usage.text_replies)
+                rate.no_tool_episodes += 1
+            rate.invalid += invalid
             rate.text_only += usage.text_replies
             if role == "agent" and record.tool_mode:
                 rate.tool_modes[record.tool_mode] += 1
@@ -73,8 +83,10 @@ def reply_warnings(rates: Iterable[ReplyRate], threshold: float = WARN_RATE) -> 
     lines = []
     for rate in rates:
         if rate.replies and rate.invalid_rate > threshold:
+            no_tool = (f"; {rate.no_tool_episodes} episode{'s' if rate.no_tool_episodes != 1 else ''} without a "
+                       f"single tool call count their text replies" if rate.no_tool_episodes else "")
             lines.append(f"agent {rate.agent} ({rate.role}, {_modes(rate)}): {rate.invalid_rate:.0%} of "
-                         f"{rate.replies} replies failed the reply format ({rate.invalid} fed back as invalid; "
+                         f"{rate.replies} replies failed the reply format ({rate.invalid} invalid{no_tool}; "
                          f"warning above {threshold:.0%})")
         if rate.replies and rate.text_rate > threshold and set(rate.tool_modes) == {"tools"}:
             lines.append(f"agent {rate.agent} ({rate.role}, tools): {rate.text_rate:.0%} of {rate.replies} "
