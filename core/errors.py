@@ -10,7 +10,14 @@ Two families matter to callers:
 
 from __future__ import annotations
 
-__all__ = ["RsigymError", "UserError", "InfraError", "SandboxError", "SandboxUnavailable"]
+__all__ = ["RsigymError", "UserError", "InfraError", "SandboxError", "SandboxUnavailable", "install_hint"]
+
+
+def install_hint(extra: str, *packages: str) -> str:
+    """How to install an optional extra, in words that work from an index and from a checkout
+    (rsigym is installed from its repository: ``pip install 'rsigym[x]'`` alone fails there)."""
+    return (f"pip install {' '.join(packages)} (or rsigym's '{extra}' extra: pip install -e '.[{extra}]' in a "
+            f"checkout, pip install 'rsigym[{extra}]' from an index)")
 
 
 class RsigymError(Exception):

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from .errors import UserError
+from .errors import UserError, install_hint
 from .records import Trajectory
 from .redact import redact
 from .report import condition_label
@@ -51,7 +51,7 @@ def _import_pandas() -> Any:
     try:
         import pandas
     except ImportError:
-        raise UserError("records_frame needs pandas: pip install 'rsigym[export]'") from None
+        raise UserError(f"records_frame needs pandas: {install_hint('export', 'pandas')}") from None
     return pandas
 
 
@@ -110,7 +110,7 @@ def export_run(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathLike
         try:
             import pyarrow  # noqa: F401  (pandas writes parquet through it)
         except ImportError:
-            raise UserError("export --format parquet needs pandas and pyarrow: pip install 'rsigym[export]'") from None
+            raise UserError(f"export --format parquet needs pandas and pyarrow: {install_hint('export', 'pandas', 'pyarrow')}") from None
         frame = records_frame(run_dir)
         target.parent.mkdir(parents=True, exist_ok=True)
         frame.to_parquet(target, index=False)

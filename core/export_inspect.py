@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import UserError
+from .errors import UserError, install_hint
 from .records import Trajectory, Usage, utc_now
 from .redact import redact
 from .report import condition_label
@@ -117,7 +117,7 @@ def write_inspect_logs(records: Sequence[Trajectory], out_dir: str | Path, *, ta
         from inspect_ai.log import (EvalConfig, EvalDataset, EvalLog, EvalMetric, EvalResults, EvalScore,
                                     EvalSpec, EvalStats, write_eval_log)
     except ImportError:
-        raise UserError("export --format inspect needs inspect_ai: pip install 'rsigym[inspect]'") from None
+        raise UserError(f"export --format inspect needs inspect_ai: {install_hint('inspect', 'inspect_ai')}") from None
 
     # redacted again: a run folder written by an older rsigym, or by hand, may still hold secrets
     records = [Trajectory.from_dict(redact(record.to_dict())) for record in records]

@@ -122,3 +122,20 @@ def test_every_bundled_family_passes_check_family(family):
                           agents=agents, grader_params=GRADERS, checks=["check_env"], max_steps=5)
     assert {r.check for r in report.results} >= {"check_env", "episode"}
     assert sum(r.check == "episode" for r in report.results) == len(agents) * len(members.envs)
+
+
+def test_check_family_runs_after_a_plain_install_and_the_fuzz_names_what_it_needs(monkeypatch):
+    """Without hypothesis (a plain install), every check but the fuzz runs; the fuzz fails with one
+    line naming the package and the extra in words that work from a checkout."""
+    import sys
+
+    for name in [m for m in sys.modules if m == "hypothesis" or m.startswith("hypothesis.")
+                 or m == "rsigym.testing.fuzz"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "hypothesis", None)  # import hypothesis -> ModuleNotFoundError
+    report = check_family("rsigym.envs.probe", checks=["check_env", "deterministic", "example_actions", "fuzz"],
+                          fuzz_actions=5, max_steps=3, raise_on_failure=False)
+    failed = {r.check: r for r in report.results if not r.ok}
+    assert set(failed) == {"fuzz"}, failed
+    message = str(failed["fuzz"].detail)
+    assert "pip install hypothesis" in message and "pip install -e '.[test]'" in message

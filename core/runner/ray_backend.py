@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from rsigym import limits
-from rsigym.errors import UserError
+from rsigym.errors import UserError, install_hint
 from rsigym.records import Trajectory
 from rsigym.redact import redacted_excerpt
 
@@ -188,7 +188,7 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
     try:
         import ray
     except ImportError as exc:
-        raise UserError("the ray backend needs the ray extra: pip install 'rsigym[ray]'") from exc
+        raise UserError("the ray backend needs ray: " + install_hint("ray", "'ray[default]'")) from exc
     from .ray_actors import needs_docker
 
     if not episodes:  # a resume with nothing left to run starts no runner

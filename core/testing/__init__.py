@@ -13,7 +13,8 @@ round trip, regrading from the read-back record, and each analysis::
         check_family("my_family", env_kwargs={"my_family/Coin-v0": {"sides": 2}})
 
 The single env checks (``rsigym.testing.env_checks``) and the fuzz (``rsigym.testing.fuzz``)
-can be used alone. The fuzz needs ``hypothesis`` (``pip install rsigym[test]``).
+can be used alone. The fuzz needs ``hypothesis`` (``pip install hypothesis``, or the ``test``
+extra: ``pip install -e '.[test]'`` in a checkout); every other check runs after a plain install.
 """
 
 from __future__ import annotations

@@ -199,7 +199,7 @@ def _check_condition(env_id: str, kwargs: dict[str, Any], condition: str) -> str
     """The env made under ``condition`` resets and takes an example action."""
     import gymnasium as gym
 
-    from .fuzz import step_checked
+    from .steps import step_checked
 
     short = condition.split(".", 1)[-1]
     env = gym.make(env_id, **kwargs, condition=short)

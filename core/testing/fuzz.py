@@ -13,7 +13,6 @@ that is a non-empty string, a JSON ``info`` and a JSON ``snapshot()``.
 from __future__ import annotations
 
 import json
-import math
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -25,7 +24,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from rsigym.action_limits import short_repr
-from rsigym.records import canonical_json
+
+from .steps import step_checked  # re-exported: it lived here
 
 __all__ = ["actions_for", "from_schema", "hostile_values", "PYTHON_OBJECTS", "FuzzResult", "fuzz_env",
            "step_checked", "Episodes"]
@@ -216,19 +216,6 @@ class FuzzResult:
     seconds: float = 0.0       # wall time, drawing the actions included
     step_seconds: float = 0.0  # inside env.step and env.reset only
     failures: list[str] = field(default_factory=list)  # the first few, with the action that caused them
-
-
-def step_checked(env: gym.Env[Any, Any], action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-    """``env.step(action)`` plus the checks every fuzzed step must pass (raises AssertionError)."""
-    observation, reward, terminated, truncated, info = env.step(action)
-    assert isinstance(info, dict) and isinstance(terminated, bool) and isinstance(truncated, bool)
-    assert math.isfinite(float(reward)), reward
-    assert env.observation_space.contains(observation), "observation outside the observation space"
-    if "error" in info:
-        assert isinstance(info["error"], str) and info["error"], info["error"]
-    json.loads(canonical_json(info))
-    json.loads(canonical_json(env.unwrapped.snapshot()))  # type: ignore[attr-defined]
-    return observation, float(reward), terminated, truncated, info
 
 
 class Episodes:

@@ -40,3 +40,17 @@ def test_a_bad_run_flag_is_refused_before_any_heavy_import():
     assert all(c not in (0, None) for c in codes), (codes, out.stderr)
     assert out.stderr.count("rsigym: error: --") == 4, out.stderr
     assert loaded == [], loaded
+
+
+def test_missing_extra_messages_work_from_a_checkout_and_from_an_index(monkeypatch):
+    """`pip install 'rsigym[export]'` alone fails from a checkout (rsigym is not on an index)."""
+    import pytest
+
+    from rsigym.errors import UserError
+    from rsigym.export import records_frame
+
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(UserError) as caught:
+        records_frame([])
+    message = str(caught.value)
+    assert "pip install pandas" in message and "pip install -e '.[export]'" in message and "'rsigym[export]'" in message
