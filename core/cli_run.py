@@ -85,7 +85,8 @@ def run_command(args: argparse.Namespace) -> int:
                            cost_limit_usd=args.cost_limit, episode_timeout_s=args.episode_timeout,
                            concurrency=args.concurrency, max_connections=args.max_connections,
                            endpoint_check=not args.no_endpoint_check,
-                           max_consecutive_errors=args.max_consecutive_errors)
+                           max_consecutive_errors=args.max_consecutive_errors,
+                           on_warnings=_print_early_warnings)
     _print_capacity(summary)
     from .runner.capacity import HOSTED_EPISODE_TIMEOUT_S
 
@@ -94,6 +95,12 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"rsigym: episode timeout {HOSTED_EPISODE_TIMEOUT_S:g} s for {', '.join(defaulted)} (the default for a "
               "hosted model; --episode-timeout S sets another, 0 none)", file=sys.stderr)
     return _print_summary(summary, args.max_infra_errors)
+
+
+def _print_early_warnings(lines: list[str]) -> None:
+    """Before the first episode: the endpoint check's warnings and every automatic choice."""
+    for line in lines:
+        print(f"rsigym: {line}", file=sys.stderr, flush=True)
 
 
 def _print_capacity(summary: Any) -> None:
@@ -105,14 +112,6 @@ def _print_capacity(summary: Any) -> None:
         print(f"endpoint check: {len(checked.endpoints)} endpoint{'s' if len(checked.endpoints) > 1 else ''} "
               f"answered before the first episode ({checked.usage.model_calls} calls, "
               f"{checked.usage.cost_usd:.6f} USD)", file=sys.stderr)
-        for line in checked.warnings:
-            print(f"rsigym: warning: {redact_text(line)}", file=sys.stderr)
-    from .manifest import planned_tool_modes
-
-    for agent_id, mode in planned_tool_modes(summary.scenario_raw, checked.tool_modes if checked else None).items():
-        if "(auto:" in mode:  # say what auto chose, and how
-            print(f"rsigym: agent {agent_id}: tool_mode auto chose {mode.split()[0]} "
-                  f"({mode.split('auto: ')[1].rstrip(')')})", file=sys.stderr)
     for note in summary.notes:
         print(f"rsigym: {redact_text(note)}", file=sys.stderr)
     if summary.concurrency > 1 or summary.limits:

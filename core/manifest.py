@@ -17,13 +17,13 @@ import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
 from .errors import UserError
 from .records import canonical_json, utc_now
-from .redact import redact
+from .redact import redact, redact_text
 from .safe_yaml import load_yaml
 from .scenario import Scenario
 
@@ -164,6 +164,29 @@ def _old_defining(out_dir: Path) -> dict[str, Any] | None:
         raw = load_yaml(copy.read_text(), str(copy)) or {}
         return {"scenario": run_defining(raw, "")["scenario"]}
     return None
+
+
+def early_warnings(raw: dict[str, Any], checked: Any = None, notes: Sequence[str] = ()) -> list[str]:
+    """What a user must see before the first episode: the capacity plan's notes, the endpoint
+    check's warnings (429s, 5xx), each as ``warning: ...``, and every automatic choice (what
+    ``tool_mode: auto`` chose)."""
+    lines = [f"warning: {redact_text(n)}" for n in notes]
+    lines += [f"warning: {redact_text(w)}" for w in (getattr(checked, "warnings", None) or [])]
+    for agent_id, mode in planned_tool_modes(raw, getattr(checked, "tool_modes", None)).items():
+        if "(auto:" in mode:
+            lines.append(f"agent {agent_id}: tool_mode auto chose {mode.split()[0]} ({mode.split('auto: ')[1].rstrip(')')})")
+    return lines
+
+
+def record_warnings(out_dir: Path, warnings: Sequence[str]) -> None:
+    """Add this invocation's early warnings to the manifest (``warnings``: one entry per invocation
+    that had any, with its time); the run-defining fields are untouched."""
+    path = out_dir / MANIFEST_FILE
+    if not warnings or not path.exists():
+        return
+    manifest = json.loads(path.read_text())
+    manifest.setdefault("warnings", []).append({"at": utc_now(), "lines": list(warnings)})
+    _write_atomic(path, json.dumps(manifest, indent=2) + "\n")
 
 
 def check_or_write_manifest(out_dir: Path, scenario: Scenario, *, tool_modes: dict[str, str] | None = None) -> bool:

@@ -18,11 +18,11 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import UserError
 from ..jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
-from ..manifest import check_or_write_manifest
+from ..manifest import check_or_write_manifest, early_warnings, record_warnings
 from ..records import Trajectory
 from ..redact import redacted_excerpt
 from ..report import write_report
@@ -122,7 +122,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                  imports: Sequence[str] = (), preflight: bool = True, cost_limit_usd: float | None = None,
                  episode_timeout_s: float | None = None, concurrency: int | None = None,
                  max_connections: int | None = None, endpoint_check: bool = False,
-                 max_consecutive_errors: int = 5) -> RunSummary:
+                 max_consecutive_errors: int = 5,
+                 on_warnings: Callable[[list[str]], None] | None = None) -> RunSummary:
     """Run every episode of ``scenario`` not yet recorded in ``out_dir/records.jsonl``.
 
     The folder is locked for the whole run (one writer per run folder), and its manifest must
@@ -159,10 +160,11 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             (``rsigym.endpoint_check``); a failure that cannot pass raises ``PreflightError``.
         max_consecutive_errors: Stop after this many episodes in a row end in the same LLM error
             that retrying cannot fix (0: never); ``stopped`` keeps the error in full.
+        on_warnings: Called once before the first episode with the early warnings (the capacity
+            plan's notes, the endpoint check's warnings, what ``tool_mode: auto`` chose); default:
+            logged. They also go to the manifest's ``warnings``.
     """
     plan = plan_capacity(scenario.env_id, scenario.raw, workers=workers, concurrency=concurrency)
-    for note in plan.notes:
-        log.warning("%s", note)
     try:
         limits_config = limits.LimitsConfig.parse(scenario.raw.get("limits"), max_connections=max_connections)
     except (TypeError, ValueError) as exc:
@@ -192,6 +194,14 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
     with RunFolderLock(out_dir):
         new_run = check_or_write_manifest(out_dir, scenario,
                                           tool_modes=checked.tool_modes if checked is not None else None)
+        warnings = early_warnings(scenario.raw, checked, plan.notes)
+        record_warnings(out_dir, warnings)
+        if warnings:  # before the first episode, not after the run
+            if on_warnings is not None:
+                on_warnings(warnings)
+            else:
+                for line in warnings:
+                    log.warning("%s", line)
         path = out_dir / RECORDS_FILE
         remove_stale_temporaries(path)
         existing = read_records(path)

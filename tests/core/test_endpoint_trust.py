@@ -264,8 +264,32 @@ def test_tool_mode_auto_is_decided_by_a_probe_call_and_said(capsys, tmp_path, ca
         probe = server.requests[1]
     assert status == 0 and probe["tools"][0]["function"]["name"] == "act"
     assert "endpoint check: 1 endpoint answered before the first episode (2 calls" in err
-    assert f"rsigym: agent llm: tool_mode auto chose {used} (probe call)" in err
+    chose = f"rsigym: agent llm: tool_mode auto chose {used} (probe call)"
+    assert chose in err
+    # said before the first episode (once only after the run, beside the endpoint check's line)
+    assert err.index(chose) < err.index("endpoint check: 1 endpoint answered") and err.count(chose) == 1
     [record] = read_records(tmp_path / "out" / RECORDS_FILE).records
     assert record.tool_mode == used
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["tool_modes"] == {"llm": f"{used} (auto: probe call)"}
+    assert [w["lines"] for w in manifest["warnings"]] == [[chose.removeprefix("rsigym: ")]]
+
+
+def test_early_warnings_reach_the_caller_before_the_first_episode(tmp_path):
+    """run_scenario hands the automatic choices to ``on_warnings`` while no episode has run yet."""
+    from rsigym.scenario import load_scenario
+
+    seen: list[tuple[list[str], int]] = []
+
+    def on_warnings(lines: list[str]) -> None:
+        path = tmp_path / "out" / RECORDS_FILE
+        seen.append((lines, len(read_records(path).records) if path.exists() else 0))
+
+    with FakeOpenAI(default=lambda request: Behaviour(content='{"guess": 50}')) as server:
+        path = llm_scenario(tmp_path, server.api_base, tasks={"split": "test", "limit": 1}, seeds=[0])
+        path.write_text(path.read_text().replace("tool_mode: tools", "tool_mode: auto"))
+        summary = run_scenario(load_scenario(str(path)), tmp_path / "out", workers=0, progress=False, report=False,
+                               endpoint_check=True, on_warnings=on_warnings)
+    assert summary.ran >= 1
+    [(lines, recorded)] = seen
+    assert recorded == 0 and any("tool_mode auto chose json_schema" in line for line in lines), lines
