@@ -3,7 +3,10 @@
 Roles write and read files through the host-side mirror (cheap, deterministic); ``run_python``
 opens the sandbox on first use, copies the files written since the last run, executes the
 program there and copies back every small top-level file the program left (``results.json``,
-figures as text, ...). The delivered workspace is the mirror: what the graders read.
+figures as text, ...). The delivered workspace is the mirror: what the graders read. A local
+sandbox's work dir is on this host, so it is listed (by the same ``collect`` function) and cleared
+from this process rather than by a process of its own each time; a failure there falls back to
+the sandboxed way.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ MAX_FILE_CHARS = 64_000
 MAX_FILES = 40
 
 MAX_TOTAL_CHARS = 150_000  # all files copied back after one run; with JSON escaping well under 1 MB
+MAX_SCAN = 2_000           # directory entries looked at: a program that leaves 10^6 files is not listed whole
 # Lists and clears a local sandbox's work dir in this process (see ``_local_work_dir``); the speed
 # benchmark turns it off to time the process-per-listing path on the same runs.
 HOST_SIDE_LOCAL = True
-MAX_SCAN = 2_000           # directory entries looked at: a program that leaves 10^6 files is not listed whole
 
 # Run after the user's program, as ``python3 -I`` (no cwd, user site or PYTHON* variables on the
 # path: a planted json.py or sitecustomize.py is never imported) from the work dir. It copies back
