@@ -114,8 +114,8 @@ def render(result: dict[str, Any]) -> str:
     lines = [f"Cost of one control replication ({a['runs']} runs x {len(a['arms'])} arms, budget {a['budget']}, "
              f"{a['sandbox']} sandbox), timed on {a['sample']} of its runs in one invocation; the same run results "
              "every way:", "",
-             "| execution | median s per run | s per replication (x runs) | speed-up vs before |", "|---|---:|---:|---:|"]
-    for way, row in result["table"].items():
+             "| execution | median s per run (workers: wall / runs) | s per replication (x runs) | speed-up vs before |", "|---|---:|---:|---:|"]
+    for way, row in sorted(result["table"].items(), key=lambda item: (item[0] != "before", item[0])):
         lines.append(f"| {way} | {row['median_s_per_run']:.1f} | {row['replication_s']:.0f} | {row['ratio']:.2f}x |")
     lines.append(f"\nMemo keys met by more than one run: {result['memo_keys_in_several_runs']} of "
                  f"{result['memo_keys']} (each run has its own salt, so a memo shared across runs or on disk "

@@ -121,8 +121,9 @@ def test_the_speed_table_renders_the_numbers_it_is_given():
     import workflow_search_speed as speed
 
     result = {"args": {"runs": 20, "arms": ["seed", "coin", "oracle"], "budget": 8, "sandbox": "local", "sample": 4},
-              "table": {"before": {"median_s_per_run": 20.0, "replication_s": 400.0, "ratio": 1.0},
-                        "after": {"median_s_per_run": 10.0, "replication_s": 200.0, "ratio": 2.0}},
+              "table": {"after": {"median_s_per_run": 10.0, "replication_s": 200.0, "ratio": 2.0},
+                        "before": {"median_s_per_run": 20.0, "replication_s": 400.0, "ratio": 1.0}},
               "memo_keys": 50, "memo_keys_in_several_runs": 0}
     text = speed.render(result)
     assert "| after | 10.0 | 200 | 2.00x |" in text and "0 of 50" in text
+    assert text.index("| before |") < text.index("| after |")
