@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "benchmarks" / "results" / "workflow_search_runs.json"
 REASONS = ROOT / "benchmarks" / "results" / "workflow_reasons_runs.json"
 JUDGES = ROOT / "benchmarks" / "results" / "workflow_soundness_calibration.json"
+SPEED = ROOT / "benchmarks" / "results" / "workflow_search_speed.json"
 RESAMPLES = 2000
 BEGIN, END = "<!-- workflow-results:begin -->", "<!-- workflow-results:end -->"
 
@@ -60,20 +61,43 @@ def render_search(result: dict[str, Any]) -> str:
                      + (f"{_ci(vs, '+')} | {_num(vs['mdd'])} | {vs['verdict']} |" if vs else "- | - | - |"))
     controls = result["controls"]
     reps = len(result["replications"])
+    walls = [r["wall_s"] for r in result["replications"][1:]]
+    timing = (f"; control replications {np.median(walls) / 60:.0f} min (median; {min(walls) / 60:.0f}-"
+              f"{max(walls) / 60:.0f} min, the later ones with the cheaper execution timed below)" if walls else "")
     lines += ["", f"Controls over {reps} replications of this design (fresh salts each; a replication calls an "
                   "arm better when its paired CI over runs lies above 0): "
               + "; ".join(f"{arm} called better than the seed in {_rate(p)}" for arm, p in controls.items())
-              + ". Resampled (" + f"{RESAMPLES} designs of {n_runs} runs drawn with replacement from every run of the "
+              + ". " + control_reading(controls)
+              + " Resampled (" + f"{RESAMPLES} designs of {n_runs} runs drawn with replacement from every run of the "
                 "arm, a power estimate, not independent replications): "
               + "; ".join(f"{arm} {share:.0%}" for arm, share in resampled_controls(result).items())
               + f". Memo: {result['memo']['program_hits']} program runs answered from it, "
                 f"{result['memo']['program_misses']} executed; {result['memo']['run_hits']} workflow runs from it, "
                 f"{result['memo']['run_misses']} executed. Wall time {result['wall_s'] / 60:.0f} min in all "
                 f"(first replication, every arm: {first['wall_s'] / 60:.0f} min"
-              + (f"; each control replication {np.median([r['wall_s'] for r in result['replications'][1:]]) / 60:.0f} "
-                 "min (median)" if reps > 1 else "")
-              + "; 2 cores shared with other jobs, local sandbox)."]
+              + timing + "; 2 cores shared with other jobs, local sandbox)."]
     return "\n".join(lines)
+
+
+def control_reading(controls: dict[str, dict[str, Any]]) -> str:
+    """The must-show reading: the oracle loop called better in >= 80% of replications, the coin loop
+    in <= 5% (point rates; "insufficient data" under 20 replications)."""
+    oracle, coin = controls.get("oracle-judge loop"), controls.get("coin-judge loop")
+    if not oracle or not coin:
+        return ""
+    if min(oracle["n"], coin["n"]) < 20:
+        return (f"Positive control and null: insufficient data ({min(oracle['n'], coin['n'])} replications; "
+                "20 asked).")
+    met = lambda ok: "met" if ok else "not met"  # noqa: E731
+    return (f"Positive control (oracle loop better in >= 80% of replications): {met(oracle['rate'] >= 0.8)}; "
+            f"null (coin loop called better in <= 5%): {met(coin['rate'] <= 0.05)}.")
+
+
+def render_speed(result: dict[str, Any]) -> str:
+    """The speed table of ``workflow_search_speed.py`` (its own rendering)."""
+    import workflow_search_speed
+
+    return "\n" + workflow_search_speed.render(result)
 
 
 def _called_better(diff: np.ndarray) -> bool:
@@ -151,10 +175,12 @@ def render_judges(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render(path: Path = RESULTS, reasons: Path = REASONS, judges: Path = JUDGES) -> str:
+def render(path: Path = RESULTS, reasons: Path = REASONS, judges: Path = JUDGES, speed: Path = SPEED) -> str:
     """The README block (without the markers) from the results files present."""
     main = json.loads(path.read_text())
     text = render_search(main)
+    if speed.exists():
+        text += "\n" + render_speed(json.loads(speed.read_text()))
     if reasons.exists():
         text += "\n" + render_reasons(json.loads(reasons.read_text()), main)
     if judges.exists():
@@ -167,9 +193,9 @@ def readme_block(text: str) -> str:
 
 
 def write_readme(readme_path: Path = ROOT / "README.md", path: Path = RESULTS, reasons: Path = REASONS,
-                 judges: Path = JUDGES) -> None:
+                 judges: Path = JUDGES, speed: Path = SPEED) -> None:
     """Replace the block of ``readme_path`` with what the results files render."""
-    readme_blocks.replace(readme_path, BEGIN, END, render(path, reasons, judges))
+    readme_blocks.replace(readme_path, BEGIN, END, render(path, reasons, judges, speed))
 
 
 if __name__ == "__main__":

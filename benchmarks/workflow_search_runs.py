@@ -33,6 +33,7 @@ Execution is memoised (``memo.ExecutionMemo``: workspace hash -> program outcome
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
@@ -81,6 +82,7 @@ class Args:
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     out: str | None = None
     append: bool = False              # add replications to those already in ``out`` (same settings)
+    workers: int = 1                  # processes running a replication's runs side by side (runs are independent)
 
 
 def run_salt(base: str, replication: int, run: int) -> str:
@@ -102,7 +104,8 @@ def wrote_sound_method(execution: Execution) -> bool:
     return robust in code or robust.replace("'results.json'", "'result.json'") in code
 
 
-def search(arm: str, args: Args, seed: int, salt: str, box: Any, memo: ExecutionMemo) -> EvolutionResult | None:
+def search(arm: str, args: Args, seed: int, salt: str, box: Any,
+           memo: ExecutionMemo | None) -> EvolutionResult | None:
     tasks = train_tasks(seed)
     common: dict[str, Any] = dict(role_model=args.role_model, seed=seed, sandbox=box, task_salt=salt, memo=memo)
     loop: dict[str, Any] = dict(rounds=args.budget, candidates=1, optimizer_model=args.optimizer_model, **common)
@@ -126,17 +129,22 @@ def search(arm: str, args: Args, seed: int, salt: str, box: Any, memo: Execution
     raise ValueError(f"unknown arm {arm!r}; known: {', '.join(ARMS + EXTRA_ARMS)}")
 
 
-def one_run(args: Args, replication: int, run: int, arms: list[str], box: Any) -> tuple[dict[str, Any], ExecutionMemo]:
-    """Every arm of one run: held-out scores, whether the sound method was found, accepted edits."""
+def one_run(args: Args, replication: int, run: int, arms: list[str], box: Any,
+            use_memo: bool = True) -> tuple[dict[str, Any], ExecutionMemo]:
+    """Every arm of one run: held-out scores, whether the sound method was found, accepted edits.
+
+    ``use_memo=False`` runs every execution afresh (the returned memo then stays empty): the
+    check that the memo changes no result."""
     seed = replication * 1000 + run
     salt = run_salt(args.salt_base, replication, run)
     memo = ExecutionMemo()
+    shared = memo if use_memo else None
     player = RolePlayer(args.role_model, seed=seed)
     out: dict[str, Any] = {}
     for arm in arms:
-        result = search(arm, args, seed, salt, box, memo)
+        result = search(arm, args, seed, salt, box, shared)
         spec = seed_spec() if result is None else result.final_spec
-        held = [execute(spec, t, player, seed=seed, sandbox=box, task_salt=salt, memo=memo)
+        held = [execute(spec, t, player, seed=seed, sandbox=box, task_salt=salt, memo=shared)
                 for t in test_tasks(args.test_per_family)]
         sound = sum(wrote_sound_method(e) for e in held)
         out[arm] = {"score": float(np.mean([e.score for e in held])), "sound_share": sound / len(held),
@@ -144,6 +152,44 @@ def one_run(args: Args, replication: int, run: int, arms: list[str], box: Any) -
                     "accepted": [] if result is None else [r.mutation.get("op", "candidate") for r in result.rounds
                                                             if r.accepted and r.mutation]}
     return out, memo
+
+
+_MEMO_COUNTS = ("program_hits", "program_misses", "run_hits", "run_misses")
+
+
+def _run_in_worker(job: tuple[Args, int, int, list[str]]) -> tuple[dict[str, Any], dict[str, int]]:
+    """One run in a worker process, with the worker's own local sandbox."""
+    args, replication, run, arms = job
+    with open_sandbox(args.sandbox) as box:
+        result, memo = one_run(args, replication, run, arms, box)
+    return result, {key: getattr(memo, key) for key in _MEMO_COUNTS}
+
+
+def run_all(args: Args, replication: int, arms: list[str], box: Any,
+            pool: Any = None) -> list[tuple[dict[str, Any], dict[str, int]]]:
+    """Every run of one replication, in run order: in this process, or over ``args.workers`` processes.
+
+    A run depends only on (settings, replication, run): its salt, seeds and memo are its own, so
+    running runs side by side changes no result (a test holds the two ways equal). ``pool`` (a
+    ``multiprocessing`` pool of ``args.workers``) is reused; without one a pool is made for the call."""
+    if args.workers <= 1:
+        out = []
+        for run in range(args.runs):
+            result, memo = one_run(args, replication, run, arms, box)
+            out.append((result, {key: getattr(memo, key) for key in _MEMO_COUNTS}))
+        return out
+    jobs = [(args, replication, run, arms) for run in range(args.runs)]
+    if pool is not None:
+        return list(pool.map(_run_in_worker, jobs, chunksize=1))
+    with worker_pool(args.workers) as own:
+        return list(own.map(_run_in_worker, jobs, chunksize=1))
+
+
+def worker_pool(workers: int) -> Any:
+    """A pool of fresh (spawned) worker processes."""
+    import multiprocessing
+
+    return multiprocessing.get_context("spawn").Pool(workers)
 
 
 def proportion(k: int, n: int) -> dict[str, Any]:
@@ -192,26 +238,29 @@ def summarise(runs: list[dict[str, Any]], arms: list[str]) -> dict[str, Any]:
 def main(args: Args) -> dict[str, Any]:
     started = time.perf_counter()
     replications: list[dict[str, Any]] = []
-    memo_totals = dict.fromkeys(["program_hits", "program_misses", "run_hits", "run_misses"], 0)
+    memo_totals = dict.fromkeys(_MEMO_COUNTS, 0)
     if args.append and args.out and Path(args.out).exists():  # go on where an earlier invocation stopped
         earlier = json.loads(Path(args.out).read_text())
-        mismatch = {k for k in ("runs", "budget", "test_per_family", "salt_base", "role_model")
+        mismatch = {k for k in ("runs", "budget", "test_per_family", "salt_base", "role_model", "sandbox",
+                                "judge_model", "coin_model", "optimizer_model")
                     if earlier["args"][k] != getattr(args, k)}
         if mismatch:
             raise ValueError(f"--append with other settings than {args.out}: {sorted(mismatch)}")
         replications, memo_totals = earlier["replications"], earlier["memo"]
         args.arms = earlier["args"]["arms"]
         started -= earlier["wall_s"]
-    with open_sandbox(args.sandbox) as box:
+    pool = worker_pool(args.workers) if args.workers > 1 else None
+    with open_sandbox(args.sandbox) as box, contextlib.ExitStack() as stack:
+        if pool is not None:
+            stack.enter_context(pool)
         for replication in range(len(replications), len(replications) + args.replications):
             arms = list(args.arms) if replication == 0 else [a for a in CONTROL_ARMS if a in args.arms]
             t0 = time.perf_counter()
             runs = []
-            for run in range(args.runs):
-                result, memo = one_run(args, replication, run, arms, box)
+            for result, memo in run_all(args, replication, arms, box, pool):
                 runs.append(result)
                 for key in memo_totals:
-                    memo_totals[key] += getattr(memo, key)
+                    memo_totals[key] += memo[key]
             summary = summarise(runs, arms)
             replications.append({"arms": arms, "runs": runs, "summary": summary,
                                  "wall_s": time.perf_counter() - t0})
@@ -251,7 +300,8 @@ if __name__ == "__main__":
     parser.add_argument("--arms", nargs="+", default=list(ARMS))
     parser.add_argument("--out", default=None)
     parser.add_argument("--append", action="store_true", help="add --replications to those in --out")
+    parser.add_argument("--workers", type=int, default=1, help="processes running a replication's runs side by side")
     ns = parser.parse_args()
     main(Args(runs=ns.runs, replications=ns.replications, budget=ns.budget, test_per_family=ns.test_per_family,
-              sandbox=ns.sandbox, arms=ns.arms, out=ns.out, append=ns.append))
+              sandbox=ns.sandbox, arms=ns.arms, out=ns.out, append=ns.append, workers=ns.workers))
     sys.exit(0)

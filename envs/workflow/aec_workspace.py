@@ -3,13 +3,18 @@
 Roles write and read files through the host-side mirror (cheap, deterministic); ``run_python``
 opens the sandbox on first use, copies the files written since the last run, executes the
 program there and copies back every small top-level file the program left (``results.json``,
-figures as text, ...). The delivered workspace is the mirror: what the graders read.
+figures as text, ...). The delivered workspace is the mirror: what the graders read. A local
+sandbox's work dir is on this host, so it is listed (by the same ``collect`` function) and cleared
+from this process rather than by a process of its own each time; a failure there falls back to
+the sandboxed way.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from typing import Any
 
 from rsigym.sandbox import Sandbox, open_sandbox
@@ -24,56 +29,63 @@ MAX_FILES = 40
 
 MAX_TOTAL_CHARS = 150_000  # all files copied back after one run; with JSON escaping well under 1 MB
 MAX_SCAN = 2_000           # directory entries looked at: a program that leaves 10^6 files is not listed whole
+# Lists and clears a local sandbox's work dir in this process (see ``_local_work_dir``); the speed
+# benchmark turns it off to time the process-per-listing path on the same runs.
+HOST_SIDE_LOCAL = True
 
 # Run after the user's program, as ``python3 -I`` (no cwd, user site or PYTHON* variables on the
 # path: a planted json.py or sitecustomize.py is never imported) from the work dir. It copies back
 # regular top-level files (never following a link, never blocking on a FIFO) within a count and a
 # total-size cap, names what it left behind, and fits its own output under ``argv[1]`` bytes.
-_COLLECT = """
+_COLLECT_FN = """
 import json, os, stat, sys
-cap, max_file, max_files, max_total, max_scan = (int(a) for a in sys.argv[1:6])
-out, kept, total, truncated = {}, [], 0, False
-with os.scandir('.') as it:
-    entries = []
-    for entry in it:
-        if len(entries) >= max_scan:
-            truncated = True
-            break
-        entries.append(entry.name)
-for name in sorted(entries):
-    try:
-        info = os.lstat(name)
-    except OSError:
-        continue
-    if not stat.S_ISREG(info.st_mode):
-        continue
-    if info.st_size > max_file or len(out) >= max_files or total + info.st_size > max_total:
-        kept.append(name)
-        continue
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, 'rb') as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                continue
-            data = handle.read(max_file + 1)
-    except OSError:
-        continue
-    if len(data) > max_file:
-        kept.append(name)
-        continue
-    out[name] = data.decode('utf-8', 'replace')
-    total += len(data)
-def dump():
-    return json.dumps({'files': out, 'kept': kept[:200], 'truncated': truncated or len(kept) > 200},
-                      ensure_ascii=False)
-text = dump()
-while len(text.encode()) > cap and out:
-    name = max(out, key=lambda n: len(out[n]))
-    del out[name]
-    kept.append(name)
+def collect(root, cap, max_file, max_files, max_total, max_scan):
+    out, kept, total, truncated = {}, [], 0, False
+    with os.scandir(root) as it:
+        entries = []
+        for entry in it:
+            if len(entries) >= max_scan:
+                truncated = True
+                break
+            entries.append(entry.name)
+    for name in sorted(entries):
+        path = os.path.join(root, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        if info.st_size > max_file or len(out) >= max_files or total + info.st_size > max_total:
+            kept.append(name)
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, 'rb') as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    continue
+                data = handle.read(max_file + 1)
+        except OSError:
+            continue
+        if len(data) > max_file:
+            kept.append(name)
+            continue
+        out[name] = data.decode('utf-8', 'replace')
+        total += len(data)
+    def dump():
+        return json.dumps({'files': out, 'kept': kept[:200], 'truncated': truncated or len(kept) > 200},
+                          ensure_ascii=False)
     text = dump()
-sys.stdout.write(text)
+    while len(text.encode()) > cap and out:
+        name = max(out, key=lambda n: len(out[n]))
+        del out[name]
+        kept.append(name)
+        text = dump()
+    return text
 """
+_COLLECT = _COLLECT_FN + "sys.stdout.write(collect('.', *(int(a) for a in sys.argv[1:6])))\n"
+_HOST_COLLECT: dict[str, Any] = {}
+exec(compile(_COLLECT_FN, "<workspace-collect>", "exec"), _HOST_COLLECT)  # the same function, run host-side
 _LISTING_SCHEMA_KEYS = ("files", "kept", "truncated")
 
 
@@ -154,7 +166,8 @@ class Workspace:
         """(observation, whether the outcome may differ on a rerun: a timeout or a failed read-back)."""
         sandbox = self._open()
         if self._stale:  # memo hits moved the mirror on: bring the sandbox level with it
-            sandbox.exec(["sh", "-c", "find . -mindepth 1 -delete"], timeout=30)
+            if not _clear_host_side(sandbox):
+                sandbox.exec(["sh", "-c", "find . -mindepth 1 -delete"], timeout=30)
             self._dirty, self._stale = set(self.files), False
         if self._dirty:
             sandbox.write_files({p: self.files[p] for p in sorted(self._dirty) if p in self.files})
@@ -187,17 +200,20 @@ class Workspace:
     def _list(self, sandbox: Sandbox) -> tuple[dict[str, Any] | None, str]:
         """(the listing, "") or (None, what went wrong); see ``_COLLECT``."""
         cap = min(int(getattr(getattr(sandbox, "limits", None), "output_bytes", 1_000_000)), 1_000_000)
-        argv = ["python3", "-I", "-c", _COLLECT, str(cap - 1024), str(MAX_FILE_CHARS), str(MAX_FILES),
-                str(MAX_TOTAL_CHARS), str(MAX_SCAN)]
-        listing = sandbox.exec(argv, timeout=30)
-        if listing.timed_out:
-            return None, "the listing timed out"
-        if listing.exit_code != 0:
-            return None, f"the listing failed with exit code {listing.exit_code}: {listing.stderr[-200:].strip()}"
-        if listing.output_truncated:
-            return None, "the listing was larger than the sandbox's output limit"
+        text = _collect_host_side(sandbox, cap)
+        if text is None:
+            argv = ["python3", "-I", "-c", _COLLECT, str(cap - 1024), str(MAX_FILE_CHARS), str(MAX_FILES),
+                    str(MAX_TOTAL_CHARS), str(MAX_SCAN)]
+            listing = sandbox.exec(argv, timeout=30)
+            if listing.timed_out:
+                return None, "the listing timed out"
+            if listing.exit_code != 0:
+                return None, f"the listing failed with exit code {listing.exit_code}: {listing.stderr[-200:].strip()}"
+            if listing.output_truncated:
+                return None, "the listing was larger than the sandbox's output limit"
+            text = listing.stdout
         try:
-            value = json.loads(listing.stdout)
+            value = json.loads(text)
         except ValueError as exc:
             return None, f"the listing was not JSON: {exc}"
         if not (isinstance(value, dict) and all(k in value for k in _LISTING_SCHEMA_KEYS)
@@ -224,3 +240,48 @@ class Workspace:
         if self._sandbox is not None and isinstance(self._sandbox_arg, str):
             self._sandbox.close()
         self._sandbox = None if isinstance(self._sandbox_arg, str) else self._sandbox
+
+
+def _local_work_dir(sandbox: Sandbox) -> str | None:
+    """The host path of a local sandbox's work dir (its programs run as this user, on this host), else None.
+
+    For such a sandbox the workspace lists and clears the work dir in this process instead of
+    starting a process for each: the same ``collect`` function, so the same listing; a listing
+    that fails here is done in the sandbox as before, so its error reads as it would.
+    """
+    if not HOST_SIDE_LOCAL or getattr(sandbox, "provider", None) != "local":
+        return None
+    work_dir = getattr(sandbox, "work_dir", None)
+    return work_dir if isinstance(work_dir, str) and os.path.isdir(work_dir) else None
+
+
+def _collect_host_side(sandbox: Sandbox, cap: int) -> str | None:
+    """``collect``'s JSON text for a local sandbox, run in this process; None to run it in the sandbox
+    (not a local sandbox, or the function failed: the sandboxed run then reports it in its words)."""
+    host = _local_work_dir(sandbox)
+    if host is None:
+        return None
+    try:
+        text = _HOST_COLLECT["collect"](host, cap - 1024, MAX_FILE_CHARS, MAX_FILES, MAX_TOTAL_CHARS, MAX_SCAN)
+    except Exception:  # noqa: BLE001
+        return None
+    return text if isinstance(text, str) and len(text.encode()) < cap else None
+
+
+def _clear_host_side(sandbox: Sandbox) -> bool:
+    """Empty a local sandbox's work dir from this process (links removed, never followed); False
+    (nothing promised) when it is not a local sandbox or something could not be removed."""
+    host = _local_work_dir(sandbox)
+    if host is None:
+        return False
+    try:
+        with os.scandir(host) as it:
+            entries = list(it)
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+    except OSError:
+        return False
+    return True

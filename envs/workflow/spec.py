@@ -58,10 +58,28 @@ class SpecError(ValueError):
     """A spec that breaks the schema or the rules the schema cannot state."""
 
 
+_SPEC_VALIDATOR = jsonschema.Draft202012Validator(SPEC_SCHEMA)  # built once: a search validates thousands of specs
+_VALID_RETURNS: set[str] = set()  # JSON texts of ``returns`` schemas that passed check_schema (a pure check)
+
+
+def _check_returns(returns: Any) -> None:
+    """check_schema, skipped for a schema text that passed before (the check depends on the text alone)."""
+    try:
+        text = json.dumps(returns, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):  # not JSON text: checked, never cached
+        jsonschema.Draft202012Validator.check_schema(returns)
+        return
+    if text in _VALID_RETURNS:
+        return
+    jsonschema.Draft202012Validator.check_schema(returns)
+    if len(_VALID_RETURNS) < 10_000:
+        _VALID_RETURNS.add(text)
+
+
 def validate_spec(spec: Any) -> dict[str, Any]:
     """Return ``spec`` when it is a valid workflow spec; SpecError naming the first problem."""
     try:
-        jsonschema.Draft202012Validator(SPEC_SCHEMA).validate(spec)
+        _SPEC_VALIDATOR.validate(spec)
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "<spec>"
         raise SpecError(f"workflow spec {where}: {exc.message[:200]}") from None
@@ -80,7 +98,7 @@ def validate_spec(spec: Any) -> dict[str, Any]:
         raise SpecError(f"workflow spec call_order names role(s) the entry role may not call: {stray}")
     for name, role in roles.items():
         try:
-            jsonschema.Draft202012Validator.check_schema(role["returns"])
+            _check_returns(role["returns"])
         except jsonschema.SchemaError as exc:
             raise SpecError(f"workflow spec roles/{name}/returns is no JSON Schema: {exc.message[:160]}") from None
     return spec

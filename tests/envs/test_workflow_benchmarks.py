@@ -87,3 +87,41 @@ def test_the_readme_states_the_committed_generations_results():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert generations.readme_sentence(result) in " ".join(readme.split()), (
         "README's two-generations sentence differs from benchmarks/results/workflow_generations.json")
+    assert generations.recursion_call(result["per_run"]) in " ".join(readme.split())
+
+
+def test_the_recursion_call_rejects_an_even_share_only_when_the_runs_show_it():
+    import workflow_generations as generations
+
+    strong = generations.run_summary(_runs(0.0, 0.8))
+    assert strong["recursion_verdict"] == "gen-2 designs preferred" and strong["recursion_p"] < 0.05
+    assert generations.run_summary(_runs(0.0, 0.2))["recursion_verdict"] == "gen-1 designs preferred"
+    called = sum(generations.run_summary(_runs(0.0, 0.5, seed=s), resamples=1000)["recursion_verdict"]
+                 != "no detectable preference" for s in range(40))
+    assert called <= 6                                          # a 5% test over 40 constructed nulls
+    assert generations.recursion_verdict(0.2, 5.0) == "no detectable preference"
+
+
+def test_the_recursion_calibration_counts_calls_per_true_share_and_can_fail():
+    import workflow_recursion_calibration as calibration
+
+    decided = [20, 10, 0, 15]
+    case = calibration.calibrate(30, 20, 0.0, decided, 0, 500)
+    assert case["grid"]["0.80"]["gen2_called"]["k"] == 30          # a large preference is always seen
+    assert case["null"]["n"] == 30 and case["null"]["k"] <= 5
+    few = calibration.calibrate(30, 20, 0.0, [2, 0, 1], 0, 500)     # too few comparisons: the positive control fails
+    assert not few["positive_met"]
+    assert calibration.estimated_kappa([{"prefer_gen2": k, "prefer_gen1": 20 - k} for k in (0, 20, 0, 20, 10)]) < 2
+    assert calibration.estimated_kappa([{"prefer_gen2": k, "prefer_gen1": 20 - k} for k in (10, 10, 10, 11)]) == 0
+
+
+def test_the_readme_states_the_committed_recursion_calibration():
+    import json
+
+    import workflow_recursion_calibration as calibration
+
+    result = json.loads(calibration.RESULTS.read_text())
+    assert result["args"]["designs"] >= 200 and all(len(c["grid"]) == len(calibration.GRID) for c in result["cases"])
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert calibration.render(result) in " ".join(readme.split()), (
+        "README's recursion-calibration sentence differs from benchmarks/results/workflow_recursion_calibration.json")

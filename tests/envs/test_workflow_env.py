@@ -210,6 +210,8 @@ def test_every_family_is_solved_in_the_docker_sandbox_within_a_minute_and_the_na
 class _GarbledListing:
     """A local sandbox whose workspace listing prints something that is not a listing."""
 
+    provider = "garbled"  # not "local": the listing runs in the sandbox, where this garbles it
+
     def __init__(self, inner, reply):
         self.inner, self.reply = inner, reply
 

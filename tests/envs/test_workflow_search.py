@@ -208,3 +208,17 @@ def test_on_the_held_apart_set_the_soundness_judge_beats_the_shipped_judge_and_t
     assert sound >= 45 and sound > shipped and sound > coin
     assert result["table"]["rsigym/workflow_judge_sound"]["naive with names"]["k"] == 20
     assert coin <= 25  # a coin is right on a separable pair only when both orders agree by chance
+
+
+def test_the_control_reading_needs_twenty_replications_and_can_fail():
+    import workflow_results
+
+    def p(k, n):
+        return {"k": k, "n": n, "rate": k / n}
+
+    assert "insufficient data (5 replications" in workflow_results.control_reading(
+        {"oracle-judge loop": p(5, 5), "coin-judge loop": p(0, 5)})
+    met = workflow_results.control_reading({"oracle-judge loop": p(17, 20), "coin-judge loop": p(1, 20)})
+    assert met.count(": met") == 2 and "not met" not in met
+    failed = workflow_results.control_reading({"oracle-judge loop": p(15, 20), "coin-judge loop": p(2, 20)})
+    assert failed.count("not met") == 2
