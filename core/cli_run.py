@@ -156,9 +156,12 @@ def _print_summary(summary: Any, max_infra_errors: int) -> int:
         print(f"rsigym: error: {redact_text(line)} (the other report sections were written)", file=sys.stderr)
         status = EXIT_RUN_FAILED
     if summary.stopped and summary.stopped_by_errors:
+        cancelled = (f", {summary.cancelled} of them in flight and cancelled when it stopped"
+                     if summary.cancelled else "")
         print(f"rsigym: error: stopped early, {redact_text(summary.stopped)}; {summary.not_run} episodes not "
-              "started (none recorded; fix the cause and run the same command again)", file=sys.stderr)
-        status = EXIT_RUN_FAILED
+              f"started or not recorded{cancelled}. Next: fix the cause, then run the same command again "
+              "(the recorded episodes with this error run again too)", file=sys.stderr)
+        return EXIT_RUN_FAILED  # one next step: the infra-error count below says the same thing again
     elif summary.stopped:
         print(f"rsigym: stopped early, {summary.stopped}; {summary.not_run} episodes not run (run the same "
               "command again to resume them)", file=sys.stderr)

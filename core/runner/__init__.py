@@ -67,6 +67,7 @@ class RunSummary:
     cost_usd: float = 0.0     # spent by the episodes run now
     stopped: str | None = None  # why the run ended before every episode ran (a cost limit, repeated errors)
     stopped_by_errors: bool = False  # the stop was the consecutive-error stop (exit 1, not 3)
+    cancelled: int = 0  # in flight when identical errors stopped the run: not recorded, rerun on resume
     endpoint_check: "EndpointCheck | None" = None  # the calls made before the first episode
     replied: list[Trajectory] = field(default_factory=list)  # episodes run now, without their steps
     scenario_raw: dict[str, Any] = field(default_factory=dict)  # the scenario that ran
@@ -231,6 +232,10 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         with RecordWriter(path) as writer, Progress(len(todo), scenario.name, mode=progress) as bar:
             def on_record(record: Trajectory) -> None:
                 nonlocal fallback_warned
+                if guard.repeats_the_stop(record):  # in flight when identical errors stopped the run:
+                    summary.cancelled += 1           # not recorded, it runs again on resume
+                    bar.advance(record)
+                    return
                 writer.write(record)  # on disk before the bar moves
                 guard.finished(record)
                 _count(summary, record)

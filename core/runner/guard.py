@@ -101,6 +101,13 @@ class RunGuard:
             else:
                 self._last_error, self._repeats = None, 0
 
+    def repeats_the_stop(self, record: Trajectory) -> bool:
+        """Whether ``record`` ended in the error that stopped the run (an episode that was in flight
+        when it stopped): such a record is not written, so the episode runs again on resume."""
+        with self._lock:
+            return (self.error_stopped is not None and record.termination == "infra_error"
+                    and _WHERE.sub("", (record.error or "").strip()) == self.error_stopped)
+
     def stop(self) -> bool:
         """True once no further episode may start: an error that repeats, or the cost limit with
         nothing in flight (``admit`` sets it; a free episode is still admitted past the limit)."""

@@ -101,8 +101,38 @@ def test_five_identical_400s_stop_the_run_with_the_error_in_full(capsys, tmp_pat
     assert len(records) == 5 and all(r.termination == "infra_error" for r in records)  # 12 selected, 7 not started
     assert "5 episodes in a row failed with the same error, which retrying cannot fix" in err
     assert f"provider error (not retried): BadRequestError: {message}" in err  # in full, not cut
-    assert "7 episodes not started (none recorded" in err
+    assert "7 episodes not started or not recorded. Next: fix the cause, then run the same command again" in err
+    assert "--max-infra-errors" not in err  # one next step, not two
     assert not (tmp_path / "out" / "infra_errors.jsonl").exists()
+
+
+def test_the_same_400_at_32_x_2_in_flight_stops_early_and_resume_runs_the_rest(capsys, tmp_path):
+    """Every real call refused with the same 400 (the endpoint check passed), 2 workers x 32 in
+    flight: once 50 of 64 episodes were recorded as infra errors. Now the episodes in flight when the
+    run stops are cancelled, not recorded; exit 1 with one next step; resume runs everything."""
+    refuse = [True]
+
+    def provider(request):
+        if refuse[0]:
+            return Behaviour(status=400, message="Invalid value for 'tool_choice': not supported by this model.")
+        return tool_call("act", {"guess": 50})
+
+    with FakeOpenAI(default=provider) as server:
+        server.script(Behaviour(content="OK"))
+        path = llm_scenario(tmp_path, server.api_base, tasks={"split": "test", "limit": 32}, seeds=[0, 1])
+        status = main(["run", str(path), "--out", str(tmp_path / "out"), "--workers", "2", "--concurrency", "32",
+                       "--no-progress"])
+        err = capsys.readouterr().err
+        records = read_records(tmp_path / "out" / RECORDS_FILE).records
+        assert status == 1 and 5 <= len(records) <= 16, (status, len(records), err[-2000:])
+        assert "episodes in a row failed with the same error" in err and err.count("Next: fix the cause") == 1
+        refuse[0] = False  # the cause fixed: the same command again runs the rest
+        status = main(["run", str(path), "--out", str(tmp_path / "out"), "--workers", "2", "--concurrency", "32",
+                       "--no-progress"])
+        capsys.readouterr()
+    final = read_records(tmp_path / "out" / RECORDS_FILE).records
+    assert status == 0 and len({r.episode_key for r in final}) == 64
+    assert not any(r.termination == "infra_error" for r in final)
 
 
 def test_errors_that_differ_or_pass_do_not_stop_the_run(capsys, tmp_path):
