@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -119,6 +120,8 @@ def parse_preset_args(description: str, presets: dict[str, Any], argv: list[str]
 
 def window_mean(history: list[dict], key: str, first: bool, share: float = 0.1) -> float:
     """Mean of ``key`` over the first or last ``share`` of a run's steps."""
+    if not history:
+        return math.nan  # a run of no steps
     n = max(1, int(len(history) * share))
     return statistics.fmean(r[key] for r in (history[:n] if first else history[-n:]))
 

@@ -37,8 +37,16 @@ def _regime_rows(results: dict[str, Any], rows: list[tuple[str, str]]) -> list[s
     blocks = results["blocks"]
     lines = ["| | " + " | ".join(f"block {b}" for b in blocks) + " |", "|---|" + "---|" * len(blocks)]
     for label, fmt in rows:
-        lines.append(f"| {label} | " + " | ".join(fmt.format(**block["regime"]) for block in blocks.values()) + " |")
+        lines.append(f"| {label} | " + " | ".join(_cell(fmt, block["regime"]) for block in blocks.values()) + " |")
     return lines
+
+
+def _cell(fmt: str, regime: dict[str, Any]) -> str:
+    """One regime cell; "not measured" where a results file predates the statistic."""
+    try:
+        return fmt.format(**regime)
+    except KeyError:
+        return "not measured"
 
 
 def _units(results: dict[str, Any]) -> str:
@@ -194,6 +202,7 @@ DIAL_REGIME = [
     ("teacher on held-out: greedy / Mean@k / Pass@k", "{teacher_greedy:.3f} / {teacher_mean_at_k:.3f} / {teacher_pass_at_k:.3f}"),
     ("in distribution (training targets, fresh samples), Mean@k: student warm start / teacher / all tokens at the end",
      "{student_mean_at_k_in:.3f} / {teacher_mean_at_k_in:.3f} / {all_mean_at_k_in:.3f}"),
+    ("all tokens: teacher gap closed in distribution, learning curve (share at step)", "{all_gap_curve_text}"),
     ("held-out targets, Mean@k: student warm start / teacher / all tokens at the end",
      "{student_mean_at_k:.3f} / {teacher_mean_at_k:.3f} / {all_mean_at_k:.3f}"),
     ("sampled tokens that are low-low (first 10% of steps)", "{low_low_share:.3f}"),

@@ -92,6 +92,9 @@ class Args:
     """where ``opd_<selector>_s<seed>.jsonl`` and its PNG go; empty: no files"""
     threads: int = 1
     """torch intra-op threads"""
+    curve_every: int = 0
+    """steps between in-distribution Mean@k evaluations recorded in the history (``mean_at_k_in``: the learning
+    curve of the teacher-gap share); 0: none (start and end only)"""
 
 
 def student_args(args: Args) -> sft.Args:
@@ -201,6 +204,9 @@ def _main(args: Args) -> dict:
                                      task.completable(sequences[:, P:], problems), low_prob, args.keep_ratio)}
         if step % args.eval_every == 0 or step == args.steps:
             record["eval_accuracy"] = greedy_accuracy(student, task, eval_problems)
+        if args.curve_every and step % args.curve_every == 0:
+            record["mean_at_k_in"] = sampled_metrics(student, task, in_problems, args.sample_k,
+                                                     torch.Generator().manual_seed(778))["mean_at_k"]
         history.append(record)
         log.write(record)
 
