@@ -25,7 +25,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
