@@ -286,7 +286,10 @@ def test_a_negative_or_nan_cost_buys_no_room_under_the_limit():
     guard.finished(done(1, math.nan))
     assert guard.spent_usd == 0.0 and not guard.stop()
     guard.finished(done(2, 1.0))
-    assert guard.stop()
+    from rsigym.scenario import EpisodeSpec
+
+    spends = EpisodeSpec("k3", EnvRef("rsigym/Probe-v0"), AgentSpec("a", "llm", "m"), 3, 0, None)
+    assert not guard.admit(spends) and guard.stop()  # the limit reached: nothing that can spend starts
 
 
 # -- hole 7: a secret split by an excerpt's cut ---------------------------------------------------
