@@ -2,11 +2,12 @@
 #   make demo       the main job: the offline TRACE quickstart
 #   make test       the test suite (Docker tests skip without an engine, fail under RSIGYM_REQUIRE_DOCKER=1)
 #   make typecheck  mypy over the package as installed, cached in .cache/mypy
+#   make docs       the docs site from docs/ into site/ (mkdocs --strict: a warning fails the build)
 #   make sandbox    build and check the sandbox image (needs Docker and debootstrap)
 PYTHON ?= python3
 VENV := .venv
 
-.PHONY: demo test typecheck sandbox clean-demo
+.PHONY: demo test typecheck docs sandbox clean-demo
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +19,10 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(VENV)/bin/python -m pip install -q -e ".[test,ray]"
 	touch $@
 
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -e ".[docs]"
+	touch $@
+
 demo: $(VENV)/.installed
 	$(VENV)/bin/rsigym run trace_quickstart --out runs/trace_quickstart
 
@@ -26,6 +31,9 @@ test: $(VENV)/.installed-test
 
 typecheck: $(VENV)/.installed-test
 	PYTHON=$(VENV)/bin/python .ci/typecheck
+
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 sandbox: $(VENV)/.installed
 	$(VENV)/bin/rsigym sandbox build

@@ -23,7 +23,7 @@ and the measured cost and catch rate of every policy are printed.
 
 Run: ``python benchmarks/evoalloc_trials.py [--trials 1000] [--lengths 10,30,100] [--results FILE]``
 prints acceptance per challenger and trial length with exact CIs and the smallest length that meets
-every target; ``--power FILE`` prints the README's table from a results file
+every target; ``--power FILE`` prints the table of docs/families/evolution.md from a results file
 (``benchmarks/results/evoalloc_trials.json``).
 """
 
@@ -214,7 +214,7 @@ POWER_END = "<!-- evoalloc-power:end -->"
 
 
 def power_table(results: dict[str, Any]) -> str:
-    """The README's table: acceptance per challenger and trial length with exact 95% CIs, the
+    """The docs page's table: acceptance per challenger and trial length with exact 95% CIs, the
     policies' measured cost and catch rate, and the smallest length that meets every target."""
     n = results["trials"]
     names = list(TARGETS)
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--lengths", default="10,30,100")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results", type=Path, help="write the counts to this JSON file")
-    parser.add_argument("--power", type=Path, metavar="RESULTS", help="print the README table of a results file")
+    parser.add_argument("--power", type=Path, metavar="RESULTS", help="print the docs page's table of a results file")
     args = parser.parse_args(argv)
     if args.power:
         results = json.loads(args.power.read_text())

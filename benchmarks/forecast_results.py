@@ -6,7 +6,7 @@
 ``--run`` reads a run folder's records with the ``forecast`` analysis's own functions (target-
 clustered verdicts against ``zero``, the within-agent experience effects, saturation and noisy
 rounds) and writes ``benchmarks/results/NAME.json``; ``--write`` renders every results file present
-into the block between the ``forecast-results`` markers of README.md. A test checks that the block
+into the block between the ``forecast-results`` markers of docs/families/forecast.md. A test checks that the block
 equals what the results files render, so the README's numbers cannot drift from the runs.
 """
 
@@ -122,7 +122,7 @@ def readme_block(readme: str) -> str:
     return _parts(readme)[1].strip("\n")
 
 
-def write_readme(readme_path: Path = ROOT / "README.md", results_dir: Path = RESULTS) -> None:
+def write_readme(readme_path: Path = ROOT / "docs" / "families" / "forecast.md", results_dir: Path = RESULTS) -> None:
     """Replace the block of ``readme_path`` with what the results files render."""
     head, _, tail = _parts(readme_path.read_text())
     readme_path.write_text(f"{head}{BEGIN}\n{render(results_dir)}\n{END}{tail}")

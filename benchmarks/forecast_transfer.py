@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         print(render(result))
     if args.write:
         import readme_blocks
-        readme_blocks.replace(ROOT / "README.md", BEGIN, END, render_files())
+        readme_blocks.replace(ROOT / "docs" / "families" / "forecast.md", BEGIN, END, render_files())
         print("README forecast-transfer block written")
     return 0
 

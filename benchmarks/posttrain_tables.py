@@ -3,7 +3,7 @@
 ``grpo_dropout.py`` and ``dial_opd.py`` write ``benchmarks/results/*.json``: per seed block the
 regime statistics and the paired differences against the baseline, the stability column across
 blocks and the claim verdicts. This script renders them as markdown and, with ``--write``, replaces
-the block between the ``posttrain-tables`` markers of README.md, so every number and verdict in it
+the block between the ``posttrain-tables`` markers of docs/families/posttrain.md, so every number and verdict in it
 is the results files' (a test regenerates the block and compares).
 
 Run: ``python benchmarks/posttrain_tables.py [--write]``.
@@ -256,7 +256,7 @@ def readme_block(readme: str) -> str:
     return readme_blocks.block(readme, BEGIN, END)
 
 
-def write_readme(readme_path: Path = ROOT / "README.md", results_dir: Path = RESULTS) -> None:
+def write_readme(readme_path: Path = ROOT / "docs" / "families" / "posttrain.md", results_dir: Path = RESULTS) -> None:
     readme_blocks.replace(readme_path, BEGIN, END, render(results_dir))
 
 

@@ -7,7 +7,7 @@ is ``verdicts matching constructed truth: K/N``.
 
 Run: ``python benchmarks/trace_calibration.py`` (``--datasets N`` per family, ``--only TEXT`` for
 the families whose name contains TEXT, ``--results FILE`` to write the label counts as JSON, ``--power
-FILE`` to print the README's power table from such a file; the README's rates come from
+FILE`` to print the power table of docs/families/tooluse.md from such a file; the page's rates come from
 ``benchmarks/results/trace_calibration_*.json``). The noisy-agent families (``trace_noisy``) are
 the power table: ``--datasets 200 --only "noisy agent" --results
 benchmarks/results/trace_calibration_noisy.json``.
@@ -247,7 +247,7 @@ def _exact(k: int, n: int) -> str:
 
 
 def power_table(results: dict[str, Any]) -> str:
-    """The README's power table of the noisy-agent families, rendered from a results file written
+    """The power table (docs/families/tooluse.md) of the noisy-agent families, rendered from a results file written
     by ``--only "noisy agent" --results FILE``: per family the verdicts that count, k of n data
     sets, the rate with its exact (Clopper-Pearson) 95% CI, the target and whether the rate meets it.
     The data set is the unit: each is a fresh 50-task battery."""
@@ -278,7 +278,7 @@ def power_table(results: dict[str, Any]) -> str:
 
 
 def readme_power_block(readme: str) -> str:
-    """The power table as the README holds it (between the markers, markers included)."""
+    """The power table as the docs page holds it (between the markers, markers included)."""
     start, end = readme.index(POWER_BEGIN), readme.index(POWER_END) + len(POWER_END)
     return readme[start:end]
 
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> tuple[int, int]:
                         help="only the simulated families whose name contains TEXT (repeatable)")
     parser.add_argument("--results", type=Path, help="write the label counts and the K/N line to this JSON file")
     parser.add_argument("--power", type=Path, metavar="RESULTS",
-                        help="print the README's power table rendered from this results file, and stop")
+                        help="print the power table of docs/families/tooluse.md rendered from this results file, and stop")
     args = parser.parse_args(argv)
     if args.power:
         print(power_table(json.loads(args.power.read_text())))

@@ -234,7 +234,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "workflow_generations.js
 
 
 def readme_sentence(result: dict[str, Any]) -> str:
-    """The README's sentence for a results file (a test checks the README holds it)."""
+    """The sentence of docs/families/workflow.md for a results file (a test checks the page holds it)."""
     summary, settings = result["summary"], result["settings"]
     return (f"Measured over {summary['runs']} runs (seeds {min(settings['seeds'])}-{max(settings['seeds'])}, budget "
             f"{settings['budget']}, {settings['test_per_family']} held-out tasks per family, "
@@ -255,7 +255,7 @@ def recursion_verdict(p_value: float, excess: float, alpha: float = 0.05) -> str
 
 
 def recursion_call(per_run: list[dict[str, Any]]) -> str:
-    """The README's phrase for the recursion call on a results file's runs (recomputed, so a test can compare)."""
+    """The docs page's phrase for the recursion call on a results file's runs (recomputed, so a test can compare)."""
     summary = run_summary(per_run)
     return (f"on the committed runs, {summary['recursion_verdict']} (sign-flip p = {summary['recursion_p']:.4f}, "
             f"4000 flips over {summary['runs']} runs)")

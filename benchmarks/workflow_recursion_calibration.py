@@ -111,7 +111,7 @@ def _rate(p: dict[str, Any]) -> str:
 
 
 def render(result: dict[str, Any]) -> str:
-    """The README sentence for a calibration result."""
+    """The sentence of docs/families/workflow.md for a calibration result."""
     a = result["args"]
     parts = []
     for case in result["cases"]:

@@ -1,9 +1,9 @@
-"""The README's MASS search statements, rendered from the committed results file of ``workflow_search_runs.py``.
+"""The MASS search statements of ``docs/families/workflow.md``, rendered from the committed results file of ``workflow_search_runs.py``.
 
-    python benchmarks/workflow_results.py --write      # README block from benchmarks/results/workflow_search_runs.json
+    python benchmarks/workflow_results.py --write      # the docs block from benchmarks/results/workflow_search_runs.json
 
-``--write`` replaces the text between the ``workflow-results`` markers of README.md with what the
-results file renders; a test checks the README block equals the rendering, so the numbers
+``--write`` replaces the text between the ``workflow-results`` markers of docs/families/workflow.md with what the
+results file renders; a test checks the block equals the rendering, so the numbers
 cannot drift from the run.
 """
 
@@ -176,7 +176,7 @@ def render_judges(result: dict[str, Any]) -> str:
 
 
 def render(path: Path = RESULTS, reasons: Path = REASONS, judges: Path = JUDGES, speed: Path = SPEED) -> str:
-    """The README block (without the markers) from the results files present."""
+    """The docs block (without the markers) from the results files present."""
     main = json.loads(path.read_text())
     text = render_search(main)
     if speed.exists():
@@ -192,7 +192,7 @@ def readme_block(text: str) -> str:
     return readme_blocks.block(text, BEGIN, END)
 
 
-def write_readme(readme_path: Path = ROOT / "README.md", path: Path = RESULTS, reasons: Path = REASONS,
+def write_readme(readme_path: Path = ROOT / "docs" / "families" / "workflow.md", path: Path = RESULTS, reasons: Path = REASONS,
                  judges: Path = JUDGES, speed: Path = SPEED) -> None:
     """Replace the block of ``readme_path`` with what the results files render."""
     readme_blocks.replace(readme_path, BEGIN, END, render(path, reasons, judges, speed))
@@ -200,10 +200,10 @@ def write_readme(readme_path: Path = ROOT / "README.md", path: Path = RESULTS, r
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write the README block from the results file")
+    parser.add_argument("--write", action="store_true", help="write the docs block from the results file")
     ns = parser.parse_args()
     if ns.write:
         write_readme()
-        print("README workflow-results block written")
+        print("docs/families/workflow.md workflow-results block written")
     else:
         print(render())

@@ -1,4 +1,4 @@
-"""EvoAlloc's acceptance rule on simulated trials (``benchmarks/evoalloc_trials.py``): the README's
+"""EvoAlloc's acceptance rule on simulated trials (``benchmarks/evoalloc_trials.py``): the docs page's
 power table is what the committed results file renders, the rule keeps equivalent and worse
 challengers out at every measured trial length, and the default trial length is the smallest
 that meets every target."""
@@ -18,7 +18,7 @@ def _results() -> dict:
 def test_readme_evoalloc_power_table_is_what_the_results_file_renders():
     import evoalloc_trials
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs/families/evolution.md").read_text()
     start, end = readme.index(evoalloc_trials.POWER_BEGIN), readme.index(evoalloc_trials.POWER_END)
     assert readme[start:end + len(evoalloc_trials.POWER_END)] == evoalloc_trials.power_table(_results())
 

@@ -15,7 +15,7 @@ import forecast_results  # noqa: E402
 def test_readme_forecast_block_equals_what_the_results_files_render():
     for name in forecast_results.NAMES:
         assert (ROOT / "benchmarks" / "results" / f"{name}.json").exists(), name
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs/families/forecast.md").read_text()
     assert forecast_results.readme_block(readme) == forecast_results.render(), (
         "README forecast block differs from benchmarks/results/forecast_*.json: "
         "run python benchmarks/forecast_results.py --write")

@@ -97,7 +97,7 @@ def test_the_readme_transfer_block_equals_what_the_results_file_renders():
     import readme_blocks
     result = json.loads(forecast_transfer.RESULTS.read_text())
     assert forecast_transfer.CALIBRATION.exists()
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs/families/forecast.md").read_text()
     assert readme_blocks.block(readme, forecast_transfer.BEGIN, forecast_transfer.END) == forecast_transfer.render_files(), (
         "README forecast-transfer block differs: run python benchmarks/forecast_transfer.py --write")
     changed = json.loads(json.dumps(result))

@@ -84,9 +84,9 @@ def test_the_readme_states_the_committed_generations_results():
 
     result = json.loads(generations.RESULTS.read_text())
     assert result["summary"]["runs"] >= 20
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs/families/workflow.md").read_text()
     assert generations.readme_sentence(result) in " ".join(readme.split()), (
-        "README's two-generations sentence differs from benchmarks/results/workflow_generations.json")
+        "docs/families/workflow.md's two-generations sentence differs from benchmarks/results/workflow_generations.json")
     assert generations.recursion_call(result["per_run"]) in " ".join(readme.split())
 
 
@@ -122,6 +122,6 @@ def test_the_readme_states_the_committed_recursion_calibration():
 
     result = json.loads(calibration.RESULTS.read_text())
     assert result["args"]["designs"] >= 200 and all(len(c["grid"]) == len(calibration.GRID) for c in result["cases"])
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs/families/workflow.md").read_text()
     assert calibration.render(result) in " ".join(readme.split()), (
-        "README's recursion-calibration sentence differs from benchmarks/results/workflow_recursion_calibration.json")
+        "docs/families/workflow.md's recursion-calibration sentence differs from benchmarks/results/workflow_recursion_calibration.json")

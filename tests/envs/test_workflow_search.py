@@ -108,9 +108,9 @@ def test_readme_workflow_block_equals_what_the_results_file_renders():
     import workflow_results
 
     assert workflow_results.RESULTS.exists()
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs/families/workflow.md").read_text()
     assert workflow_results.readme_block(readme) == workflow_results.render(), (
-        "README workflow-results block differs from benchmarks/results/workflow_search_runs.json: "
+        "docs/families/workflow.md workflow-results block differs from benchmarks/results/workflow_search_runs.json: "
         "run python benchmarks/workflow_results.py --write")
 
 

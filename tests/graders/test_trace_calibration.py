@@ -44,11 +44,12 @@ def test_simulated_families_smoke(capsys):
 
 
 def _results(name: str) -> tuple[str, dict]:
-    """The README as one line (its lines wrap anywhere) and ``benchmarks/results/<name>``."""
+    """The TRACE docs page (``docs/families/tooluse.md``) as one line (its lines wrap anywhere) and
+    ``benchmarks/results/<name>``."""
     import json
 
     root = Path(__file__).resolve().parents[2]
-    return " ".join((root / "README.md").read_text().split()), json.loads((root / "benchmarks/results" / name).read_text())
+    return " ".join((root / "docs/families/tooluse.md").read_text().split()), json.loads((root / "benchmarks/results" / name).read_text())
 
 
 def test_readme_calibration_rates_come_from_the_50_data_set_run():
@@ -86,7 +87,7 @@ def test_readme_power_table_is_what_the_noisy_results_file_renders():
 
     root = Path(__file__).resolve().parents[2]
     results = json.loads((root / "benchmarks/results/trace_calibration_noisy.json").read_text())
-    readme = (root / "README.md").read_text()
+    readme = (root / "docs/families/tooluse.md").read_text()
     assert trace_calibration.readme_power_block(readme) == trace_calibration.power_table(results)
     # the must-show rates, each over >= 200 data sets
     n, families = results["datasets_per_family"], results["families"]

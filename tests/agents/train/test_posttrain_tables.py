@@ -17,7 +17,7 @@ PRESENT = [name for name in ("grpo_dropout.json", "dial_opd.json") if (ROOT / "b
 
 def test_readme_tables_equal_what_the_results_files_generate():
     assert "grpo_dropout.json" in PRESENT
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs/families/posttrain.md").read_text()
     assert posttrain_tables.readme_block(readme) == posttrain_tables.render(), (
         "README post-training tables differ from benchmarks/results/*.json: run python benchmarks/posttrain_tables.py --write")
 
