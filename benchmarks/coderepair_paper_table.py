@@ -1,4 +1,4 @@
-"""The results file and README table of a finished ``coderepair_paper`` run, the paper's numbers beside ours.
+"""The results file and docs table (docs/families/coderepair.md) of a finished ``coderepair_paper`` run, the paper's numbers beside ours.
 
 Reads the run folder's ``records.jsonl`` and computes what ``coderepair_compare`` reports, with the
 same functions (``envs/coderepair/analyses.py``): per agent the ``hidden_tests`` pass over (seed,
@@ -98,7 +98,7 @@ def _pp(x: float | None) -> str:
 
 
 def table(res: dict[str, Any]) -> str:
-    """The README's markdown table: ours beside the paper's."""
+    """The docs page's markdown table: ours beside the paper's."""
     base = res["baseline"]
     lines = [f"{res['seeds']} seeds x {res['problems']} problems, unit: {res['unit']}; the first "
              f"{res['warmup_problems']} problems of each stream excluded.", "",

@@ -1,6 +1,6 @@
 """Batteries under load (issue 38, hole 6): no grade from output a program did not produce.
 
-Runs the README's first battery (``probe_smoke``, 80 episodes) and a larger Probe battery
+Runs the first battery of docs/guides/batteries.md (``probe_smoke``, 80 episodes) and a larger Probe battery
 (``probe_smoke`` over 30 test tasks and one seed: 120 episodes) with ``--workers 1 --concurrency
 32``, env and answer check both on each sandbox provider asked for, ``--runs`` times each, beside a
 CPU hog of ``--hog-per-core`` busy processes per core. The hog is started for each run and always

@@ -270,7 +270,7 @@ def main(args: Args) -> dict[str, Any]:
                 f"{arm} {s['score']['mean']:.3f}" + (f" ({s['vs_seed']['verdict']})" if s["vs_seed"] else "")
                 for arm, s in summary.items()) + f" [{time.perf_counter() - t0:.0f} s]", flush=True)
     result = write(args, replications, memo_totals, started)
-    from workflow_results import render_search  # the same text the README carries
+    from workflow_results import render_search  # the same text docs/families/workflow.md carries
 
     print(render_search(result))
     return result

@@ -15,8 +15,8 @@
   and by seed stream (SD ``SD_SEED``), as measured on the simulator; in a share ``AGREE`` of cells
   both agents pick the same program (identical outcome), elsewhere their outcomes are independent
   draws; 1% of episodes are lost to infra errors. The +3 pp must be called "better" in >= 80% of
-  draws, the null called better or worse in <= 5%, and +2 pp found in < 80% (what the README says
-  the design cannot decide); with the paper's family (two world models, one at +3 pp and one at 0,
+  draws, the null called better or worse in <= 5%, and +2 pp found in < 80% (what docs/families/coderepair.md
+  says the design cannot decide); with the paper's family (two world models, one at +3 pp and one at 0,
   Holm) the +3 pp one found in >= 80% and the null one called in <= 10%. Exact binomial CIs.
 """
 
@@ -197,7 +197,7 @@ def compare_paper_null() -> Case:
 
 def compare_paper_two_points() -> Case:
     """The paper's second step (adaptive over fixed, +2 pp) is below this design's MDD: the case
-    checks that the README's "cannot decide it" stays true (it fails if the design grows enough)."""
+    checks that the docs page's "cannot decide it" stays true (it fails if the design grows enough)."""
     share, mdd, ci = _paper_share(0.02, ("better",), FAMILY_DRAWS)
     return Case("coderepair_compare", f"true +2 pp, paper design ({PAPER_PROBLEMS} x {PAPER_SEEDS} seeds, "
                 f"{FAMILY_DRAWS} draws)", "found in < 80%: the design cannot decide +2 pp",

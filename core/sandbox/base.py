@@ -13,7 +13,7 @@ A sandbox runs commands as one of two identities:
   ``harness_dir`` (outside the work dir), which the user may read (when the file mode allows:
   0o600 files are unreadable to it) but never write or delete. On the docker provider this is a
   separate uid; on the local provider both identities are the calling user (not separated; see
-  the README's sandbox table).
+  the sandbox table of docs/guides/sandbox.md).
 
 Process lifetime
 ----------------

@@ -3,7 +3,7 @@
 A hidden assertion that calls the function on exactly the arguments of a public test call (after
 literal evaluation, so ``[1, 2]`` and ``[1,2]`` are one call) checks nothing the public tests did
 not already check; a program tuned to pass the public tests passes it for free. ``hidden_only``
-scores only the other assertions; ``overlap_table`` gives the per-problem counts the README states.
+scores only the other assertions; ``overlap_table`` gives the per-problem counts docs/families/coderepair.md states.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ network or the host's files, fails to import or does not parse is **scored as fa
 reason**; the run goes on. Only the sandbox itself failing (a dead container) raises, as
 ``SandboxError``, which the runner records as an infra error, never as the candidate's fault.
 
-What each evaluation is guaranteed (docker provider; see the README for the local one):
+What each evaluation is guaranteed (docker provider; see docs/families/evolution.md for the local one):
 
 * a fresh start: each evaluation starts a fresh runner process, which clears everything the
   user owns in the work dir, ``/tmp``, ``/dev/shm``, ``/dev/mqueue`` and its System V IPC objects

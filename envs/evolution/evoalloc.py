@@ -105,7 +105,7 @@ class EvoAllocAgent:
     Params:
         revise_after_full: New full results (own and counterfactual) between policy proposals.
         trial_candidates: Candidates a challenger shadows the incumbent before the verdict (default
-            ``DEFAULT_TRIAL_CANDIDATES``, 400: the smallest trial with the power the README's table shows).
+            ``DEFAULT_TRIAL_CANDIDATES``, 400: the smallest trial with the power the table of docs/families/evolution.md shows).
         miss_tolerance, prior_strength, acceptance_alpha: the acceptance rule's (``accept_challenger``;
             ``acceptance_alpha`` is its ``alpha``, the level of the role-swap test).
         experience_in_prompt: Show the experience summary in every decision prompt (default True).

@@ -16,8 +16,8 @@ candidate in one process):
 * a bin-packing candidate signals, reads or writes the harness process.
 
 Docker cases need an engine (CI has one; ``RSIGYM_REQUIRE_DOCKER=1`` turns a skip into a
-failure). The local provider runs the cases its guarantees cover (see the README's evaluator
-paragraph): it has one identity and no private /tmp, so the /tmp, /dev/shm, IPC and
+failure). The local provider runs the cases its guarantees cover (see the evaluator
+paragraph of docs/families/evolution.md): it has one identity and no private /tmp, so the /tmp, /dev/shm, IPC and
 harness-process cases are docker-only, and the local attacker touches only its own work dir.
 """
 
