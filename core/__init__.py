@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 from .errors import InfraError, RsigymError, SandboxError, SandboxUnavailable, UserError
 
 if TYPE_CHECKING:
-    from .export import records_frame
-    from .records import (SCHEMA_VERSION, AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory,
-                          Usage, episode_key)
+    from .report.export import records_frame
+    from .records.trajectory import (
+        SCHEMA_VERSION, AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory, Usage, episode_key,
+    )
 
 try:
     __version__ = version("rsigym")
@@ -47,11 +48,11 @@ def __getattr__(name: str) -> object:
     # Imported on first use: records imports numpy, which `rsigym --version` has no use for, and
     # records_frame the report module (numpy, the registries).
     if name in _RECORDS:
-        from . import records
+        from .records import trajectory as records
 
         return getattr(records, name)
     if name == "records_frame":
-        from .export import records_frame
+        from .report.export import records_frame
 
         return records_frame
     raise AttributeError(f"module 'rsigym' has no attribute {name!r}")

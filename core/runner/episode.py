@@ -16,13 +16,13 @@ import warnings
 import traceback
 from typing import Any
 
-from rsigym.action_limits import short_repr
+from rsigym.records.action_limits import short_repr
 from rsigym.agent import task_info
 from rsigym.errors import InfraError
-from rsigym.record_limits import cap_for_record
+from rsigym.records.record_limits import cap_for_record
 from rsigym.records import FinalSnapshot, Grade, Step, Trajectory, Usage, to_jsonable, utc_now
 
-from ..scenario import EpisodeSpec, NamedSpec
+from ..scenario.spec import EpisodeSpec, NamedSpec
 from .deadline import TIMEOUT_CAUSE, EpisodeTimeout, deadline, interrupted_import, timeout_message
 
 __all__ = ["run_episode", "prepare", "harness_fault", "worker_damaged", "EpisodeTimeout", "TIMEOUT_CAUSE",

@@ -11,8 +11,8 @@ from collections import defaultdict
 from dataclasses import asdict
 from typing import Any, Sequence
 
-from ..records import Trajectory, canonical_json
-from ..report import condition_label
+from ..records.trajectory import Trajectory, canonical_json
+from ..report.report import condition_label
 
 __all__ = ["paired_episodes", "renamed_to_original", "renamed_away", "NO_SUCH_TOOL", "BASELINE_NAMES"]
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from rsigym.grader import get_grader, register_grader, snapshot_state
 from rsigym.llm import RetryPolicy, complete
 from rsigym.records import Grade, Trajectory, canonical_json, to_jsonable
-from rsigym.redact import redacted_excerpt
+from rsigym.records.redact import redacted_excerpt
 
 __all__ = ["DbStateMatch", "OutputsTold", "ActionMatch", "ActionMatchMapped", "LLMJudge", "TaskReward"]
 
@@ -125,7 +125,7 @@ _JUDGE_PROMPT = {
 @register_grader("llm_judge")
 @dataclass(frozen=True)
 class LLMJudge:
-    """An LLM (through ``rsigym.llm``, role ``judge``) scores an episode with an ``outcome`` or
+    """An LLM (through ``rsigym.llm.client``, role ``judge``) scores an episode with an ``outcome`` or
     ``process`` rubric.
 
     The judge reads ``judging.judge_transcript``: the goal, the tools as the agent saw them, the

@@ -1,4 +1,4 @@
-"""Role players: one model plays every role, one conversation per role call, through ``rsigym.llm``.
+"""Role players: one model plays every role, one conversation per role call, through ``rsigym.llm.client``.
 
 ``RolePlayer`` keeps a separate chat per role invocation (the AEC env's ``invocation`` field),
 starting with a system prompt that carries the action schema, then the env's ``message`` turns
@@ -18,7 +18,7 @@ import rsigym.agents.offline  # noqa: F401  (serves the rsigym/... offline model
 from rsigym.agent import register_agent
 from rsigym.llm import RetryPolicy, complete
 from rsigym.records import AgentSpec, Usage
-from rsigym.redact import redacted_excerpt
+from rsigym.records.redact import redacted_excerpt
 from rsigym.spaces import invalid_action
 
 from .actions import ACTION_SCHEMA

@@ -1,4 +1,4 @@
-"""The one LLM client (``rsigym.llm``): retries, fail-fast, usage, structured output, one caller."""
+"""The one LLM client (``rsigym.llm.client``): retries, fail-fast, usage, structured output, one caller."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_exactly_one_module_of_the_package_calls_litellm_completion():
             lines = completion_calls(path.read_text())
             if lines:
                 callers[str(path.relative_to(REPO))] = lines
-    assert list(callers) == ["core/llm.py"], callers
+    assert list(callers) == ["core/llm/client.py"], callers
 
 
 def test_the_kernel_client_imports_nothing_above_the_kernel():
