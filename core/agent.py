@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from rsigym.errors import UserError
-from rsigym.records import AgentSpec, Usage
+from rsigym.records.trajectory import AgentSpec, Usage
 
 from .records.redact import redact, redact_text
 from .registry import AGENTS

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, Callable, ClassVar, Literal, Protocol, runtime_checkable
 
 from rsigym.errors import InfraError, UserError
-from rsigym.records import Grade, Trajectory, to_jsonable
+from rsigym.records.trajectory import Grade, Trajectory, to_jsonable
 
 from .records.redact import redact, redact_text
 from .registry import GRADERS

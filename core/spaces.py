@@ -9,7 +9,7 @@ import jsonschema
 from gymnasium import spaces
 
 from rsigym.records.action_limits import ActionLimits, DEFAULT_ACTION_LIMITS, action_limit_error
-from rsigym.records import to_jsonable
+from rsigym.records.trajectory import to_jsonable
 
 __all__ = ["TEXT_CHARSET", "INVALID_ACTION_KEY", "text_space", "clean_text", "invalid_action", "JsonActions",
            "split_task_ids"]

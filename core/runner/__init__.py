@@ -7,6 +7,9 @@ above one (or provider limits set), each local worker keeps that many episodes i
 threads (``inflight``); on Ray each runner actor does (``ray_backend``), with the provider limits
 and the cost limit held for the whole cluster. ``capacity`` chooses the default and keeps
 CPU-heavy envs to the cores.
+
+It may import every part of the kernel below the CLI (records, llm, report, scenario, agent,
+grader, registry, conditions, sandbox); only the CLI and the testing kit import it.
 """
 
 from __future__ import annotations

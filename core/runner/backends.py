@@ -15,7 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence
 
 from rsigym.errors import UserError
-from rsigym.records import Trajectory, utc_now
+from rsigym.records.trajectory import Trajectory, utc_now
 from rsigym.records.redact import redacted_excerpt
 
 from ..scenario.spec import EpisodeSpec

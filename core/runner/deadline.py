@@ -30,7 +30,7 @@ from types import FrameType, TracebackType
 import time
 from typing import Any, Iterator
 
-from rsigym.llm import call_deadline
+from rsigym.llm.client import call_deadline
 
 __all__ = ["EpisodeTimeout", "TIMEOUT_CAUSE", "IMPORT_GRACE_S", "deadline", "interrupted_import",
            "timeout_message"]

@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass, field
 
 from rsigym.llm.provider_errors import is_unrecoverable_text
-from rsigym.records import Trajectory
+from rsigym.records.trajectory import Trajectory
 
 from ..scenario.spec import EpisodeSpec
 from .capacity import episode_can_spend

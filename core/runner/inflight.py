@@ -36,7 +36,7 @@ from multiprocessing.connection import wait as wait_for
 from typing import Any, Callable, Sequence
 
 from rsigym.llm import limits
-from rsigym.records import Trajectory
+from rsigym.records.trajectory import Trajectory
 
 from ..records.redact import redacted_excerpt
 from ..scenario.spec import EpisodeSpec

@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from rsigym.llm import limits
-from rsigym.records import Trajectory
+from rsigym.records.trajectory import Trajectory
 
 from ..scenario.spec import EpisodeSpec
 from . import inflight

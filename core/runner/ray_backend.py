@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from rsigym.llm import limits
 from rsigym.errors import UserError, install_hint
-from rsigym.records import Trajectory
+from rsigym.records.trajectory import Trajectory
 from rsigym.records.redact import redacted_excerpt
 
 from ..scenario.spec import EpisodeSpec

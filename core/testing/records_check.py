@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rsigym.records import AgentSpec, EnvRef, Trajectory, episode_key
+from rsigym.records.trajectory import AgentSpec, EnvRef, Trajectory, episode_key
 
 if TYPE_CHECKING:
     from .family import Family, FamilyReport
@@ -84,7 +84,7 @@ def check_episodes(family: "Family", report: "FamilyReport", run: Run, kwargs_of
     from rsigym.scenario.preflight import grader_fits
     from rsigym.registry import GRADERS
     from rsigym.runner import run_episode
-    from rsigym.scenario import EpisodeSpec, NamedSpec
+    from rsigym.scenario.spec import EpisodeSpec, NamedSpec
 
     records: list[Trajectory] = []
     with tempfile.TemporaryDirectory(prefix="rsigym-check-") as tmp:
@@ -128,7 +128,7 @@ def _first_task_into(task: list[str | None], env_id: str, kwargs: dict[str, Any]
 
 def _analyse(name: str, records: list[Trajectory], folder: Path) -> str:
     from rsigym.registry import ANALYSES
-    from rsigym.report import ReportSection
+    from rsigym.report.report import ReportSection
 
     assert records, "no records to analyse (every episode failed)"
     section = ANALYSES.lookup(name)(records, folder)
