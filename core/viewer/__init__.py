@@ -17,6 +17,9 @@ each a script the page loads when it needs it), so the page itself holds only th
 state lives in the URL's fragment (``#agent=...&condition=...&task=...&q=...&sort=-reward``,
 ``score=RULE&min=..&max=..``, plus ``episode=N`` or ``pair=N`` to open one and scroll to it), so
 a view can be linked and tested.
+
+It may import ``rsigym.records``, ``rsigym.report`` and ``rsigym.errors`` (the scenario inside a
+function); only the CLI imports it.
 """
 
 from __future__ import annotations
