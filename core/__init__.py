@@ -35,7 +35,7 @@ The public API, the import paths a user, a plug-in family or a scenario file may
 
 The re-exports load on first use, so ``import rsigym.records.redact`` costs no numpy and a refused
 CLI flag no scenario. From the flat layout each moved module kept its name inside its package
-(``rsigym.jsonl`` is ``rsigym.records.jsonl``, ``rsigym.stats`` is ``rsigym.report.stats``), but for
+(``jsonl`` is now ``rsigym.records.jsonl``, ``stats`` is ``rsigym.report.stats``), but for
 the five whose name became a package: ``records.trajectory``, ``llm.client``, ``report.report``,
 ``scenario.spec``, ``cli.commands`` (``cli_run`` and ``cli_regrade`` are ``cli.run_command`` and
 ``cli.regrade_command``).

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..records.trajectory.tool_names import NO_SUCH_TOOL, renamed_away, renamed_to_original
+from ..records.tool_names import NO_SUCH_TOOL, renamed_away, renamed_to_original
 from ..records.trajectory import Step, Trajectory
 from ..spaces import INVALID_ACTION_KEY
 

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import asdict
 from typing import Any, Sequence
 
-from ..records.trajectory.tool_names import NO_SUCH_TOOL, renamed_away, renamed_to_original
+from ..records.tool_names import NO_SUCH_TOOL, renamed_away, renamed_to_original
 from ..records.trajectory import Trajectory, canonical_json
 from ..report.report import condition_label
 
