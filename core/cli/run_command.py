@@ -1,6 +1,6 @@
 """``rsigym run``: scenario overrides (``--model``, ``--set``, ...), the dry-run plan, the summary.
 
-Split from ``rsigym.cli.commands`` (the parser and the other commands) to keep each module short. Every
+Split from ``rsigym.cli`` (the parser and the other commands) to keep each module short. Every
 mistake is a ``UserError`` raised before any episode runs; the exit status says how the run went
 (0: every episode ran, 1: more infra errors than ``--max-infra-errors`` or an analysis failed).
 """

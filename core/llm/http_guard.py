@@ -14,7 +14,7 @@ one transport of ours:
   with ``ReplyTooLarge`` as soon as the cap is passed: at most the cap is ever buffered;
 * a JSON reply whose ``usage`` holds a value that is no finite number (``NaN``, a string) has its
   ``usage`` dropped: LiteLLM would refuse the whole reply as a 500, retried and never counted;
-  without usage the client counts the tokens itself (``rsigym.llm.client``).
+  without usage the client counts the tokens itself (``rsigym.llm``).
 
 Compression is asked off (``Accept-Encoding: identity``); a server that compresses anyway is
 decompressed here, under the same cap.

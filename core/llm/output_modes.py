@@ -1,5 +1,5 @@
 """How a model is asked for actions: native tools, a structured ``response_format``, or the schema
-in the prompt only; split from ``rsigym.llm.client`` (the client), which re-exports these names.
+in the prompt only; split from ``rsigym.llm`` (the client), which re-exports these names.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def build_manifest(scenario: Scenario, tool_modes: dict[str, str] | None = None)
 
 
 def planned_tool_modes(raw: dict[str, Any], probed: dict[str, str] | None = None) -> dict[str, str]:
-    """Per LLM agent (kind ``llm``) of a scenario: the tool mode it will use (``rsigym.llm.client``; an
+    """Per LLM agent (kind ``llm``) of a scenario: the tool mode it will use (``rsigym.llm``; an
     ``auto`` agent the endpoint check probed takes ``probed[id]``, tools or json); each record says
     what was used in the end."""
     from ..llm.client import planned_tool_mode

@@ -125,7 +125,7 @@ _JUDGE_PROMPT = {
 @register_grader("llm_judge")
 @dataclass(frozen=True)
 class LLMJudge:
-    """An LLM (through ``rsigym.llm.client``, role ``judge``) scores an episode with an ``outcome`` or
+    """An LLM (through ``rsigym.llm``, role ``judge``) scores an episode with an ``outcome`` or
     ``process`` rubric.
 
     The judge reads ``judging.judge_transcript``: the goal, the tools as the agent saw them, the

@@ -1,4 +1,4 @@
-"""Role players: one model plays every role, one conversation per role call, through ``rsigym.llm.client``.
+"""Role players: one model plays every role, one conversation per role call, through ``rsigym.llm``.
 
 ``RolePlayer`` keeps a separate chat per role invocation (the AEC env's ``invocation`` field),
 starting with a system prompt that carries the action schema, then the env's ``message`` turns

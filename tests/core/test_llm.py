@@ -1,4 +1,4 @@
-"""The one LLM client (``rsigym.llm.client``): retries, fail-fast, usage, structured output, one caller."""
+"""The one LLM client (``rsigym.llm``): retries, fail-fast, usage, structured output, one caller."""
 
 from __future__ import annotations
 
