@@ -403,11 +403,14 @@ if __name__ == "__main__":
                              "(levels from --levels, default 1,32; backends from --backend, default local and ray)")
     parser.add_argument("--sandbox", default="auto", help="Probe's sandbox for --whole-process (auto, docker, local)")
     parser.add_argument("--max-guesses", type=int, default=3, help="Probe's max_guesses for --whole-process")
+    parser.add_argument("--json", default=None, help="--whole-process: write the numbers to this file")
     args = parser.parse_args()
     if args.whole_process:
         levels = tuple(int(c) for c in args.levels.split(",")) if args.levels != "1,8,32,64" else (1, 32)
-        whole_process(args.episodes, args.latency, levels, tuple(args.backend or ["local", "ray"]), args.sandbox,
-                      args.max_guesses, args.repeats if args.repeats != 3 else 1)
+        found = whole_process(args.episodes, args.latency, levels, tuple(args.backend or ["local", "ray"]),
+                              args.sandbox, args.max_guesses, args.repeats if args.repeats != 3 else 1)
+        if args.json:
+            Path(args.json).write_text(json.dumps(found, indent=2) + "\n")
     elif args.child:
         print(json.dumps(measure(json.loads(args.child))))
     else:
