@@ -313,7 +313,7 @@ def whole_run(scenario: Path, out: Path, api_base: str, concurrency: int, backen
     seconds = time.perf_counter() - started
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {process.returncode}:\n{output.decode(errors='replace')[-3000:]}")
-    from rsigym.jsonl import read_records
+    from rsigym.records.jsonl import read_records
 
     records = read_records(out / "records.jsonl").records
     return {"seconds": seconds, "user_s": usage.ru_utime, "sys_s": usage.ru_stime, "episodes": len(records),
