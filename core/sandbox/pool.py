@@ -3,8 +3,9 @@
 Creating a container costs about half a second; handing over a warm one costs one inspect. A
 released container is reset before the next user gets it (``DockerSandbox.reset``: every
 process of both identities killed; work dir, harness dir, /tmp, /dev/shm, /dev/mqueue and System
-V IPC emptied; then verified from a third uid), through a new handle: the previous user's handle
-stops working at release. A container whose reset fails its verification is removed, never
+V IPC emptied, one engine exec per identity, both at once; then verified from a third uid, by the
+container's INIT server), through a new handle: the previous user's handle stops working at
+release. A container whose reset fails its verification is removed, never
 handed on.
 
 Containers are labelled with the owning process id and host; a pool removes its containers at

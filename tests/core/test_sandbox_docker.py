@@ -154,7 +154,9 @@ def test_fork_bomb_is_contained_and_the_sandbox_recovers(own_sandbox, docker_cli
     assert docker_client.ping()
     own_sandbox.reset()
     assert own_sandbox.exec(["echo", "alive"]).stdout == "alive\n"
-    assert live_processes(own_sandbox) == ["python3", "python3"]  # the reaper and the lister
+    # the reaper, the container's INIT server (the reset's verification, a uid no exec has) and the lister
+    assert live_processes(own_sandbox) == ["python3", "python3", "python3"]
+    assert own_sandbox._init_server[0] is not None and own_sandbox._init_server[0].pid is not None
 
 
 def test_container_killed_from_outside_raises_unavailable(own_sandbox, docker_client):
