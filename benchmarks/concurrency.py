@@ -33,6 +33,16 @@ Run: ``python benchmarks/concurrency.py [--episodes 64] [--repeats 3] [--latency
 [--levels 1,8,32,64] [--storm 10] [--no-pool] [--backend ray]``. Targets: concurrency 32 >= 20x
 concurrency 1; peak memory at 32 < 2x that at 1; no episode lost in the storm; Ray at 32 >= 0.8x
 local at 32.
+
+``--whole-process`` measures what a user pays instead: ``rsigym run --workers 1 --concurrency C``
+in its own process (imports, endpoint check, worker start, sandboxes, records, grading, report),
+on a Probe-v0 battery (``--episodes``, ``--max-guesses`` checks at most, ``--sandbox``) against the
+same server, for C = 1 and 32 (``--levels``) and each ``--backend`` (default: local, then Ray
+started by the run on this one node): the whole-process wall, user and system CPU of the process
+and every descendant it waited for, CPU per episode, and, in the same run, the ratios 32 vs 1 of
+each backend. Targets: wall 32 vs 1 >= 8x; CPU per episode at 32 <= 1.5x that at 1 (the
+sequential path). The load average before and after is printed: on a shared machine the walls
+move with it, the ratios much less.
 """
 
 from __future__ import annotations
@@ -264,6 +274,119 @@ def storm(episodes: int, latency_s: float, storm_s: float, sequential: dict[str,
             "limits": run["limits"]}
 
 
+# -- the whole process: `rsigym run` on a Probe battery, 1 vs 32 in flight ----------------------
+WALL_TARGET = 8.0      # whole-process wall, 32 in flight vs 1
+CPU_TARGET = 1.5       # CPU per episode at 32 in flight vs 1 (user + sys of the whole process tree)
+
+
+def probe_battery(episodes: int, sandbox: str, max_guesses: int) -> dict[str, Any]:
+    """Probe-v0, the llm agent (its model and api_base come from the command line), graded live."""
+    return {
+        "name": "concurrency-probe",
+        "env": {"id": "rsigym/Probe-v0", "kwargs": {"sandbox": sandbox, "low": 0, "high": 100,
+                                                    "max_guesses": max_guesses}},
+        "tasks": {"split": "train", "limit": min(episodes, 100)},
+        "conditions": ["none"],
+        "agents": [{"id": "llm", "kind": "llm", "model": "openai/fake-model",
+                    "params": {"temperature": 0.0, "max_tokens": 64}}],
+        "seeds": list(range(math.ceil(episodes / min(episodes, 100)))),
+        "max_steps": max_guesses + 2,
+        "graders": ["probe_answer", "probe_efficiency"],
+    }
+
+
+def whole_run(scenario: Path, out: Path, api_base: str, concurrency: int, backend: str) -> dict[str, Any]:
+    """One `rsigym run` in its own process: wall, and user + sys CPU of it and every descendant it
+    waited for (its worker processes; with Ray, the node's processes the driver started)."""
+    import os
+    import shutil
+
+    rsigym = shutil.which("rsigym", path=str(Path(sys.executable).parent)) or "rsigym"
+    argv = [rsigym, "run", str(scenario), "--out", str(out), "--backend", backend, "--workers", "1",
+            "--concurrency", str(concurrency), "--api-base", api_base, "--no-progress"]
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert process.stdout is not None
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - started
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {process.returncode}:\n{output.decode(errors='replace')[-3000:]}")
+    from rsigym.records.jsonl import read_records
+
+    records = read_records(out / "records.jsonl").records
+    return {"seconds": seconds, "user_s": usage.ru_utime, "sys_s": usage.ru_stime, "episodes": len(records),
+            "infra_errors": sum(r.termination == "infra_error" for r in records),
+            "calls": sum(r.usage.model_calls for r in records),
+            "by_task": {f"{r.env.task_id}/{r.seed}": list(signature(r)) for r in records}}
+
+
+def whole_process(episodes: int = 64, latency_s: float = 0.5, levels: tuple[int, ...] = (1, 32),
+                  backends: tuple[str, ...] = ("local", "ray"), sandbox: str = "auto", max_guesses: int = 3,
+                  repeats: int = 1) -> dict[str, Any]:
+    """`rsigym run --workers 1 --concurrency C` on a Probe battery, each level and backend in turn
+    (interleaved over repeats), against the fake provider at ``latency_s``: wall, CPU, CPU per
+    episode, and the ratios 32 vs 1 of the same backend, all from this one run."""
+    import os
+
+    import yaml
+
+    console = Console(width=160)
+    load_before = os.getloadavg()
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    with Server(latency_s) as server, tempfile.TemporaryDirectory() as scratch:
+        scenario = Path(scratch) / "probe.yaml"
+        scenario.write_text(yaml.safe_dump(probe_battery(episodes, sandbox, max_guesses)))
+        for repeat in range(repeats):
+            for backend in backends:
+                for level in levels:
+                    out = Path(scratch) / f"{backend}-{level}-{repeat}"
+                    run = whole_run(scenario, out, server.api_base, level, backend)
+                    runs.setdefault((backend, level), []).append(run)
+                    console.log(f"{backend}, {level} in flight: {run['seconds']:.1f} s wall, "
+                                f"{run['user_s']:.1f} s user + {run['sys_s']:.1f} s sys, {run['episodes']} episodes "
+                                f"(load {os.getloadavg()[0]:.1f})")
+    load_after = os.getloadavg()
+    first = next(iter(runs.values()))[0]
+    table = Table(title=f"whole process: `rsigym run --workers 1 --concurrency C`, {episodes} Probe-v0 episodes "
+                        f"(sandbox {sandbox}), llm agent, {latency_s * 1000:.0f} ms per call, "
+                        f"{first['calls'] / max(first['episodes'], 1):.1f} calls per episode; median of {repeats}; "
+                        f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
+    for column in ("backend", "in flight", "wall s", "user s", "sys s", "CPU ms / episode", "wall 1 / wall C",
+                   "CPU/episode vs 1", "records = 1 in flight"):
+        table.add_column(column, justify="left" if column == "backend" else "right")
+    results: dict[str, Any] = {"load_before": load_before, "load_after": load_after}
+    for backend in backends:
+        base = runs.get((backend, levels[0]))
+        for level in levels:
+            rows = runs.get((backend, level))
+            if not rows or not base:
+                continue
+            wall = statistics.median(r["seconds"] for r in rows)
+            cpu = statistics.median((r["user_s"] + r["sys_s"]) / r["episodes"] for r in rows)
+            base_wall = statistics.median(r["seconds"] for r in base)
+            base_cpu = statistics.median((r["user_s"] + r["sys_s"]) / r["episodes"] for r in base)
+            same = all(r["by_task"] == base[0]["by_task"] and r["infra_errors"] == 0 and r["episodes"] == episodes
+                       for r in rows)
+            table.add_row(backend, str(level), f"{wall:.1f}", f"{statistics.median(r['user_s'] for r in rows):.1f}",
+                          f"{statistics.median(r['sys_s'] for r in rows):.1f}", f"{cpu * 1000:.0f}",
+                          f"{base_wall / wall:.1f}x", f"{cpu / base_cpu:.2f}x", "yes" if same else "NO")
+            results[f"{backend} {level}"] = {"wall_s": wall, "cpu_per_episode_s": cpu, "speedup": base_wall / wall,
+                                              "cpu_ratio": cpu / base_cpu, "identical": same}
+    console.print(table)
+    top = levels[-1]
+    for backend in backends:
+        row = results.get(f"{backend} {top}")
+        if row is None:
+            continue
+        console.print(f"{backend}: {top} vs {levels[0]} in flight, whole-process wall {row['speedup']:.1f}x (target >= "
+                      f"{WALL_TARGET:.0f}x: {'PASS' if row['speedup'] >= WALL_TARGET else 'MISS'}); CPU per episode "
+                      f"{row['cpu_ratio']:.2f}x (target <= {CPU_TARGET}x: {'PASS' if row['cpu_ratio'] <= CPU_TARGET else 'MISS'}); "
+                      f"records identical: {'PASS' if row['identical'] else 'FAIL'}")
+    return results
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -275,8 +398,20 @@ if __name__ == "__main__":
     parser.add_argument("--no-pool", action="store_true")
     parser.add_argument("--backend", action="append", choices=["local", "ray"], default=None,
                         help="add rows for this backend (ray: next to the local rows); repeatable")
+    parser.add_argument("--whole-process", action="store_true",
+                        help="`rsigym run` in its own process on a Probe battery: wall and CPU, 1 vs 32 in flight "
+                             "(levels from --levels, default 1,32; backends from --backend, default local and ray)")
+    parser.add_argument("--sandbox", default="auto", help="Probe's sandbox for --whole-process (auto, docker, local)")
+    parser.add_argument("--max-guesses", type=int, default=3, help="Probe's max_guesses for --whole-process")
+    parser.add_argument("--json", default=None, help="--whole-process: write the numbers to this file")
     args = parser.parse_args()
-    if args.child:
+    if args.whole_process:
+        levels = tuple(int(c) for c in args.levels.split(",")) if args.levels != "1,8,32,64" else (1, 32)
+        found = whole_process(args.episodes, args.latency, levels, tuple(args.backend or ["local", "ray"]),
+                              args.sandbox, args.max_guesses, args.repeats if args.repeats != 3 else 1)
+        if args.json:
+            Path(args.json).write_text(json.dumps(found, indent=2) + "\n")
+    elif args.child:
         print(json.dumps(measure(json.loads(args.child))))
     else:
         main(args.episodes, args.repeats, args.latency, tuple(int(c) for c in args.levels.split(",")), args.storm,

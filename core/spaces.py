@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import jsonschema
 from gymnasium import spaces
 
 from rsigym.records.action_limits import ActionLimits, DEFAULT_ACTION_LIMITS, action_limit_error
@@ -85,6 +84,8 @@ class JsonActions:
     MESSAGE_CHARS = 1000
 
     def __init__(self, schema: dict[str, Any], limits: ActionLimits = DEFAULT_ACTION_LIMITS) -> None:
+        import jsonschema  # loads with the first space, not with `import rsigym.envs`
+
         jsonschema.Draft202012Validator.check_schema(schema)
         self.schema = schema
         self.limits = limits

@@ -11,7 +11,6 @@ import logging
 import os
 from typing import Any, Callable, Iterator
 
-from . import http_guard
 from ..records.redact import is_secret_key, register_secret
 
 __all__ = ["call_deadline", "deadline", "load_litellm", "on_load"]
@@ -57,6 +56,8 @@ def load_litellm() -> Any:
 
         litellm.suppress_debug_info = True  # no "Provider List" banners on every error
         logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+        from . import http_guard  # httpx loads with LiteLLM, not with rsigym
+
         http_guard.install(litellm, _DEADLINE.get)  # the call deadline holds per socket operation too
         # LiteLLM reads keys from the environment; a spawned worker never ran the CLI that registered them
         for name, value in os.environ.items():

@@ -159,7 +159,7 @@ def remove_tree(path):
 """
 
 WIPE = r"""
-import ctypes, os, sys
+import os, sys
 for _ in range(2):
     try:
         os.kill(-1, 9)
@@ -177,16 +177,20 @@ for top in (home, *sys.argv[3:]):
                 remove_tree(path)
         except OSError:
             left += 1
-libc = ctypes.CDLL(None, use_errno=True)
-removers = {"shm": lambda i: libc.shmctl(i, 0, None), "sem": lambda i: libc.semctl(i, 0, 0),
-            "msg": lambda i: libc.msgctl(i, 0, None)}  # 0 is IPC_RMID
-for kind, remove in removers.items():
+owned = []  # (kind, id) of this uid's System V IPC objects
+for kind in ("shm", "sem", "msg"):
     with open("/proc/sysvipc/" + kind) as fh:
         header = fh.readline().split()
         for line in fh:
             row = dict(zip(header, line.split()))
-            if int(row["uid"]) == uid and remove(int(row[kind + "id" if kind != "msg" else "msqid"])) != 0:
-                left += 1
+            if int(row["uid"]) == uid:
+                owned.append((kind, int(row[kind + "id" if kind != "msg" else "msqid"])))
+if owned:  # ctypes only when there is something to remove (its import is most of this program's start)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    removers = {"shm": lambda i: libc.shmctl(i, 0, None), "sem": lambda i: libc.semctl(i, 0, 0),
+                "msg": lambda i: libc.msgctl(i, 0, None)}  # 0 is IPC_RMID
+    left += sum(removers[kind](ident) != 0 for kind, ident in owned)
 for name in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
     try:
         print(open(name).read())

@@ -43,6 +43,7 @@ the user's), each closed with the sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import selectors
 import socket
@@ -54,14 +55,14 @@ from rsigym.errors import SandboxError, SandboxUnavailable
 from rsigym.sandbox.base import ExecResult, validate_exec_args
 from rsigym.sandbox.container_scripts import EXEC_SERVER
 from rsigym.sandbox.container_scripts import HARNESS_DIR
-from rsigym.sandbox.engine import IDENTITY_USERS, engine_errors
+from rsigym.sandbox.engine import IDENTITY_USERS, INIT, engine_errors
 from rsigym.sandbox.exec_stream import Demux, buffered_output, raw_socket
 from rsigym.sandbox.output import CappedBuffer
 
 if TYPE_CHECKING:
     from rsigym.sandbox.docker import DockerSandbox
 
-__all__ = ["ExecServer", "GUARD_S"]
+__all__ = ["ExecServer", "InitServer", "GUARD_S"]
 
 # How long past a command's timeout the host waits for the server's reply before it treats the
 # server as stopped (the server enforces the timeout itself; this only catches a frozen server).
@@ -133,26 +134,34 @@ class ExecServer:
         """
         for attempt, timeout_s in enumerate(START_TIMEOUTS_S):
             try:
-                self._start_once(timeout_s)
+                self._start_once(timeout_s, first=attempt == 0)
                 return
             except SandboxError as exc:
                 if isinstance(exc, SandboxUnavailable) or attempt == len(START_TIMEOUTS_S) - 1:
                     raise
                 self._swept = False  # the late server (and anything it started) dies before the next
 
-    def _start_once(self, timeout_s: float) -> None:
+    def _start_once(self, timeout_s: float, first: bool = True) -> None:
         sandbox = self._sandbox
+        argv = ["python3", "-I", "-S", "-c", EXEC_SERVER]
         if not self._swept:
-            # The server is dumpable until its first line runs: no other process of the user may
-            # exist then (a persist=True exec may have left some).
-            sandbox._kill_all(self._uid)
+            # The server is dumpable until its first line runs: no other process of the identity
+            # may exist then (a persist=True exec may have left some). The exec that becomes the
+            # server kills them first (a shell: kill -1 spares only itself and PID 1, atomic against
+            # fork), then execs the server in the same process: one engine exec, not two. A retry
+            # kills them from an exec of its own, which restarts the container when not even that
+            # can start (a fork bomb filled the pids limit, so no shell starts either).
+            if first:
+                argv = ["sh", "-c", 'kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null; exec "$@"', "rsigym", *argv]
+            else:
+                sandbox._kill_all(self._uid)
         self._swept = False
         if self.identity == "harness":
             sandbox._harness_used = True  # the reset must clear the harness dir too
         try:
             with engine_errors(sandbox.container_id):
                 exec_id = sandbox._api.exec_create(
-                    sandbox.container_id, ["python3", "-I", "-S", "-c", EXEC_SERVER], stdin=True, user=self._uid,
+                    sandbox.container_id, argv, stdin=True, user=self._uid,
                     environment={"HOME": self._home}, workdir=self._home,
                 )["Id"]  # fmt: skip
                 self._response = sandbox._api.exec_start(exec_id, socket=True)
@@ -362,10 +371,10 @@ class ExecServer:
         return each command's result, None for one the server skipped."""
         results: list[ExecResult | None] = [None] * len(payloads)
         index, retried = 0, -1  # the first command without a result; the one already retried
-        with self._lock, self._sandbox._tracker.running(self.identity, False):
+        with self._lock, self._holding():
             if self._closed:
                 raise SandboxError("exec server was closed")
-            self._sandbox._check_open()
+            self._check_sandbox()
             while index < len(payloads):
                 if self._sock is not None and self._idle_dead():
                     self._drop()  # ended between commands (a plain exec's kill, a restart): start afresh
@@ -404,6 +413,13 @@ class ExecServer:
                         break  # a timeout: the rest are skipped, as the server would have
         return results
 
+    def _holding(self) -> Any:
+        """Holds the identity on the sandbox while a request runs (``ExecTracker``)."""
+        return self._sandbox._tracker.running(self.identity, False)
+
+    def _check_sandbox(self) -> None:
+        self._sandbox._check_open()
+
     def _result(self, header: dict[str, Any], out: bytes, err: bytes, started: float) -> ExecResult:
         if "oom_kills" in header:  # the sandbox's own count stays in step with the cgroup's
             self._sandbox._oom_kills = max(self._sandbox._oom_kills, int(header["oom_kills"]))
@@ -424,3 +440,29 @@ class ExecServer:
         restarted = self._sandbox._kill_all(self._uid)
         self._swept = True
         return restarted
+
+
+class InitServer(ExecServer):
+    """The container's own server, as the INIT uid (PID 1's, which no exec identity can signal,
+    ptrace or write to), for the reset's verification (``DockerSandbox._reset``).
+
+    It belongs to the container, not to a lease: it lives across leases (its ``sandbox`` is
+    pointed at the handle being reset before each use) and is closed when the container is
+    removed. Neither identity can reach it: kill(2), ptrace and its /proc files need its uid or a
+    capability the container does not have, so a program cannot fake or stop the verification
+    (a stopped or dead server is noticed and the verification falls back to a fresh exec). It runs
+    only the host's verification program, in a fork, as the exec server runs ``run_python``; the
+    identities' execs never wait on it and it holds no identity of theirs.
+    """
+
+    def __init__(self, sandbox: "DockerSandbox") -> None:
+        super().__init__(sandbox, "user")
+        self.identity = "init"
+        self._uid = INIT
+        self._home = "/"
+
+    def _holding(self) -> Any:
+        return contextlib.nullcontext()  # neither identity: their execs may run beside it
+
+    def _check_sandbox(self) -> None:
+        pass  # used by the pool on a released handle

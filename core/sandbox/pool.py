@@ -3,8 +3,9 @@
 Creating a container costs about half a second; handing over a warm one costs one inspect. A
 released container is reset before the next user gets it (``DockerSandbox.reset``: every
 process of both identities killed; work dir, harness dir, /tmp, /dev/shm, /dev/mqueue and System
-V IPC emptied; then verified from a third uid), through a new handle: the previous user's handle
-stops working at release. A container whose reset fails its verification is removed, never
+V IPC emptied, one engine exec per identity, both at once; then verified from a third uid, by the
+container's INIT server), through a new handle: the previous user's handle stops working at
+release. A container whose reset fails its verification is removed, never
 handed on.
 
 Containers are labelled with the owning process id and host; a pool removes its containers at
@@ -110,14 +111,20 @@ class DockerPool:
     Args:
         image: Image tag.
         limits: Limits of every container in the pool.
-        size: Containers created up front and kept idle at most.
+        size: Containers created up front, and kept idle at least.
+        max_idle: Containers kept idle at most. Between ``size`` and ``max_idle`` the pool keeps as
+            many idle as were leased at once so far: with 32 episodes in flight, a round of 32
+            leases reuses the 32 containers of the round before instead of removing 30 and
+            creating 30 (the engine's create and remove, not the episodes, then set the pace).
         client: A docker client; one from the environment when None.
     """
 
     def __init__(
-        self, image: str, limits: SandboxLimits = SandboxLimits(), size: int = 2, client: "docker.DockerClient | None" = None
+        self, image: str, limits: SandboxLimits = SandboxLimits(), size: int = 2, client: "docker.DockerClient | None" = None,
+        max_idle: int = 64,
     ) -> None:
-        self.image, self.limits, self.size = image, limits, size
+        self.image, self.limits, self.size, self.max_idle = image, limits, size, max(size, max_idle)
+        self._peak_leased = 0
         self.owner_pid = os.getpid()
         self._client = client or connect()
         self._lock = threading.Lock()
@@ -143,6 +150,16 @@ class DockerPool:
     def idle_count(self) -> int:
         with self._lock:
             return len(self._idle)
+
+    @property
+    def keep_idle(self) -> int:
+        """How many released containers are kept idle: the most leased at once so far, between
+        ``size`` and ``max_idle``."""
+        with self._lock:
+            return self._keep_idle()
+
+    def _keep_idle(self) -> int:
+        return min(self.max_idle, max(self.size, self._peak_leased))
 
     @property
     def leased_count(self) -> int:
@@ -171,6 +188,7 @@ class DockerPool:
         with self._lock:
             if not self.closed:
                 self._leased[handle.container_id] = handle
+                self._peak_leased = max(self._peak_leased, len(self._leased))
                 return handle
         handle.remove()
         raise SandboxError("sandbox pool is closed")
@@ -183,14 +201,14 @@ class DockerPool:
         """
         with self._lock:
             self._leased.pop(sandbox.container_id, None)
-            keep = not self.closed and len(self._idle) < self.size
+            keep = not self.closed and len(self._idle) < self._keep_idle()
         if keep:
             try:
                 sandbox._reset()
             except SandboxError:
                 keep = False  # dead or unresettable: never hand it to the next user
         with self._lock:
-            if keep and not self.closed and len(self._idle) < self.size:
+            if keep and not self.closed and len(self._idle) < self._keep_idle():
                 sandbox._closed = True
                 self._idle.append(sandbox)
                 return

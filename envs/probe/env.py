@@ -38,25 +38,42 @@ _CHECK = ("import sys; sys.argv[0] = 'oracle.py'; "
 CHECK_ATTEMPTS = 3  # a check whose output was lost is run again, this many times in all
 
 
-def run_oracle(sandbox: Sandbox, guesses: list[int], *, timeout_s: float = 10.0) -> list[str]:
+# The same check for a docker sandbox's exec server, which runs it in a fork of its pristine
+# interpreter (``run_python``: as ``python3 -I -S -c``): the guesses come on stdin, so the program
+# is one text, compiled once per server.
+_CHECK_FORKED = ("import sys; sys.argv[:] = ['oracle.py', *sys.stdin.read().split()]; "
+                 "exec(compile(open('oracle.py').read(), 'oracle.py', 'exec'), {'__name__': '__main__'}); "
+                 f"print({DONE!r})")
+
+
+def run_oracle(sandbox: Sandbox, guesses: list[int], *, timeout_s: float = 10.0, server: bool = False) -> list[str]:
     """Run the task's oracle (already written to ``oracle.py``) on guesses, in one sandbox exec.
 
-    ``-S`` skips site-packages: the oracle needs none, and it halves interpreter start-up. The
+    ``-S`` skips site-packages: the oracle needs none, and it halves interpreter start-up. With
+    ``server`` and a sandbox that has an exec server (docker), the check runs through it: the
+    same user identity, work dir, timeout and end-of-command kill of every user process, about
+    2 ms instead of a docker exec and an interpreter start (the server's own start is paid once
+    per lease, so an env that checks many guesses asks for it; a single check does not). The
     oracle is a pure function, so a check that failed for the harness (output lost or cut, a
     sandbox error, a timeout of a program that needs milliseconds) is run again, up to
     ``CHECK_ATTEMPTS`` times; then InfraError. Never an answer from output the oracle did not print.
     """
     for attempt in range(1, CHECK_ATTEMPTS + 1):
         try:
-            return _check_once(sandbox, guesses, timeout_s)
+            return _check_once(sandbox, guesses, timeout_s, server)
         except InfraError:
             if attempt == CHECK_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
 
 
-def _check_once(sandbox: Sandbox, guesses: list[int], timeout_s: float) -> list[str]:
-    result = sandbox.exec(["python3", "-S", "-c", _CHECK, *(str(int(g)) for g in guesses)], timeout=timeout_s)
+def _check_once(sandbox: Sandbox, guesses: list[int], timeout_s: float, server: bool = False) -> list[str]:
+    args = [str(int(g)) for g in guesses]
+    open_server = getattr(sandbox, "exec_server", None) if server else None
+    if callable(open_server):
+        result = open_server().run_python(_CHECK_FORKED, stdin=" ".join(args), timeout=timeout_s)
+    else:
+        result = sandbox.exec(["python3", "-S", "-c", _CHECK, *args], timeout=timeout_s)
     words = result.stdout.split()
     whole = result.ok and not result.output_truncated and words[-1:] == [DONE]
     words = words[:-1]
@@ -186,7 +203,7 @@ class ProbeEnv(gym.Env[dict, dict]):
             info = self._info(error=error, termination="agent_error" if over else None)
             return self._observation(error=error), 0.0, over, False, info
         guess = value["guess"]
-        truth, = run_oracle(self._sandbox, [guess])
+        truth, = run_oracle(self._sandbox, [guess], server=True)
         shown = self._shown(truth)
         self._guesses.append(guess)
         self._feedback.append(shown)

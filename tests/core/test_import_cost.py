@@ -1,5 +1,5 @@
 """Importing the packages a user starts from loads no heavy library: scipy.stats, scikit-learn,
-torch, pandas and LiteLLM load when first used (`import rsigym.graders` once paid 0.4 s for
+torch, pandas, LiteLLM and httpx (with LiteLLM) load when first used (`import rsigym.graders` once paid 0.4 s for
 scipy.stats at module level)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("scipy.stats", "sklearn", "torch", "pandas", "litellm", "matplotlib", "optuna")
+HEAVY = ("scipy.stats", "sklearn", "torch", "pandas", "litellm", "httpx", "matplotlib", "optuna")
 
 
 def test_importing_envs_agents_and_graders_loads_no_heavy_library():

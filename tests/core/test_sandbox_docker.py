@@ -154,7 +154,9 @@ def test_fork_bomb_is_contained_and_the_sandbox_recovers(own_sandbox, docker_cli
     assert docker_client.ping()
     own_sandbox.reset()
     assert own_sandbox.exec(["echo", "alive"]).stdout == "alive\n"
-    assert live_processes(own_sandbox) == ["python3", "python3"]  # the reaper and the lister
+    # the reaper, the container's INIT server (the reset's verification, a uid no exec has) and the lister
+    assert live_processes(own_sandbox) == ["python3", "python3", "python3"]
+    assert own_sandbox._init_server[0] is not None and own_sandbox._init_server[0].pid is not None
 
 
 def test_container_killed_from_outside_raises_unavailable(own_sandbox, docker_client):
@@ -241,7 +243,24 @@ def test_pool_serves_threads_concurrently(pool):
 
     with ThreadPoolExecutor(max_workers=4) as workers:
         assert list(workers.map(episode, range(8))) == [str(i) for i in range(8)]
-    assert pool.leased_count == 0 and pool.idle_count <= pool.size
+    assert pool.leased_count == 0 and pool.idle_count <= pool.keep_idle <= 4
+
+
+def test_a_round_of_concurrent_leases_reuses_the_containers_of_the_round_before(pool):
+    """With N leases at once, N released containers stay idle (at most ``max_idle``): the next
+    round of N creates none (at 32 in flight the pool once kept 2 and created 30 per round)."""
+    def round_of(n: int) -> set[str]:
+        leases = [pool.acquire() for _ in range(n)]
+        ids = {sb.container_id for sb in leases}
+        for sb in leases:
+            sb.close()
+        return ids
+
+    first = round_of(4)
+    assert pool.keep_idle == 4 and pool.idle_count == 4
+    assert round_of(4) == first  # every container of the second round is one of the first's, reset
+    with pool.acquire() as sb:
+        assert sb.exec(["sh", "-c", "ls -A /work | wc -l"]).stdout.strip() == "0"
 
 
 def test_clean_containers_removes_orphans_and_a_process_own(docker_client, sandbox_image, own_sandbox):

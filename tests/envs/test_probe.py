@@ -87,3 +87,26 @@ def test_bad_kwargs_are_refused_with_the_envs_own_message(kwargs, message):
     with pytest.raises(ValueError) as caught:
         ProbeEnv(sandbox="local", **kwargs)
     assert str(caught.value) == message
+
+
+@pytest.mark.docker
+def test_checks_in_a_docker_sandbox_go_through_its_exec_server(docker_client, sandbox_image):
+    from rsigym.envs.probe import run_oracle
+    from rsigym.sandbox import DockerSandbox, SandboxLimits
+
+    sandbox = DockerSandbox(sandbox_image, SandboxLimits(memory_mb=128, pids=64), client=docker_client)
+    try:
+        env = ProbeEnv(sandbox=sandbox, max_guesses=6)
+        task = make_task("probe-101", 0, 100)
+        env.reset(seed=0, options={"task_id": "probe-101"})
+        guesses = [0, 100, 50, task.secret]
+        for guess in guesses:
+            env.step({"guess": guess})
+        shown = env.snapshot()["feedback"]
+        assert shown[-1] == "correct" and env.snapshot()["solved"]
+        assert sandbox._server is not None and sandbox._server.starts == 1  # one server, every check through it
+        # the plain exec path answers the same
+        assert run_oracle(sandbox, guesses) == shown
+        env.close()
+    finally:
+        sandbox.remove()

@@ -8,9 +8,11 @@ The generic hypothesis fuzz over every registered env id is in tests/test_env_co
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import gymnasium as gym
+
 import pytest
 
 import rsigym.envs  # noqa: F401
@@ -52,7 +54,8 @@ REVIEW_ATTACKS = [
 
 
 @pytest.mark.parametrize("domain", ["retail", "airline"])
-@pytest.mark.parametrize("attack", REVIEW_ATTACKS, ids=lambda a: short_repr(a, 40))
+# ids without memory addresses: every pytest-xdist worker must collect the same ids
+@pytest.mark.parametrize("attack", REVIEW_ATTACKS, ids=lambda a: re.sub(r" at 0x[0-9a-f]+", "", short_repr(a, 40)))
 def test_review_attacks_are_error_observations_and_snapshot_serialises(domain, attack):
     env = gym.make("rsigym/ToolUse-v0", domain=domain, max_invalid_actions=100).unwrapped
     env.reset(seed=0)

@@ -327,3 +327,16 @@ def test_a_preloaded_module_reaches_each_fork_as_imported(own_sandbox):
                                                                      ["True", "True", "False"]], runs
     with pytest.raises(ValueError, match="module names"):
         own_sandbox.exec_server().run_python_many("pass", [""], preload=["os; import this"])
+
+
+def test_a_server_start_kills_what_a_persisting_exec_left_before_the_server_runs(own_sandbox):
+    # The start kills the identity's processes inside the exec that becomes the server (one engine
+    # exec): a daemon a persist=True exec left must not meet the server while it is dumpable.
+    left = own_sandbox.exec(["sh", "-c", "nohup sleep 300 >/dev/null 2>&1 & echo $!"], persist=True)
+    assert left.ok, left
+    pid = left.stdout.strip()
+    assert own_sandbox.exec(["sh", "-c", f"kill -0 {pid}"], persist=True).ok  # alive before the server starts
+    server = own_sandbox.exec_server()
+    result = server.exec(["sh", "-c", f"kill -0 {pid} 2>/dev/null && echo ALIVE || echo dead"])
+    assert result.stdout.strip() == "dead", result
+    assert server.starts == 1

@@ -104,3 +104,45 @@ def test_reset_reports_what_survived(own_sandbox, monkeypatch):
     monkeypatch.setattr(docker_provider, "WIPE", "pass")
     with pytest.raises(SandboxError, match="/work/left.txt"):
         own_sandbox.reset()
+
+
+def _init_server_pid(sb) -> int:
+    server = sb._init_server[0]
+    assert server is not None and server.pid is not None
+    return server.pid
+
+
+def test_the_verification_runs_in_the_init_server_which_neither_identity_can_signal(own_sandbox):
+    own_sandbox.reset()
+    pid = _init_server_pid(own_sandbox)  # made by the first reset, kept for the next ones
+    for identity in ("user", "harness"):
+        attempt = own_sandbox.exec(["sh", "-c", f"kill -STOP {pid} || kill -9 {pid}; kill -0 {pid}"], as_user=identity)
+        assert not attempt.ok and "ermitted" in attempt.stderr, attempt  # EPERM: another uid
+    own_sandbox.write_files({"left.txt": "x"})
+    own_sandbox.reset()
+    assert _init_server_pid(own_sandbox) == pid  # the same server answered
+    assert survey(own_sandbox)["/work"] == []
+
+
+def test_a_verification_whose_init_server_is_gone_falls_back_to_an_exec_and_still_fails(own_sandbox, monkeypatch):
+    own_sandbox.reset()
+    pid = _init_server_pid(own_sandbox)
+    own_sandbox.write_files({"left.txt": "x"})
+    monkeypatch.setattr(docker_provider, "WIPE", "pass")  # a reset that forgets to wipe
+    calls = []
+    real = own_sandbox._raw_exec
+
+    def spy(argv, *args, **kwargs):
+        calls.append(list(argv))
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(own_sandbox, "_raw_exec", spy)
+    own_sandbox._init_server[0].close()  # the server cannot answer: as if it had died
+    with pytest.raises(SandboxError, match="/work/left.txt"):
+        own_sandbox.reset()
+    assert any("python3" in argv and docker_provider.VERIFY in argv for argv in calls)  # the fresh exec
+    monkeypatch.undo()
+    own_sandbox._init_server[0] = None
+    own_sandbox.reset()  # a new INIT server, a clean container
+    assert _init_server_pid(own_sandbox) != pid
+    assert survey(own_sandbox) == EMPTY
