@@ -22,8 +22,8 @@ from typing import Any, Callable, Sequence
 
 from ..errors import UserError
 from ..jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
-from ..manifest import check_or_write_manifest, early_warnings, record_warnings
-from ..records import Trajectory
+from ..manifest import check_or_write_manifest, early_warnings, record_ray, record_warnings
+from ..records import Trajectory, utc_now
 from ..redact import redacted_excerpt
 from ..report import write_report
 from ..scenario import EpisodeSpec, Scenario, expand
@@ -44,6 +44,7 @@ __all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "s
 log = logging.getLogger(__name__)
 RECORDS_FILE = "records.jsonl"
 INFRA_ERRORS_FILE = "infra_errors.jsonl"
+RAY_LOGS_DIR = "ray_logs"  # the Ray runners' logs, a folder per invocation (``ray_backend``)
 
 
 @dataclass
@@ -257,16 +258,17 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             elif backend == "local":
                 run_local(todo, on_record, workers=plan.workers, stop=guard.stop)
             elif backend == "ray":
+                stamp = utc_now().replace(":", "").replace("-", "").split(".")[0]  # this invocation's logs
                 ray_stats = run_ray(todo, on_record, address=address, workers=plan.workers,
                                     concurrency=plan.concurrency, limits_config=limits_config,
-                                    cpu_heavy=plan.cpu_heavy, stop=guard.stop, admit=guard.admit)
+                                    cpu_heavy=plan.cpu_heavy, stop=guard.stop, admit=guard.admit,
+                                    log_dir=out_dir / RAY_LOGS_DIR / stamp)
                 stats = WorkerStats(ray_stats.limits, ray_stats.peak_rss_mb)
                 summary.workers = ray_stats.runners
                 summary.notes = [*summary.notes, *ray_stats.notes]
-                if ray_stats.runners:
-                    summary.notes.append(f"ray: {ray_stats.runners} runner{'s' if ray_stats.runners != 1 else ''} "
-                                         f"on {ray_stats.nodes} node{'s' if ray_stats.nodes != 1 else ''} "
-                                         f"({ray_stats.docker_nodes} with Docker)")
+                if ray_stats.runners or ray_stats.refused:
+                    summary.notes += ray_stats.lines()
+                    record_ray(out_dir, ray_stats.manifest_entry())
             else:
                 raise ValueError(f"unknown backend {backend!r}; use local or ray")
         summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None
