@@ -74,7 +74,7 @@ class RayStats:
     nodes_at_end: int = 0
     lost_nodes: dict[str, str] = field(default_factory=dict)  # node id -> its address: died mid-run
     lost_runners: int = 0
-    replaced: int = 0  # runners started mid-run in place of lost ones
+    replaced: int = 0  # runners started mid-run in place of lost ones (that answered their probe)
     starting: int = 0  # counted at the end but still starting (a run shorter than a node's start)
     refused: dict[str, str] = field(default_factory=dict)  # node id -> the line that refused it
     build: str = ""   # the driver's rsigym build
@@ -420,7 +420,6 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
             for _ in range(min(room, missing)):
                 holder = max(r.holder for r in pool.runners) + 1
                 _launch(pool, holder, node_id, replacement=True)
-                stats.replaced += 1
                 missing -= 1
                 log.warning("Ray runner %d started on node %s in place of a lost one", holder, short(node_id))
 
@@ -493,6 +492,8 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
     stats.lost_nodes = {r.node_id: pool.addresses.get(r.node_id, "") for r in pool.runners
                         if r.node_id not in nodes and r.node_id not in pool.refused}
     stats.lost_runners = len(lost_runners)
+    # a replacement counts once it answered (one started on a node about to be declared dead did not)
+    stats.replaced = sum(r.replacement and r.ready for r in pool.runners)
     stats.refused = dict(pool.refused)
     if not stats.docker_nodes and any(needs_docker(spec) for spec in episodes):
         stats.notes.append(f"no Ray node has Docker and the sandbox image ({pool.docker_reason}): episodes "
