@@ -73,7 +73,7 @@ class RunSummary:
     replied: list[Trajectory] = field(default_factory=list)  # episodes run now, without their steps
     scenario_raw: dict[str, Any] = field(default_factory=dict)  # the scenario that ran
     not_run: int = 0          # episodes left for a later run after a stop
-    workers: int = 1          # worker processes used (0: this process)
+    workers: int = 1          # worker processes used (0: this process); on Ray, runners at the start
     concurrency: int = 1      # episodes in flight per worker
     notes: list[str] = field(default_factory=list)  # what the runner changed from the request, and why
     limits: list[limits.GateStats] = field(default_factory=list)  # per provider: waits, 429s, the cap
@@ -138,7 +138,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         scenario: The battery.
         out_dir: The run folder.
         backend: ``local`` (process pool) or ``ray``.
-        workers: Worker processes (0: this process); on Ray, runner actors per node.
+        workers: Worker processes (0: this process); on Ray, runner actors per CPU of each node (at
+            least 1; a CPU-heavy env gets one per CPU).
         address: Ray cluster address.
         progress: ``bar`` (``plain`` when stderr is no terminal), ``plain`` (a line every 5%) or ``none``
             (or True/False for bar/none).
