@@ -21,10 +21,10 @@ import sys
 import threading
 from typing import Any
 
-from rsigym import limits
-from rsigym.records import Trajectory
+from rsigym.llm import limits
+from rsigym.records.trajectory import Trajectory
 
-from ..scenario import EpisodeSpec
+from ..scenario.spec import EpisodeSpec
 from . import inflight
 from .build import build_hash
 from .orphans import watch_pid

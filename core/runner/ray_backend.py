@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from rsigym import limits
+from rsigym.llm import limits
 from rsigym.errors import UserError, install_hint
-from rsigym.records import Trajectory, utc_now
-from rsigym.redact import redacted_excerpt
+from rsigym.records.trajectory import Trajectory, utc_now
+from rsigym.records.redact import redacted_excerpt
 
-from ..scenario import EpisodeSpec
+from ..scenario.spec import EpisodeSpec
 from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
 from .build import build_hash
 

@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from rsigym.limits import LimitsConfig, ProviderLimits
+from rsigym.llm.limits import LimitsConfig, ProviderLimits
 from rsigym.runner.ray_actors import needs_docker
 from rsigym.runner.ray_backend import RayStats, runners_for_node
 from rsigym.runner.ray_limits import ProviderLimiter
