@@ -64,8 +64,9 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=["local", "ray"], help="default: the scenario's, else local")
     run.add_argument("--address", help="Ray cluster address HOST:PORT, as `ray start --head` printed it "
                      "(default: start a Ray on this machine)")
-    run.add_argument("--workers", type=int, help="worker processes (0: in this process); with --backend ray, "
-                     "runner actors per node")
+    run.add_argument("--workers", type=int, help="worker processes (0: in this process; default: the scenario's "
+                     "runner.workers, else up to 4); with --backend ray, runner actors per CPU of each node "
+                     "(default 1: a node with 8 CPUs gets 8 runners, --workers 2 gives it 16)")
     run.add_argument("--model", help="LiteLLM model string for every agent of the scenario that uses a model "
                      "(kind llm, and any agent that names a model, e.g. oneshot_llm, evoalloc)")
     run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for the same agents as --model")
