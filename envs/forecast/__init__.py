@@ -1,8 +1,7 @@
 """``rsigym/ExperimentForecast-v0``: forecast the gains of interventions from an archive of real experiments.
 
-The family: twenty-three small research environments in five groups with real seeded trainings
-(``research``; trainers ``charlm``, ``digits``, ``tabular_mlp``, ``seq_rnn`` on the shared torch
-recipe ``nets``, and ``classify``, ``text_bow``, ``regression``, ``sequence`` on the shared
+The family: twenty-two small research environments in five groups with real seeded trainings
+(``research``; trainers ``charlm``, ``digits``, ``tabular_mlp`` on the shared torch recipe ``nets``, and ``classify``, ``text_bow``, ``regression``, ``sequence`` on the shared
 scikit-learn recipe ``sklearn_recipe``), an intervention catalogue with near-duplicate group keys
 (``catalogue``, ``catalogue_small``, ``catalogue_studies``, ``interventions``), the archive of paired-seed gains built by
 ``rsigym archive build`` (``archive``) and its rerun check (``rerun``), the env and its experience

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from .catalogue_small import REGRESSION, SEQUENCE, WINE, bc_mlp, recurrent_study
+from .catalogue_small import REGRESSION, SEQUENCE, WINE, bc_mlp
 from .catalogue_studies import boosting_study, knn_study, logistic_study, svm_study, text_study
 from .classify import BOOSTING_BASELINE, KNN_BASELINE, LOGREG_BASELINE, SVM_BASELINE
 from .text_bow import TEXT_LOGREG_BASELINE, TEXT_NB_BASELINE
@@ -225,7 +225,7 @@ _BY_ENV: dict[str, list[Entry]] = {
     "digits-mlp": _DIGITS_MLP, "digits-cnn": _DIGITS_CNN, "tabular-bc": _TABULAR,
     "tabular-wine": WINE, "bc-mlp": bc_mlp(_optimizer(1e-3, 0.05, "adamw", 0.99, 0.9999), _placebos(1)),
     "regress-diabetes": REGRESSION, "regress-friedman": REGRESSION, "seq-ar": SEQUENCE, "seq-season": SEQUENCE,
-    "seq-threshold": SEQUENCE, "seq-gru": recurrent_study(_optimizer(1e-2, 0.1, "adamw", 0.99, 0.9999), _placebos(1)),
+    "seq-threshold": SEQUENCE,
     "clf-moons": logistic_study(LOGREG_BASELINE),
     "clf-sparse": [e for e in logistic_study(LOGREG_BASELINE) if not e[0].startswith("poly3")],
     "clf-circles": svm_study(SVM_BASELINE), "clf-hastie": boosting_study(BOOSTING_BASELINE),

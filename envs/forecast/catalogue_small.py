@@ -1,9 +1,10 @@
-"""The catalogues of the six environments added in round three (runs of a few seconds or less), and seq-gru's.
+"""The catalogues of the six environments added in round three (runs of a few seconds or less).
 
 ``tabular-wine`` (probabilistic classifiers, CV log-loss), ``regress-diabetes`` and
 ``regress-friedman`` (one shared regression catalogue), ``seq-ar`` and ``seq-season`` (one shared
-lag-window catalogue), ``bc-mlp`` (a torch MLP; the optimizer changes shared with the digits
-environments) and ``seq-gru`` (a recurrent classifier; the training entries shared with ``bc-mlp``). Entries are ``(slug, text, diff, group)`` as in ``catalogue``; placebos are chosen by
+lag-window catalogue) and ``bc-mlp`` (a torch MLP; the optimizer changes shared with the digits
+environments; its training entries are ``batch_entries``, ``epoch_entries``, ``init_entries`` and
+``regularisation_entries``, for the next small neural environment). Entries are ``(slug, text, diff, group)`` as in ``catalogue``; placebos are chosen by
 their diff alone: a run name, a logging interval, a model or split seed, a redrawn data
 realisation; none is chosen, kept or dropped by its outcome.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["WINE", "REGRESSION", "SEQUENCE", "bc_mlp", "recurrent_study", "sklearn_placebos", "model_swaps",
+__all__ = ["WINE", "REGRESSION", "SEQUENCE", "bc_mlp", "sklearn_placebos", "model_swaps",
            "data_fractions", "batch_entries", "epoch_entries", "init_entries", "regularisation_entries", "Entry"]
 
 Entry = tuple[str, str, dict[str, Any], str]
@@ -250,32 +251,5 @@ def bc_mlp(optimizer: list[Entry], placebos: list[Entry]) -> list[Entry]:
         ("raw_inputs", "Feed the raw feature values (no scaling).", {"input_scale": "raw"}, "swap:input_scale=raw"),
         ("label_noise", "Flip 10% of the training labels.", {"label_noise": 0.1}, "data:label_noise:up"),
         ("label_noise_heavy", "Flip 30% of the training labels.", {"label_noise": 0.3}, "data:label_noise:up"),
-        *placebos,
-    ]
-
-
-def recurrent_study(optimizer: list[Entry], placebos: list[Entry]) -> list[Entry]:
-    """The seq-gru catalogue; ``optimizer`` and ``placebos`` are the gradient-trained environments'."""
-    return [
-        *optimizer,
-        ("lstm", "An LSTM cell instead of the GRU.", {"cell": "lstm"}, "swap:cell=lstm"),
-        ("plain_rnn", "A plain tanh RNN cell instead of the GRU.", {"cell": "rnn"}, "swap:cell=rnn"),
-        ("hidden_32", "Hidden size 32 instead of 16.", {"hidden": 32}, "architecture:hidden:up"),
-        ("hidden_64", "Hidden size 64 instead of 16.", {"hidden": 64}, "architecture:hidden:up"),
-        ("hidden_4", "Hidden size 4 instead of 16.", {"hidden": 4}, "architecture:hidden:down"),
-        ("two_layers", "Two stacked recurrent layers.", {"layers": 2}, "architecture:layers:up"),
-        ("bidirectional", "A bidirectional GRU.", {"bidirectional": True}, "architecture:bidirectional:on"),
-        ("mean_readout", "Average the hidden states over time instead of taking the last.", {"readout": "mean"},
-         "swap:readout=mean"),
-        *batch_entries(32),
-        *epoch_entries(8),
-        *regularisation_entries("sequences"),
-        ("label_noise", "Replace 10% of the training labels by random labels.", {"label_noise": 0.1},
-         "data:label_noise:up"),
-        ("label_noise_heavy", "Replace 30% of the training labels by random labels.", {"label_noise": 0.3},
-         "data:label_noise:up"),
-        ("raw_inputs", "Feed the sequences in their raw units (x3, offset 2) instead of standardised.",
-         {"input_scale": "raw"}, "swap:input_scale=raw"),
-        *init_entries(),
         *placebos,
     ]

@@ -1,9 +1,9 @@
-"""The catalogues of the twelve environments added in round four: one study per model family.
+"""The catalogues of the environments added in round four: one study per model family.
 
 ``logistic_study`` (``clf-moons``, ``clf-sparse``), ``svm_study`` (``clf-circles``),
 ``boosting_study`` (``clf-hastie``), ``knn_study`` (``knn-blobs``, ``knn-digits``) and ``text_study``
-(``text-topics``, ``text-spam``); ``seq-threshold``, ``seq-gru`` and the two new regressions take
-theirs from ``catalogue_small``. Entries are
+(``text-topics``, ``text-spam``); ``seq-threshold`` and the two new regressions take theirs from
+``catalogue_small``. Entries are
 ``(slug, text, diff, group)`` as in ``catalogue``; ``applicable`` drops the entries that would set
 a knob to its baseline value (a model swap to the model already used), so a study serves
 environments with different baselines. Placebos are chosen by their diff alone (a run name, a model

@@ -1,4 +1,4 @@
-"""The twenty-three research environments whose experiments fill the archive.
+"""The twenty-two research environments whose experiments fill the archive.
 
 Each is a real, seeded training with a fixed compute budget that takes well under a few seconds
 on one CPU thread (the charlm twins about ten). ``ENVIRONMENT_GROUPS`` sorts them by kind of task
@@ -20,7 +20,6 @@ from .classify import (BOOSTING_BASELINE, KNN_BASELINE, LOGREG_BASELINE, SVM_BAS
 from .digits import DIGITS_CNN_BASELINE, DIGITS_MLP_BASELINE, train_digits
 from .regression import REGRESSION_BASELINE, target_variance, train_regression
 from .runs import RunResult
-from .seq_rnn import CLASSES, SEQ_GRU_BASELINE, train_seq_rnn
 from .sequence import SEQUENCE_BASELINE, series, train_sequence
 from .tabular_mlp import BC_MLP_BASELINE, train_bc_mlp
 from .text_bow import TEXT_LOGREG_BASELINE, TEXT_NB_BASELINE, majority_share, train_text
@@ -162,13 +161,6 @@ RESEARCH_ENVIRONMENTS: dict[str, ResearchEnvironment] = {
             "test MSE", "loss", float(series("threshold", 0).var()), SEQUENCE_BASELINE,
             functools.partial(train_sequence, "threshold"), _features("sequence", False, True), budget="one fit"),
         ResearchEnvironment(
-            "seq-gru",
-            "A GRU (hidden 16, one layer, last hidden state into a linear head) trained with Adam (lr 1e-2, batch "
-            "32, 8 epochs) to tell three generated kinds of 16-step sequences apart (AR(1), noisy sine, random "
-            "walk; each rescaled to unit variance); 300 train, 600 test; metric: test cross-entropy.",
-            "test cross-entropy", "loss", math.log(CLASSES), SEQ_GRU_BASELINE, train_seq_rnn,
-            _features("sequence", True, True)),
-        ResearchEnvironment(
             "clf-moons",
             "A standardised L2 logistic regression (C = 1, lbfgs) on scikit-learn's make_moons (500 points, "
             "noise 0.3, drawn once): two interleaved half circles a straight boundary cannot separate; metric: "
@@ -251,7 +243,7 @@ ENVIRONMENT_GROUPS: dict[str, tuple[str, ...]] = {
     "tabular-classification": ("tabular-bc", "tabular-wine", "bc-mlp", "clf-moons", "clf-sparse", "clf-circles",
                                "clf-hastie", "knn-blobs"),
     "regression": ("regress-diabetes", "regress-friedman", "regress-friedman3", "regress-sparse"),
-    "sequence": ("seq-ar", "seq-season", "seq-threshold", "seq-gru"),
+    "sequence": ("seq-ar", "seq-season", "seq-threshold"),
 }
 
 
