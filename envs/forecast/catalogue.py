@@ -10,7 +10,7 @@ import functools
 from typing import Any
 
 from .catalogue_small import REGRESSION, SEQUENCE, WINE, bc_mlp
-from .catalogue_studies import boosting_study, knn_study, logistic_study, svm_study, text_study
+from .catalogue_studies import boosting_study, c_sweep, knn_study, logistic_study, svm_study, text_study
 from .classify import BOOSTING_BASELINE, KNN_BASELINE, LOGREG_BASELINE, SVM_BASELINE
 from .text_bow import TEXT_LOGREG_BASELINE, TEXT_NB_BASELINE
 from .interventions import Intervention
@@ -151,12 +151,7 @@ _DIGITS_CNN: list[Entry] = [
 ]
 
 _TABULAR: list[Entry] = [
-    ("C_x3", "Weaker regularisation: C = 3.", {"C": 3.0}, "regularization:c:up"),
-    ("C_x10", "Weaker regularisation: C = 10.", {"C": 10.0}, "regularization:c:up"),
-    ("C_x100", "Much weaker regularisation: C = 100.", {"C": 100.0}, "regularization:c:up"),
-    ("C_div3", "Stronger regularisation: C = 0.3.", {"C": 0.3}, "regularization:c:down"),
-    ("C_div10", "Stronger regularisation: C = 0.1.", {"C": 0.1}, "regularization:c:down"),
-    ("C_div100", "Much stronger regularisation: C = 0.01.", {"C": 0.01}, "regularization:c:down"),
+    *c_sweep(),
     ("l1_lbfgs", "Switch to an L1 penalty (solver left at lbfgs).", {"penalty": "l1"}, "swap:penalty=l1"),
     ("l1_liblinear", "L1 penalty with the liblinear solver.", {"penalty": "l1", "solver": "liblinear"}, "swap:penalty=l1"),
     ("liblinear", "Use the liblinear solver.", {"solver": "liblinear"}, "swap:solver=liblinear"),

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from .catalogue_small import Entry, data_fractions, model_swaps, sklearn_placebos
 
-__all__ = ["applicable", "logistic_study", "svm_study", "boosting_study", "knn_study", "text_study"]
+__all__ = ["applicable", "c_sweep", "logistic_study", "svm_study", "boosting_study", "knn_study", "text_study"]
 
 
 def applicable(entries: list[Entry], baseline: Mapping[str, Any]) -> list[Entry]:
@@ -25,7 +25,7 @@ def applicable(entries: list[Entry], baseline: Mapping[str, Any]) -> list[Entry]
                                           for k, v in e[2].items())]
 
 
-def _c_sweep() -> list[Entry]:
+def c_sweep() -> list[Entry]:
     return [
         ("C_x3", "Weaker regularisation: C = 3.", {"C": 3.0}, "regularization:c:up"),
         ("C_x10", "Weaker regularisation: C = 10.", {"C": 10.0}, "regularization:c:up"),
@@ -65,7 +65,7 @@ def _other_classifiers() -> list[Entry]:
 def logistic_study(baseline: Mapping[str, Any]) -> list[Entry]:
     """Regularisation, penalties, solvers, scaling, polynomial features and other models around a logistic regression."""
     return applicable([
-        *_c_sweep(),
+        *c_sweep(),
         ("l1_saga", "L1 penalty with the saga solver.", {"penalty": "l1", "solver": "saga"}, "swap:penalty=l1"),
         ("l1_liblinear", "L1 penalty with the liblinear solver.", {"penalty": "l1", "solver": "liblinear"},
          "swap:penalty=l1"),
@@ -94,7 +94,7 @@ def logistic_study(baseline: Mapping[str, Any]) -> list[Entry]:
 def svm_study(baseline: Mapping[str, Any]) -> list[Entry]:
     """C, kernel width, kernels, scaling and other models around an RBF support vector machine."""
     return applicable([
-        *_c_sweep(),
+        *c_sweep(),
         ("gamma_001", "Kernel width gamma = 0.01 (smoother boundary).", {"gamma": 0.01}, "swap:gamma=0.01"),
         ("gamma_01", "Kernel width gamma = 0.1.", {"gamma": 0.1}, "swap:gamma=0.1"),
         ("gamma_1", "Kernel width gamma = 1.", {"gamma": 1.0}, "swap:gamma=1.0"),
@@ -230,7 +230,7 @@ def text_study(baseline: Mapping[str, Any], *, probabilistic: bool) -> list[Entr
                ("select100_alpha01", "Keep 100 words (chi-square) and smooth with alpha = 0.1.",
                 {"select_k": 100, "nb_alpha": 0.1}, "features:select_k:up")]
               if naive_bayes else
-              [*_c_sweep()[:5],
+              [*c_sweep()[:5],
                ("l1", "L1 penalty (liblinear).", {"penalty": "l1", "solver": "liblinear"}, "swap:penalty=l1"),
                ("l1_C10", "L1 penalty (liblinear) and C = 10.", {"penalty": "l1", "solver": "liblinear", "C": 10.0},
                 "swap:penalty=l1"),
