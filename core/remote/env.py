@@ -95,9 +95,8 @@ class _Interface:
     def _observation(self, data: dict[str, Any]) -> tuple[Any, dict[str, Any], bool, bool]:
         fields = dict(data.get("observation") or {})
         info, terminated, truncated = (fields.pop(k, None) for k in _RESULT_FIELDS)
-        if not isinstance(self.observation_space, gym.spaces.Dict):
-            fields = fields.get("observation")
-        return (value_from_wire(self.observation_space, fields), dict(info or {}), bool(terminated),
+        value: Any = fields if isinstance(self.observation_space, gym.spaces.Dict) else fields.get("observation")
+        return (value_from_wire(self.observation_space, value), dict(info or {}), bool(terminated),
                 bool(truncated))
 
 
@@ -119,14 +118,19 @@ class RemoteEnv(_Interface, gym.Env[Any, Any]):
         self._setup(url, about, agent_id)
         self.spec = EnvSpec(id=self.env_id, entry_point="rsigym.remote:make", max_episode_steps=about.get("max_steps"))
         self.timeout_s = timeout_s
+        self._ws: Any = None
         try:
-            self._ws = connect(_ws_url(url), max_size=None, open_timeout=min(timeout_s, 60.0))
+            # entered as a context manager: websockets >= 17 deprecates using connect()'s result directly
+            self._ws = connect(_ws_url(url), max_size=None, open_timeout=min(timeout_s, 60.0)).__enter__()
         except Exception as exc:  # noqa: BLE001 - refused, reset, unreachable: one line
             raise RemoteEnvError(f"cannot open a session at {url}: {exc}") from exc
 
     def _ask(self, message: str) -> dict[str, Any]:
         try:
-            self._ws.send(message)
+            try:
+                self._ws.send(message)
+            except Exception:  # noqa: BLE001 - closed: the server may have said why first (capacity)
+                pass
             raw = self._ws.recv(timeout=self.timeout_s)
         except TimeoutError as exc:
             raise RemoteEnvError(f"no answer from {self.url} within {self.timeout_s:g} s") from exc
@@ -152,14 +156,13 @@ class RemoteEnv(_Interface, gym.Env[Any, Any]):
         return self._ask(json.dumps({"type": "state"}))
 
     def close(self) -> None:
-        ws = getattr(self, "_ws", None)
+        ws, self._ws = getattr(self, "_ws", None), None
         if ws is not None:
             try:
                 ws.send(json.dumps({"type": "close"}))
             except Exception:  # noqa: BLE001 - already closed
                 pass
             ws.close()
-            self._ws = None
 
 
 class AsyncRemoteEnv(_Interface):
@@ -174,7 +177,10 @@ class AsyncRemoteEnv(_Interface):
         import asyncio
 
         try:
-            await self._ws.send(message)
+            try:
+                await self._ws.send(message)
+            except Exception:  # noqa: BLE001 - closed: the server may have said why first (capacity)
+                pass
             raw = await asyncio.wait_for(self._ws.recv(), self.timeout_s)
         except asyncio.TimeoutError as exc:
             raise RemoteEnvError(f"no answer from {self.url} within {self.timeout_s:g} s") from exc

@@ -10,7 +10,7 @@ actions ``rsigym.remote`` rebuilds a Gymnasium env from.
 
 Bad input never reaches an env: a body over ``max_message_bytes`` is a 413, a body that is not
 JSON (or nests too deep to parse) a 400, a request OpenEnv's models reject a 422, a step without
-an episode a 409, each with ``{"detail": "<one line>"}``. Sessions are reachable only through
+an episode a 409, a bad reset argument a 422, each with ``{"detail": "<one line>"}``. Sessions are reachable only through
 their own connection: no endpoint takes a session id, and episode ids are 128 random bits.
 """
 
@@ -76,7 +76,7 @@ def build_app(config: ServeConfig, recorder: RunRecorder | None) -> FastAPI:
     observation_cls = observation_model(config.env_id, build_space(about["observation_space"]))
     live = LiveEnvs()
     factory = functools.partial(ServedEnv, config, recorder, observation_cls, live)
-    app = create_fastapi_app(factory, action_cls, observation_cls,  # type: ignore[arg-type]
+    app = create_fastapi_app(factory, action_cls, observation_cls,
                              concurrency_config=ConcurrencyConfig(max_concurrent_envs=config.max_sessions,
                                                                   session_timeout=config.idle_timeout_s))
 
@@ -86,7 +86,7 @@ def build_app(config: ServeConfig, recorder: RunRecorder | None) -> FastAPI:
     def rsigym_env() -> dict[str, Any]:
         return about
 
-    app.add_exception_handler(SessionError, _one_line(409))
+    app.add_exception_handler(SessionError, _one_line())
     app.add_exception_handler(EnvFailure, _one_line(500))
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
@@ -94,9 +94,10 @@ def build_app(config: ServeConfig, recorder: RunRecorder | None) -> FastAPI:
     return app
 
 
-def _one_line(status: int) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+def _one_line(status: int | None = None) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
     async def handler(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": _line(str(exc))}, status_code=status)
+        code = status or int(getattr(exc, "status_code", 400))
+        return JSONResponse({"detail": _line(str(exc))}, status_code=code)
 
     return handler
 

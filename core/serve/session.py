@@ -30,15 +30,21 @@ from .config import ServeConfig
 from .models import ServedAction, ServedObservation
 from .recorder import RunRecorder
 
-__all__ = ["ServedEnv", "ServedState", "SessionError", "EnvFailure", "LiveEnvs"]
+__all__ = ["ServedEnv", "ServedState", "SessionError", "BadArgument", "EnvFailure", "LiveEnvs"]
 
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:")
 
 
 class SessionError(ValueError):
-    """A request this session cannot serve (a step before reset, a bad reset argument): a 4xx."""
+    """A request this session cannot serve now (a step before reset): a 409."""
 
     status_code = 409
+
+
+class BadArgument(SessionError):
+    """A reset argument of the wrong type or value (seed, task id, agent id): a 422."""
+
+    status_code = 422
 
 
 class EnvFailure(RuntimeError):
@@ -99,7 +105,7 @@ class ServedEnv(Environment[ServedAction, ServedObservation, ServedState]):
         seed = _seed(seed)
         agent = AgentSpec(id=_label(agent_id, "agent_id") or "remote", kind="remote")
         if task_id is not None and (not isinstance(task_id, str) or len(task_id) > 200):
-            raise SessionError(f"task_id must be a string of at most 200 characters, got {str(task_id)[:60]!r}")
+            raise BadArgument(f"task_id must be a string of at most 200 characters, got {str(task_id)[:60]!r}")
         self._abandon("the client started another episode")
         if self._env is None:
             self._env = self.config.make_env()
@@ -107,7 +113,7 @@ class ServedEnv(Environment[ServedAction, ServedObservation, ServedState]):
         if task_id is not None:
             known = _task_ids(self._env)
             if known is not None and task_id not in known:
-                raise SessionError(f"unknown task_id {task_id!r}; this env has {len(known)} tasks, e.g. "
+                raise BadArgument(f"unknown task_id {task_id!r}; this env has {len(known)} tasks, e.g. "
                                    f"{', '.join(known[:5])}")
         env_ref = self.config.recorded_env(task_id)
         started = time.perf_counter()
@@ -214,7 +220,7 @@ def _seed(seed: Any) -> int:
     if seed is None:
         return secrets.randbelow(2**31)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise SessionError(f"seed must be an integer in [0, 2**63), got {str(seed)[:60]!r}")
+        raise BadArgument(f"seed must be an integer in [0, 2**63), got {str(seed)[:60]!r}")
     return seed
 
 
@@ -222,7 +228,7 @@ def _label(value: Any, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not 0 < len(value) <= 64 or not set(value) <= _LABEL_CHARS:
-        raise SessionError(f"{name} must be 1 to 64 characters of letters, digits and ._-/:, got {str(value)[:60]!r}")
+        raise BadArgument(f"{name} must be 1 to 64 characters of letters, digits and ._-/:, got {str(value)[:60]!r}")
     return value
 
 
