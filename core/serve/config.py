@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rsigym.records import EnvRef
-from rsigym.scenario import NamedSpec
+if TYPE_CHECKING:  # not imported at run time: the CLI's parser reads the defaults below (no numpy)
+    from rsigym.records import EnvRef
+    from rsigym.scenario import NamedSpec
 
 __all__ = ["ServeConfig", "DEFAULT_HOST", "DEFAULT_MAX_SESSIONS", "DEFAULT_MAX_MESSAGE_BYTES",
            "DEFAULT_IDLE_TIMEOUT_S"]
@@ -72,6 +73,8 @@ class ServeConfig:
         return gym.make(self.env_id, max_episode_steps=self.max_steps, **kwargs)
 
     def recorded_env(self, task_id: str | None) -> EnvRef:
+        from rsigym.records import EnvRef
+
         from .recorder import recordable_kwargs
 
         return EnvRef(self.env_id, recordable_kwargs(self.env_kwargs), task_id, self.condition)

@@ -46,7 +46,10 @@ def serve(config: ServeConfig, *, on_ready: Callable[[str], None] | None = None)
         host, port = sock.getsockname()[:2]
         if on_ready is not None:
             on_ready(f"http://{'[' + host + ']' if ':' in host else host}:{port}")
-        server.run(sockets=[sock])
+        try:
+            server.run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down on: a normal end of serving
+            pass
         return recorder.written
 
 
