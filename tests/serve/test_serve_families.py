@@ -184,3 +184,23 @@ def test_sandbox_stays_docker(env_id, kwargs, tmp_path):
     record, = read_records(tmp_path / "served" / "records.jsonl").records
     assert record.sandbox is not None and record.sandbox.get("provider") == "docker", record.sandbox
     assert not record.sandbox.get("fallback_reason")
+
+
+def test_llm_agent_runs_unchanged_against_a_served_env(tmp_path):
+    from rsigym.agent import task_info
+    from rsigym.agents import LLMAgent
+
+    agent = LLMAgent("openai/gpt-4o-mini", api_key="sk-not-used", tool_mode="json",
+                     litellm_kwargs={"mock_response": '{"guess": 50}'})
+    config = ServeConfig("rsigym/Probe-v0", {"sandbox": "local"}, max_steps=3, run_dir=tmp_path / "served", port=0)
+    with ServerThread(config) as server, remote.make(server.url, agent_id="llm") as env:
+        observation, info = env.reset(seed=0, options={"task_id": "probe-100"})
+        about = task_info(env, info=info, task_id="probe-100")
+        assert about["env_id"] == "rsigym/Probe-v0" and about["action_schema"]["required"] == ["guess"]
+        agent.reset(about, seed=0)
+        while True:
+            observation, reward, terminated, truncated, info = env.step(agent.act(observation))
+            if terminated or truncated:
+                break
+    record, = read_records(tmp_path / "served" / "records.jsonl").records
+    assert [s.action for s in record.steps] == [{"guess": 50}] * 3 and record.termination == "max_steps"
