@@ -4,7 +4,7 @@ Each turn it sends the observation's ``text`` (as the answer to its previous too
 user message), asks for one action through native tool calling or JSON output, validates it
 against the env's ``action_schema``, and feeds a validation error back for a bounded number of
 retries; after that it returns an explicit invalid action, which the env records as an error
-observation. Every request goes through the kernel's LLM client (``rsigym.llm.complete``):
+observation. Every request goes through the kernel's LLM client (``rsigym.llm.client.complete``):
 provider failures are retried with backoff there, and when retries run out the episode ends as
 ``infra_error`` with the failed attempts counted in its usage.
 """
@@ -21,7 +21,7 @@ import jsonschema
 from rsigym.llm import LLMError, LLMReply, RetryEvent, RetryPolicy, complete, load_litellm, planned_tool_mode
 from rsigym.spaces import invalid_action
 from rsigym.records import AgentSpec, Usage
-from rsigym.redact import redacted_excerpt
+from rsigym.records.redact import redacted_excerpt
 
 from rsigym.agent import register_agent
 from .llm_messages import ACT_TOOL, act_tool, parse_env_tool_reply, parse_reply, system_prompt

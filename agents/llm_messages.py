@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 
-from rsigym.redact import redacted_excerpt
+from rsigym.records.redact import redacted_excerpt
 
 __all__ = ["ACT_TOOL", "Parsed", "system_prompt", "act_tool", "parse_reply", "parse_env_tool_reply",
            "extract_json"]

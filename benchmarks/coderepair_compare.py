@@ -23,7 +23,7 @@ from rich.console import Console
 
 from rsigym.envs.coderepair.analyses import coderepair_compare, coderepair_regrade
 from rsigym.envs.coderepair.headroom import coderepair_headroom
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.runner import RECORDS_FILE, run_scenario
 from rsigym.scenario import parse_scenario
 

@@ -38,7 +38,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rsigym.crossed import crossed_bootstrap
+from rsigym.report.crossed import crossed_bootstrap
 from rsigym.envs.coderepair import agents as agents_module
 from rsigym.envs.coderepair.agents import WorldModelAgent
 from rsigym.envs.coderepair.features import FEATURE_NAMES

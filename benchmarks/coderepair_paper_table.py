@@ -3,7 +3,7 @@
 Reads the run folder's ``records.jsonl`` and computes what ``coderepair_compare`` reports, with the
 same functions (``envs/coderepair/analyses.py``): per agent the ``hidden_tests`` pass over (seed,
 problem) cells after the warm-up with a two-way bootstrap 95% CI (seeds and problems resampled
-together, ``rsigym.crossed``); per agent its paired difference against the static verifier on the
+together, ``rsigym.report.crossed``); per agent its paired difference against the static verifier on the
 same cells with CI, p, Holm p (the non-control agents are one family) and MDD; the online test calls
 per problem; the records counted as infra errors or missing a grade. **The unit is the (seed stream x
 problem) cell.** Wall time: first record started to last record finished.
@@ -23,10 +23,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
-from rsigym.crossed import crossed_bootstrap
+from rsigym.report.crossed import crossed_bootstrap
 from rsigym.envs.coderepair.analyses import (_calls, _warmup_of, holm_adjusted, paired_rows, per_problem_outcomes,
                                              warmup_cells)
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.records import Trajectory
 
 OUT = Path(__file__).resolve().parent / "results" / "coderepair_paper.json"

@@ -5,7 +5,7 @@ from the simulator's labels) before and after the drift, the hidden-test pass of
 programs, and the joint protocol's decisions (accepted / rejected pairs, and how many carried a
 new coder mix). Then the agent with the coder updated (``joint``) against the same agent with the
 coder never changed (``adaptive``, the control) per (seed, problem) cell after the warm-up:
-two-way (seed x problem) bootstrap CI and MDD (``rsigym.crossed``).
+two-way (seed x problem) bootstrap CI and MDD (``rsigym.report.crossed``).
 
 Run: ``python benchmarks/coderepair_policy.py RUN_DIR [--treated joint] [--control adaptive]``.
 """
@@ -20,9 +20,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rsigym.crossed import crossed_bootstrap
+from rsigym.report.crossed import crossed_bootstrap
 from rsigym.envs.coderepair.analyses import paired_cells, per_problem_outcomes, warmup_cells
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.runner import RECORDS_FILE
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 
 
 def _by_key(folder: Path) -> dict[tuple[str, int], Any]:

@@ -86,7 +86,7 @@ def measure(config: dict[str, Any]) -> dict[str, Any]:
     """Warm up on one episode, then time the battery; returns seconds, memory and the records' signatures."""
     import resource
 
-    from rsigym.jsonl import read_records
+    from rsigym.records.jsonl import read_records
     from rsigym.runner import run_scenario
     from rsigym.scenario import parse_scenario
 
@@ -113,7 +113,7 @@ def measure(config: dict[str, Any]) -> dict[str, Any]:
     if backend == "ray":  # the runner is Ray's process, not a child of this one
         cpu_s, peak_rss_mb = float("nan"), summary.peak_rss_mb or float("nan")
     records = read_records(out / "run" / "records.jsonl").records
-    from rsigym.limits import format_stats
+    from rsigym.llm.limits import format_stats
 
     return {"seconds": seconds, "cpu_s": cpu_s, "episodes": len(records), "ran": summary.ran,
             "infra_errors": sum(r.termination == "infra_error" for r in records),

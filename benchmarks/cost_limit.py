@@ -38,7 +38,7 @@ WORKERS, CONCURRENCY, EPISODES = 2, 16, 64
 
 def measure(api_base: str, limit_usd: float, *, reserve: bool) -> dict[str, Any]:
     """One run of the battery under the limit; the reference admits every episode (no reservation)."""
-    from rsigym.jsonl import read_records
+    from rsigym.records.jsonl import read_records
     from rsigym.runner import RECORDS_FILE, run_scenario
     from rsigym.runner.guard import RunGuard
     from rsigym.scenario import parse_scenario

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rsigym.envs.evolution.analyses import best_curve, evaluations_to_reach, first_crossing, mean_curve
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.runner import RECORDS_FILE, run_scenario
 from rsigym.scenario import parse_scenario
 

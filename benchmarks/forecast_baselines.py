@@ -23,7 +23,7 @@ from rich.table import Table
 
 from rsigym.envs.forecast.evaluate import episode
 from rsigym.envs.forecast.research import RESEARCH_ENVIRONMENTS
-from rsigym.stats import paired_bootstrap_ci
+from rsigym.report.stats import paired_bootstrap_ci
 
 AGENTS = ["forecast_zero", "forecast_random", "forecast_knn", "forecast_ridge", "forecast_group_prior", "forecast_oracle",
           "llm"]

@@ -29,7 +29,7 @@ def summarise(run_dir: Path) -> dict[str, Any]:
     """Every number the README states about one run, computed from its records."""
     from rsigym.envs.forecast.analyses import advantage_over, episode_rows
     from rsigym.envs.forecast.experience_effect import experience_effects
-    from rsigym.jsonl import read_records
+    from rsigym.records.jsonl import read_records
 
     rows, unscored = episode_rows(read_records(run_dir / "records.jsonl").records)
     zero = [r for r in rows if r["agent"] == "zero"]

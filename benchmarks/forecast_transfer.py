@@ -111,7 +111,7 @@ def summarise(rows: list[dict[str, Any]], seeds: int, records: int, environments
 
 def _blind(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Mean over targets of the blind picker's final best gain and of the pool's best, both / target gain SD."""
-    from rsigym.stats import cluster_means
+    from rsigym.report.stats import cluster_means
     zero = [r for r in rows if r["agent"] == "zero"]
     tasks = [r["task"] for r in zero]
     found = cluster_means([r["best_gain"] / r["gain_sd"] for r in zero], tasks)

@@ -38,7 +38,7 @@ def measure_once(folder: Path) -> float:
                                    "kwargs": {"coder": "mixture", "problems": 4, "rounds": 3, "sandbox": "local"}},
         "tasks": ["humaneval"], "agents": [{"id": "random", "kind": "coderepair_random"}],
         "seeds": [0, 1, 2, 3], "max_steps": 50, "graders": []}, sort_keys=False))
-    argv = [sys.executable, "-m", "rsigym.cli", "run", str(scenario), "--out", str(folder / "out"),
+    argv = [sys.executable, "-m", "rsigym.cli.commands", "run", str(scenario), "--out", str(folder / "out"),
             "--no-progress", "--workers", "2"]
     proc = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -19,10 +19,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.runner import run_scenario
 from rsigym.scenario import load_scenario
-from rsigym.shared_text import SHARED_FILE
+from rsigym.records.shared_text import SHARED_FILE
 
 
 def _median_read_s(path: Path, runs: int) -> float:

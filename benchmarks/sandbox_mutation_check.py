@@ -2,7 +2,7 @@
 
 The exec server's three guarantees (non-dumpable, the kill after each command, the check of what
 the next command inherits) count as settings too, and so does each rule of the redaction of secrets
-by structure (``rsigym.redact``: URL userinfo and query values, header mappings and header lines,
+by structure (``rsigym.records.redact``: URL userinfo and query values, header mappings and header lines,
 secret key names, configured values registered), guarded by ``tests/security/test_secrets_by_structure.py``
 (no Docker needed for those rows).
 
@@ -288,7 +288,7 @@ MUTATIONS: dict[str, Callable[[], None]] = {
 
 
 # ---- issue 27 item 4: redaction by structure (helper issue27b) --------------------------------
-# Each rule of ``rsigym.redact`` removed in turn; ``tests/security/test_secrets_by_structure.py``
+# Each rule of ``rsigym.records.redact`` removed in turn; ``tests/security/test_secrets_by_structure.py``
 # must notice. The end-to-end test runs ``rsigym`` in subprocesses, so the mutation also reaches
 # them: the child puts a ``sitecustomize`` module on PYTHONPATH that applies it at start-up.
 _NEVER = r"(?!)"  # a pattern that matches nothing
@@ -298,7 +298,7 @@ def _redact_rule_off(*names: str) -> Callable[[], None]:
     def apply() -> None:
         import re
 
-        from rsigym import redact
+        from rsigym.records import redact
 
         for name in names:
             setattr(redact, name, re.compile(_NEVER))
@@ -307,7 +307,7 @@ def _redact_rule_off(*names: str) -> Callable[[], None]:
 
 
 def _no_secret_registration() -> None:
-    from rsigym import scenario
+    from rsigym.scenario import spec as scenario
 
     scenario.register_secrets_in = lambda value: None  # type: ignore[assignment]
 
@@ -435,7 +435,7 @@ def main(only: list[str] | None = None, tests: list[str] | None = None) -> dict[
 # usage) and LiteLLM's price of them, however negative. ``tests/security/test_provider_walls.py``
 # must notice (its cost limit runs are in-process; subprocesses get the mutation all the same).
 def _usage_trusted() -> None:
-    from rsigym import llm
+    from rsigym.llm import client as llm
 
     def reported_tokens(response: Any) -> tuple[int, int]:
         reported = getattr(response, "usage", None)

@@ -58,7 +58,7 @@ def steps_per_second(episodes: int) -> tuple[float, float]:
 def battery_seconds() -> float:
     with tempfile.TemporaryDirectory() as out:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "rsigym.cli", "run", "trace_controlled", "--out", out,
+        subprocess.run([sys.executable, "-m", "rsigym.cli.commands", "run", "trace_controlled", "--out", out,
                         "--workers", "2", "--no-progress"], check=True, stdout=subprocess.DEVNULL)
         return time.perf_counter() - started
 

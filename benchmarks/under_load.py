@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from rsigym.envs.probe import make_task
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 
 BATTERIES = {  # name -> the --set overrides of probe_smoke that make it
     "smoke": [],

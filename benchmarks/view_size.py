@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.records import Trajectory
 from rsigym.viewer import build_view, sidecar_dir
 

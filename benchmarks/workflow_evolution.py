@@ -43,7 +43,7 @@ from rsigym.envs.workflow.mass import EvolutionResult, Execution, evolve, execut
 from rsigym.envs.workflow.spec import seed_spec
 from rsigym.envs.workflow.tasks import make_task, new_salt
 from rsigym.sandbox import open_sandbox
-from rsigym.stats import bootstrap_ci
+from rsigym.report.stats import bootstrap_ci
 
 ARMS = ("seed", "random search", "coin-judge loop", "evolved")
 

@@ -55,7 +55,7 @@ from rsigym.envs.workflow.memo import ExecutionMemo
 from rsigym.envs.workflow.pairwise_judge import OracleJudge
 from rsigym.envs.workflow.spec import seed_spec
 from rsigym.sandbox import open_sandbox
-from rsigym.stats import minimum_detectable_difference
+from rsigym.report.stats import minimum_detectable_difference
 
 ARMS = ("seed", "random search", "coin-judge loop", "judge loop", "oracle-judge loop")
 # The optimiser that listens (run on request, paired by run with the arms above: same salts and seeds).

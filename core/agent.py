@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from rsigym.errors import UserError
-from rsigym.records import AgentSpec, Usage
+from rsigym.records.trajectory import AgentSpec, Usage
 
-from .redact import redact, redact_text
+from .records.redact import redact, redact_text
 from .registry import AGENTS
 
 __all__ = ["Agent", "register_agent", "make_agent", "available_agents", "task_info"]

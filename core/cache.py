@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .records import canonical_json
+from .records.trajectory import canonical_json
 
 __all__ = ["cache_dir", "cache_key", "atomic_write_bytes"]
 

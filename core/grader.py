@@ -6,9 +6,9 @@ import dataclasses
 from typing import Any, Callable, ClassVar, Literal, Protocol, runtime_checkable
 
 from rsigym.errors import InfraError, UserError
-from rsigym.records import Grade, Trajectory, to_jsonable
+from rsigym.records.trajectory import Grade, Trajectory, to_jsonable
 
-from .redact import redact, redact_text
+from .records.redact import redact, redact_text
 from .registry import GRADERS
 
 __all__ = [

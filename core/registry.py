@@ -178,7 +178,7 @@ AGENTS: Registry[Callable[..., Any]] = Registry(
              "dataselect-selector": "dataselect_selector"})
 # Graders: classes with ``version``, ``needs`` and ``grade(record)`` (see ``rsigym.grader``).
 GRADERS: Registry[Callable[..., Any]] = Registry("grader", "rsigym.graders")
-# Analyses: ``analyse(records, out_dir, **params) -> ReportSection`` (see ``rsigym.report``).
+# Analyses: ``analyse(records, out_dir, **params) -> ReportSection`` (see ``rsigym.report.report``).
 ANALYSES: Registry[Callable[..., Any]] = Registry("analysis", "rsigym.analyses")
 # Conditions (interventions), named ``<family>.<condition>``: ``factory(**params) -> what the
 # family's env applies``. Each family reads its own through a ``ConditionRegistry``.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Iterable
 
-from rsigym.records import Trajectory
+from rsigym.records.trajectory import Trajectory
 
 from .grader import Grader, grade_record
 

@@ -8,8 +8,8 @@ from typing import Any
 import jsonschema
 from gymnasium import spaces
 
-from rsigym.action_limits import ActionLimits, DEFAULT_ACTION_LIMITS, action_limit_error
-from rsigym.records import to_jsonable
+from rsigym.records.action_limits import ActionLimits, DEFAULT_ACTION_LIMITS, action_limit_error
+from rsigym.records.trajectory import to_jsonable
 
 __all__ = ["TEXT_CHARSET", "INVALID_ACTION_KEY", "text_space", "clean_text", "invalid_action", "JsonActions",
            "split_task_ids"]
@@ -78,7 +78,7 @@ class JsonActions:
 
     ``parse`` never raises for a bad action: it returns ``(None, message)`` so the env can turn
     the mistake into an error observation (a bad agent output is an observation, not a crash).
-    Size limits (``rsigym.action_limits``) are checked first, so no action can make the schema
+    Size limits (``rsigym.records.action_limits``) are checked first, so no action can make the schema
     check recurse without bound; messages are cut to ``MESSAGE_CHARS``, since they quote the action.
     """
 

@@ -2,16 +2,17 @@
 
 The Grader protocol, the grader registry and fixed-trajectory regrading live in the kernel
 (``rsigym.grader``, ``rsigym.regrade``) and are re-exported here, as are the statistics
-(``rsigym.stats``). Family graders live in their family's folder (``rsigym.envs.<family>.graders``)
+(``rsigym.report.stats``). Family graders live in their family's folder (``rsigym.envs.<family>.graders``)
 and join through the entry-point group ``rsigym.graders``, like any third-party grader.
 """
 
 from rsigym.grader import (ENTRY_POINT_GROUP, NEEDS, Grader, available_graders, get_grader, grade_record,
                            register_grader)
 from rsigym.regrade import regrade
-from rsigym.stats import (TostResult, flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference,
-                          ndcg_at_k, paired_bootstrap_ci, regret_at_k, single_run_difference_sd, spearman,
-                          tost_paired)
+from rsigym.report.stats import (
+    TostResult, flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference, ndcg_at_k, paired_bootstrap_ci,
+    regret_at_k, single_run_difference_sd, spearman, tost_paired,
+)
 
 from .reruns import RerunNoise, rerun_noise, reruns_analysis
 from .trace import BehaviourDiff, Pair, Pairs, behaviour_diff, pair_records, rerun_behaviour

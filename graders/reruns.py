@@ -18,8 +18,9 @@ from typing import Sequence
 from rsigym.records import Trajectory, canonical_json
 from rsigym.report import ReportSection, condition_label, md_code, md_text, register_analysis
 
-from rsigym.stats import (flip_rate, icc_oneway, minimum_detectable_difference, pass_hat_k, single_run_difference_sd,
-                          task_flip_share)
+from rsigym.report.stats import (
+    flip_rate, icc_oneway, minimum_detectable_difference, pass_hat_k, single_run_difference_sd, task_flip_share,
+)
 from .trace import matches_condition, record_score
 from .trace_report import plot_name
 

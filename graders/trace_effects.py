@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from rsigym.stats import TostResult, mcnemar_exact, paired_bootstrap_ci, sign_flip_test, tost_paired
+from rsigym.report.stats import TostResult, mcnemar_exact, paired_bootstrap_ci, sign_flip_test, tost_paired
 from .trace import PASS_THRESHOLD, Pair, record_score
 
 __all__ = ["UNIT", "TaskDelta", "Part", "Effect", "RegradeEffect", "task_part", "task_effect",

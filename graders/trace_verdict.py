@@ -50,7 +50,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rsigym.stats import TostResult, tost_paired
+from rsigym.report.stats import TostResult, tost_paired
 
 from .trace import Pairs
 from .trace_behaviour import ArmReruns, BehaviourRate, GraderFlips, Unit, arm_reruns, behaviour_rate, grader_flips

@@ -77,4 +77,4 @@ def write_scenario(path: Path, **overrides) -> Path:
 
 
 def rsigym_cmd() -> list[str]:
-    return [sys.executable, "-m", "rsigym.cli"]
+    return [sys.executable, "-m", "rsigym.cli.commands"]

@@ -57,7 +57,7 @@ def test_the_look_at_a_run_commands_all_run(tmp_path):
 
     commands = _look_at_a_run_commands()
     assert [c.split()[1] for c in commands] == ["view", "export", "run"]
-    cli = [sys.executable, "-m", "rsigym.cli"]
+    cli = [sys.executable, "-m", "rsigym.cli.commands"]
     env = {**__import__("os").environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
     def run(args: list[str]) -> subprocess.CompletedProcess:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rsigym.cli_run import apply_set
-from rsigym.jsonl import read_records
+from rsigym.cli.run_command import apply_set
+from rsigym.records.jsonl import read_records
 from rsigym.report import write_report
 from rsigym.runner import run_scenario
 from rsigym.scenario import load_scenario, parse_scenario

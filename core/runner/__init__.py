@@ -7,6 +7,9 @@ above one (or provider limits set), each local worker keeps that many episodes i
 threads (``inflight``); on Ray each runner actor does (``ray_backend``), with the provider limits
 and the cost limit held for the whole cluster. ``capacity`` chooses the default and keeps
 CPU-heavy envs to the cores.
+
+It may import every part of the kernel below the CLI (records, llm, report, scenario, agent,
+grader, registry, conditions, sandbox); only the CLI and the testing kit import it.
 """
 
 from __future__ import annotations
@@ -21,14 +24,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import UserError
-from ..jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
-from ..manifest import check_or_write_manifest, early_warnings, record_warnings
-from ..records import Trajectory
-from ..redact import redacted_excerpt
-from ..report import write_report
-from ..scenario import EpisodeSpec, Scenario, expand
-from .. import limits
-from ..endpoint_check import EndpointCheck, check_endpoints
+from ..records.jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
+from ..scenario.manifest import check_or_write_manifest, early_warnings, record_warnings
+from ..records.trajectory import Trajectory
+from ..records.redact import redacted_excerpt
+from ..report.report import write_report
+from ..scenario.spec import EpisodeSpec, Scenario, expand
+from ..llm import limits
+from ..llm.endpoint_check import EndpointCheck, check_endpoints
 from .backends import infra_error_record, run_local
 from .episode import import_user_modules, run_episode
 from .lock import RunFolderLock
@@ -82,7 +85,7 @@ class RunSummary:
     @property
     def usage_estimated(self) -> int:
         """Model calls (the endpoint check's included) whose provider usage was missing or invalid:
-        their tokens were counted locally (``rsigym.provider_usage``)."""
+        their tokens were counted locally (``rsigym.llm.provider_usage``)."""
         checked = self.endpoint_check.usage.usage_estimated if self.endpoint_check else 0
         return checked + sum(r.usage.usage_estimated for r in self.replied)
 
@@ -103,7 +106,7 @@ def select_episodes(episodes: Sequence[EpisodeSpec], *, tasks: Sequence[str] | N
     if tasks is not None:
         missing = [t for t in tasks if t not in known]
         if missing:
-            from ..preflight import did_you_mean
+            from ..scenario.preflight import did_you_mean
 
             raise UserError(f"--tasks: {missing[0]!r} is not a task of this scenario"
                             f"{did_you_mean(str(missing[0]), [str(k) for k in known])}; its tasks: "
@@ -146,7 +149,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         tasks: Only these task ids of the scenario.
         limit: Only the first ``limit`` tasks (after ``tasks``).
         imports: Modules every worker imports before its first episode (``--import``).
-        preflight: Check the scenario (``rsigym.preflight``) before anything is written.
+        preflight: Check the scenario (``rsigym.scenario.preflight``) before anything is written.
         cost_limit_usd: No episode starts that could take the spending (endpoint check included)
             past this: each reserves its estimated cost first (``guard``); those running finish
             and are recorded; ``stopped`` says so and a later run resumes.
@@ -158,7 +161,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             ``runner.concurrency``, else 16 against a hosted model and 1 otherwise).
         max_connections: Calls in flight per provider and worker (over the scenario's ``limits:``).
         endpoint_check: Call each model endpoint once before anything is written
-            (``rsigym.endpoint_check``); a failure that cannot pass raises ``PreflightError``.
+            (``rsigym.llm.endpoint_check``); a failure that cannot pass raises ``PreflightError``.
         max_consecutive_errors: Stop after this many episodes in a row end in the same LLM error
             that retrying cannot fix (0: never); ``stopped`` keeps the error in full.
         on_warnings: Called once before the first episode with the early warnings (the capacity
@@ -177,12 +180,12 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
     out_dir = Path(out_dir)
     import_user_modules(tuple(imports))
     if preflight:
-        from ..preflight import check_scenario
+        from ..scenario.preflight import check_scenario
 
         check_scenario(scenario)
     checked = None
     if endpoint_check:
-        from ..preflight import PreflightError
+        from ..scenario.preflight import PreflightError
 
         checked = check_endpoints(scenario.raw, source=str(scenario.source))
         if checked.problems:

@@ -15,10 +15,10 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence
 
 from rsigym.errors import UserError
-from rsigym.records import Trajectory, utc_now
-from rsigym.redact import redacted_excerpt
+from rsigym.records.trajectory import Trajectory, utc_now
+from rsigym.records.redact import redacted_excerpt
 
-from ..scenario import EpisodeSpec
+from ..scenario.spec import EpisodeSpec
 from .episode import run_episode
 from .orphans import RunWatchdog, exit_with_parent
 

@@ -7,7 +7,7 @@ in the episode's thread (``PyThreadState_SetAsyncExc``) at the deadline and agai
 until the episode has left: that interrupts Python code at its next bytecode, and a blocking call
 as soon as it returns. The blocking call an episode spends most of its time in, a model request,
 is bounded by the deadline too: the LLM client caps its request timeout and its backoff sleeps to
-the time left (``rsigym.llm.call_deadline``). A native call that never returns is out of reach of
+the time left (``rsigym.llm.client.call_deadline``). A native call that never returns is out of reach of
 both.
 
 Neither timer fires inside an import. An exception raised while a module executes leaves the
@@ -30,7 +30,7 @@ from types import FrameType, TracebackType
 import time
 from typing import Any, Iterator
 
-from rsigym.llm import call_deadline
+from rsigym.llm.client import call_deadline
 
 __all__ = ["EpisodeTimeout", "TIMEOUT_CAUSE", "IMPORT_GRACE_S", "deadline", "interrupted_import",
            "timeout_message"]

@@ -16,13 +16,13 @@ import warnings
 import traceback
 from typing import Any
 
-from rsigym.action_limits import short_repr
+from rsigym.records.action_limits import short_repr
 from rsigym.agent import task_info
 from rsigym.errors import InfraError
-from rsigym.record_limits import cap_for_record
-from rsigym.records import FinalSnapshot, Grade, Step, Trajectory, Usage, to_jsonable, utc_now
+from rsigym.records.record_limits import cap_for_record
+from rsigym.records.trajectory import FinalSnapshot, Grade, Step, Trajectory, Usage, to_jsonable, utc_now
 
-from ..scenario import EpisodeSpec, NamedSpec
+from ..scenario.spec import EpisodeSpec, NamedSpec
 from .deadline import TIMEOUT_CAUSE, EpisodeTimeout, deadline, interrupted_import, timeout_message
 
 __all__ = ["run_episode", "prepare", "harness_fault", "worker_damaged", "EpisodeTimeout", "TIMEOUT_CAUSE",
@@ -57,7 +57,7 @@ def prepare(spec: EpisodeSpec) -> None:
     if isinstance(entry_point, str):
         importlib.import_module(entry_point.split(":")[0])
     if _calls_a_model(spec):
-        from rsigym.llm import load_litellm
+        from rsigym.llm.client import load_litellm
 
         load_litellm()
 
@@ -105,7 +105,7 @@ _GRADER_LOCK = threading.Lock()
 def _grader(spec: NamedSpec) -> Any:
     """Graders are built once per worker process: some hold a sandbox pool or a loaded table."""
     from rsigym.grader import get_grader
-    from rsigym.records import canonical_json
+    from rsigym.records.trajectory import canonical_json
 
     key = (spec.name, canonical_json(spec.params))
     with _GRADER_LOCK:  # episodes in flight on threads share the cache: build each grader once

@@ -21,10 +21,10 @@ import re
 import threading
 from dataclasses import dataclass, field
 
-from rsigym.provider_errors import is_unrecoverable_text
-from rsigym.records import Trajectory
+from rsigym.llm.provider_errors import is_unrecoverable_text
+from rsigym.records.trajectory import Trajectory
 
-from ..scenario import EpisodeSpec
+from ..scenario.spec import EpisodeSpec
 from .capacity import episode_can_spend
 
 __all__ = ["RunGuard"]

@@ -35,11 +35,11 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
 from typing import Any, Callable, Sequence
 
-from rsigym import limits
-from rsigym.records import Trajectory
+from rsigym.llm import limits
+from rsigym.records.trajectory import Trajectory
 
-from ..redact import redacted_excerpt
-from ..scenario import EpisodeSpec
+from ..records.redact import redacted_excerpt
+from ..scenario.spec import EpisodeSpec
 from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
 from .episode import run_episode, worker_damaged
 from .orphans import RunWatchdog, exit_with_parent

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import UserError
-from ..records import utc_now
-from ..redact import redact_text
+from ..records.trajectory import utc_now
+from ..records.redact import redact_text
 
 __all__ = ["LOCK_FILE", "RunFolderLock", "describe_holder"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Literal, TextIO
 
-from ..records import Trajectory
+from ..records.trajectory import Trajectory
 
 __all__ = ["Progress", "ProgressMode"]
 

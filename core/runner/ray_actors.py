@@ -18,10 +18,10 @@ import socket
 import threading
 from typing import Any
 
-from rsigym import limits
-from rsigym.records import Trajectory
+from rsigym.llm import limits
+from rsigym.records.trajectory import Trajectory
 
-from ..scenario import EpisodeSpec
+from ..scenario.spec import EpisodeSpec
 from . import inflight
 from .orphans import watch_pid
 from .ray_limits import SharedGate

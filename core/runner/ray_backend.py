@@ -22,12 +22,12 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from rsigym import limits
+from rsigym.llm import limits
 from rsigym.errors import UserError, install_hint
-from rsigym.records import Trajectory
-from rsigym.redact import redacted_excerpt
+from rsigym.records.trajectory import Trajectory
+from rsigym.records.redact import redacted_excerpt
 
-from ..scenario import EpisodeSpec
+from ..scenario.spec import EpisodeSpec
 from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
 
 __all__ = ["RayStats", "run_ray"]

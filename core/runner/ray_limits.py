@@ -1,6 +1,6 @@
 """Provider limits shared by a Ray cluster: one actor holds every provider's gate.
 
-With the local backend each worker process has its own gates (``rsigym.limits``), so a provider
+With the local backend each worker process has its own gates (``rsigym.llm.limits``), so a provider
 sees up to workers x the cap. On Ray the runner actors of every node pass each model call through
 one ``ProviderLimiter`` actor instead: the concurrency cap, its halving on a 429 and the RPM/TPM
 budgets hold for the whole cluster. A call costs two small actor calls (an acquire it waits for, a
@@ -25,7 +25,7 @@ import time
 import uuid
 from typing import Any, Callable, Iterator
 
-from rsigym import limits
+from rsigym.llm import limits
 
 __all__ = ["ProviderLimiter", "SharedGate"]
 

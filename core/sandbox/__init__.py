@@ -4,6 +4,8 @@ Open one with :func:`open_sandbox` (``auto`` prefers docker and says so when it 
 commands with ``exec``, move files with ``write_files``/``read_file``, and close it. Commands run
 as the untrusted ``"user"`` or as a protected ``"harness"`` identity (see ``rsigym.sandbox.base``). The docker
 SDK is imported only when a docker sandbox is used, so the local provider works without it.
+
+It may import ``rsigym.errors`` only: any part of rsigym (and an env of any family) can open one.
 """
 
 from rsigym.errors import SandboxError, SandboxUnavailable

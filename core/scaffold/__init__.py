@@ -6,6 +6,8 @@ as the control, a scripted agent, a grader that reads only the record, an analys
 control and unit of inference, a scenario, and tests that call ``rsigym.testing.check_family``.
 Installed (``pip install -e NAME``), it passes ``check_family`` and ``rsigym run`` as written;
 ``tests/test_family_kit.py`` checks both.
+
+It may import ``rsigym.errors`` only (the templates import what a family needs).
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ round trip, regrading from the read-back record, and each analysis::
 The single env checks (``rsigym.testing.env_checks``) and the fuzz (``rsigym.testing.fuzz``)
 can be used alone. The fuzz needs ``hypothesis`` (``pip install hypothesis``, or the ``test``
 extra: ``pip install -e '.[test]'`` in a checkout); every other check runs after a plain install.
+
+It may import any part of the kernel (the runner and the report included); nothing in the kernel
+imports it.
 """
 
 from __future__ import annotations

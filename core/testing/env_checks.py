@@ -26,7 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from rsigym.errors import install_hint
-from rsigym.records import canonical_json, to_jsonable
+from rsigym.records.trajectory import canonical_json, to_jsonable
 from rsigym.spaces import JsonActions
 
 __all__ = ["EnvFactory", "INVALID_ACTIONS", "ENV_CHECKS", "check_gym_api", "check_deterministic",

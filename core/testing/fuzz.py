@@ -23,7 +23,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from rsigym.action_limits import short_repr
+from rsigym.records.action_limits import short_repr
 
 from .steps import step_checked  # re-exported: it lived here
 

@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rsigym.records import AgentSpec, EnvRef, Trajectory, episode_key
+from rsigym.records.trajectory import AgentSpec, EnvRef, Trajectory, episode_key
 
 if TYPE_CHECKING:
     from .family import Family, FamilyReport
@@ -47,7 +47,7 @@ def _first_task(env_id: str, kwargs: dict[str, Any]) -> str | None:
 
 def round_trip(record: Trajectory, folder: Path) -> Trajectory:
     """``record`` through JSON and through a records file; each must give it back unchanged."""
-    from rsigym.jsonl import RecordWriter, read_records
+    from rsigym.records.jsonl import RecordWriter, read_records
 
     text = record.to_json()
     assert Trajectory.from_json(text).to_json() == text, "Trajectory.from_json(to_json()) changes the record"
@@ -81,10 +81,10 @@ def check_episodes(family: "Family", report: "FamilyReport", run: Run, kwargs_of
                    seeds: Sequence[int], max_steps: int) -> None:
     """Append the episode, round-trip, regrade and analysis rows of ``family`` to ``report``."""
     from rsigym.grader import get_grader, grade_record
-    from rsigym.preflight import grader_fits
+    from rsigym.scenario.preflight import grader_fits
     from rsigym.registry import GRADERS
     from rsigym.runner import run_episode
-    from rsigym.scenario import EpisodeSpec, NamedSpec
+    from rsigym.scenario.spec import EpisodeSpec, NamedSpec
 
     records: list[Trajectory] = []
     with tempfile.TemporaryDirectory(prefix="rsigym-check-") as tmp:
@@ -128,7 +128,7 @@ def _first_task_into(task: list[str | None], env_id: str, kwargs: dict[str, Any]
 
 def _analyse(name: str, records: list[Trajectory], folder: Path) -> str:
     from rsigym.registry import ANALYSES
-    from rsigym.report import ReportSection
+    from rsigym.report.report import ReportSection
 
     assert records, "no records to analyse (every episode failed)"
     section = ANALYSES.lookup(name)(records, folder)

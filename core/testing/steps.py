@@ -12,7 +12,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rsigym.records import canonical_json
+from rsigym.records.trajectory import canonical_json
 
 __all__ = ["step_checked"]
 

@@ -10,13 +10,16 @@ paired view of baseline and treatment side by side, each tool call shown with th
 saw and, under a renaming condition, the original name, and only steps whose mapped-back actions
 differ highlighted; then the report.
 
-Transcripts travel compacted as on disk (``rsigym.shared_text``) and are expanded by the page's
+Transcripts travel compacted as on disk (``rsigym.records.shared_text``) and are expanded by the page's
 script when shown. Over ``SIDECAR_EPISODES`` episodes they go to a sidecar folder next to the page
 (``view_files/``: blocks of ``BLOCK_EPISODES`` transcripts, the shared chunks and the search index,
 each a script the page loads when it needs it), so the page itself holds only the tables. The
 state lives in the URL's fragment (``#agent=...&condition=...&task=...&q=...&sort=-reward``,
 ``score=RULE&min=..&max=..``, plus ``episode=N`` or ``pair=N`` to open one and scroll to it), so
 a view can be linked and tested.
+
+It may import ``rsigym.records``, ``rsigym.report`` and ``rsigym.errors`` (the scenario inside a
+function); only the CLI imports it.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import UserError
-from ..records import Trajectory, to_jsonable
-from ..redact import redact, redact_text
+from ..records.trajectory import Trajectory, to_jsonable
+from ..records.redact import redact, redact_text
 from .pairs import paired_episodes
 from .rows import episode_rows, summary_grid
 from .search_index import build_search_index
@@ -108,7 +111,7 @@ def build_view(run_dir: str | Path, records: Sequence[Trajectory], *, title: str
     chunks and the search index are written there and the page loads them when needed; without,
     everything is in the page.
     """
-    from ..shared_text import SharedText
+    from ..records.shared_text import SharedText
 
     run_dir = Path(run_dir)
     store = SharedText(None)  # in memory: transcripts go in the page compacted, chunks once
@@ -161,7 +164,7 @@ def _write_sidecar(folder: Path, transcripts: list[Any], chunks: dict[str, Any],
 
 
 def _scenario_name(run_dir: Path) -> str | None:
-    from ..safe_yaml import load_yaml
+    from ..scenario.safe_yaml import load_yaml
 
     try:
         raw = load_yaml((run_dir / "scenario.yaml").read_text(), "scenario.yaml")
@@ -181,7 +184,7 @@ def write_view(run_dir: str | Path, out: str | Path | None = None, *, sidecar: b
     ``sidecar``: transcripts in the sidecar folder ``OUT_files`` (True), in the page (False), or
     in the sidecar when the run has more than ``SIDECAR_EPISODES`` episodes (None).
     """
-    from ..jsonl import read_records
+    from ..records.jsonl import read_records
 
     run_dir = Path(run_dir)
     records_path = run_dir / "records.jsonl"

@@ -11,8 +11,9 @@ from collections import defaultdict
 from dataclasses import asdict
 from typing import Any, Sequence
 
-from ..records import Trajectory, canonical_json
-from ..report import condition_label
+from ..records.tool_names import NO_SUCH_TOOL, renamed_away, renamed_to_original
+from ..records.trajectory import Trajectory, canonical_json
+from ..report.report import condition_label
 
 __all__ = ["paired_episodes", "renamed_to_original", "renamed_away", "NO_SUCH_TOOL", "BASELINE_NAMES"]
 
@@ -27,32 +28,6 @@ def _is_baseline(record: Trajectory) -> bool:
 def _join_key(record: Trajectory) -> str:
     env = record.env
     return canonical_json([env.id, env.kwargs, env.task_id, asdict(record.agent), record.seed, record.rep])
-
-
-def _tool_mapping(record: Trajectory) -> dict[str, str]:
-    """{original: name shown} of a record's tools: its condition's mapping, else its snapshot's."""
-    params = (record.env.condition or {}).get("params") or {}
-    mapping = params.get("mapping")
-    if not mapping and record.final is not None and isinstance(record.final.state, dict):
-        mapping = record.final.state.get("tool_names")
-    if not isinstance(mapping, dict):
-        return {}
-    return {str(original): str(shown) for original, shown in mapping.items()}
-
-
-def renamed_to_original(record: Trajectory) -> dict[str, str]:
-    """{renamed: original} tool names of a record: its condition's mapping, else its snapshot's."""
-    return {shown: original for original, shown in _tool_mapping(record).items() if original != shown}
-
-
-NO_SUCH_TOOL = "(no such tool here)"
-
-
-def renamed_away(record: Trajectory) -> set[str]:
-    """Original names a condition renamed that no tool of the record's env bears any more: a call
-    of one is a call of no tool (under ``rename_tools`` the old name fails), not the original."""
-    mapping = _tool_mapping(record)
-    return {original for original, shown in mapping.items() if original != shown} - set(mapping.values())
 
 
 def _actions(record: Trajectory) -> list[Any]:

@@ -3,7 +3,7 @@
 Rows travel as arrays, their names (agents, conditions, tasks, terminations, models) as indices
 into one list each, so 50,000 episodes cost a few MB of page, not twenty. Scores are named per
 grading rule exactly as the report's summary and the inspect export name them
-(``rsigym.score_cells``), so the grid's means are the report's.
+(``rsigym.report.score_cells``), so the grid's means are the report's.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..records import Trajectory
-from ..report import condition_label
-from ..score_cells import latest_grades, rule_names, score_cells
-from ..stats import bootstrap_ci
+from ..records.trajectory import Trajectory
+from ..report.report import condition_label
+from ..report.score_cells import latest_grades, rule_names, score_cells
+from ..report.stats import bootstrap_ci
 
 __all__ = ["episode_rows", "summary_grid", "ROW_FIELDS", "NAMED_FIELDS"]
 

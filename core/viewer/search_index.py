@@ -6,7 +6,7 @@ split at ``_`` (``get_order_details`` is found by ``order``). The index maps eac
 sorted episodes holding it; the page's script finds a query word by prefix among the sorted
 tokens and intersects the words' episode sets.
 
-Transcripts arrive compacted (``rsigym.shared_text``): a text many episodes share (a policy, a
+Transcripts arrive compacted (``rsigym.records.shared_text``): a text many episodes share (a policy, a
 tool list) is tokenised once per chunk, not once per episode. Chunks are cut at line ends, so no
 token spans two of them.
 

@@ -2,7 +2,7 @@
 
 * ``coderepair_compare``: hidden-test pass per (seed, problem) cell, each agent against a baseline
   (the static verifier) on the same cells after the warm-up; **the unit is the seed stream x
-  problem cell**, resampled two ways (``rsigym.crossed``) for the CI, the paired test and the
+  problem cell**, resampled two ways (``rsigym.report.crossed``) for the CI, the paired test and the
   minimum detectable difference, printed next to each verdict with the paper's effect size.
   Control: the blind picker (``coderepair_random``) must come out worse than the baseline with its
   CI below zero; when it does not (or was not run), every verdict is withheld.
@@ -22,7 +22,7 @@ import numpy as np
 
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, md_code, md_text, register_analysis
-from rsigym.crossed import crossed_bootstrap
+from rsigym.report.crossed import crossed_bootstrap
 
 __all__ = ["coderepair_compare", "coderepair_regrade", "per_problem_outcomes", "paired_rows", "paired_cells", "holm_adjusted",
            "warmup_cells", "PAPER_EFFECT"]
@@ -71,7 +71,7 @@ def paired_cells(outcomes: dict[str, dict[tuple[int, str], float]], agent: str, 
 def paired_rows(outcomes: dict[str, dict[tuple[int, str], float]], agent: str, baseline: str,
                 excluded: set[tuple[int, str]] | frozenset[tuple[int, str]] = frozenset()) -> dict[str, Any]:
     """Paired comparison of ``agent`` against ``baseline``: the (seed, problem) cell is measured once,
-    and seeds and problems are resampled together (``rsigym.crossed``) for the CI, the test and the MDD."""
+    and seeds and problems are resampled together (``rsigym.report.crossed``) for the CI, the test and the MDD."""
     cells = paired_cells(outcomes, agent, baseline, excluded)
     row: dict[str, Any] = {"n_pairs": len(cells), "n_problems": len({k[1] for k in cells}),
                            "n_seeds": len({k[0] for k in cells})}

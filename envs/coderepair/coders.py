@@ -10,7 +10,7 @@
   shifts: fewer correct candidates and runtime rather than static crashes), so that a world model
   fitted early goes off later. The labels are the simulator's; the env still executes every
   chosen candidate for real.
-* ``LLMCoder``: asks a model (through ``rsigym.llm``) for each candidate, with the previous
+* ``LLMCoder``: asks a model (through ``rsigym.llm.client``) for each candidate, with the previous
   round's failing public tests in the prompt.
 """
 
@@ -221,7 +221,7 @@ _CODE_BLOCK = re.compile(r"```(?:python)?\s*\n(.*?)```", re.DOTALL)
 
 
 class LLMCoder:
-    """Candidates written by a model through ``rsigym.llm``; one request per candidate.
+    """Candidates written by a model through ``rsigym.llm.client``; one request per candidate.
 
     The prompt holds the problem and, after round 1, the previous round's executed program and its
     failing public tests. An answer without a code block is a candidate that does not parse.

@@ -14,7 +14,7 @@ any scorer's greedy pick can be scored, not just the executed one:
 
 Rates are the share of cells whose pick passes the public tests, before and after the coder's
 drift; each is compared with ``static`` on the same cells by the two-way (seed x problem)
-bootstrap (``rsigym.crossed``) with its MDD. Warm-up cells are kept: the table is about the
+bootstrap (``rsigym.report.crossed``) with its MDD. Warm-up cells are kept: the table is about the
 simulator and features, not about learning speed.
 """
 
@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rsigym.crossed import crossed_bootstrap
+from rsigym.report.crossed import crossed_bootstrap
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, md_text, register_analysis
 

@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from rsigym.action_limits import action_limit_error
+from rsigym.records.action_limits import action_limit_error
 from rsigym.json_space import JsonText
 from rsigym.spaces import TEXT_CHARSET, JsonActions, text_space
 from .workspace import SANDBOX_POLICIES, require_sandbox

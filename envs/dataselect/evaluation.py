@@ -101,8 +101,8 @@ def random_subsets(pool_size: int, group_size: int, count: int, seed: int) -> li
 
 
 def _spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """``rsigym.stats.spearman``, with 0.0 where it is undefined (a constant side)."""
-    from rsigym.stats import spearman
+    """``rsigym.report.stats.spearman``, with 0.0 where it is undefined (a constant side)."""
+    from rsigym.report.stats import spearman
 
     value = spearman(list(a), list(b))
     return value if math.isfinite(value) else 0.0

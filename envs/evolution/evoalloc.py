@@ -31,7 +31,7 @@ from rsigym.agent import register_agent
 from rsigym.agents.llm_messages import extract_json
 from rsigym.llm import LLMError, RetryPolicy, complete
 from rsigym.records import AgentSpec, Usage
-from rsigym.redact import redacted_excerpt
+from rsigym.records.redact import redacted_excerpt
 from rsigym.spaces import invalid_action
 
 from .acceptance import (UNOBSERVED_PARTIAL, Case, Verdict, accept_challenger, evaluates_fully,
@@ -111,7 +111,7 @@ class EvoAllocAgent:
         experience_in_prompt: Show the experience summary in every decision prompt (default True).
         temperature, max_tokens, api_base, litellm_kwargs: LLM call parameters.
         max_retries, backoff_base_s, backoff_max_s, timeout_s: Provider-error retries and the
-            per-request timeout (see ``rsigym.llm.RetryPolicy``).
+            per-request timeout (see ``rsigym.llm.client.RetryPolicy``).
     """
 
     def __init__(self, spec: AgentSpec) -> None:

@@ -2,7 +2,7 @@
 
 The prompt carries the task, the parent's code and score and, for crossover, a second program;
 the model answers with a whole new program (``mode="rewrite"``, in a ```python block) or with
-SEARCH/REPLACE edits of the parent (``mode="diff"``). Requests go through ``rsigym.llm``
+SEARCH/REPLACE edits of the parent (``mode="diff"``). Requests go through ``rsigym.llm.client``
 (retries, usage and cost); tokens come from the provider's usage.
 """
 

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, condition_label, md_code, md_text, register_analysis
-from rsigym.stats import cluster_t_ci
+from rsigym.report.stats import cluster_t_ci
 
 from .experience_effect import experience_markdown, target_scales
 from .graders import round_means

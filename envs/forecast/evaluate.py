@@ -11,7 +11,7 @@ import statistics
 from typing import Any, Sequence
 
 from rsigym.agent import make_agent
-from rsigym.stats import paired_bootstrap_ci
+from rsigym.report.stats import paired_bootstrap_ci
 
 from .archive import Archive
 from .env import ExperimentForecastEnv

@@ -31,7 +31,7 @@ import statistics
 from typing import Any
 
 from rsigym.report import md_text
-from rsigym.stats import cluster_means, cluster_t_ci, minimum_detectable_difference
+from rsigym.report.stats import cluster_means, cluster_t_ci, minimum_detectable_difference
 
 __all__ = ["experience_pairs", "experience_effects", "experience_markdown", "target_scales", "EXPERIENCE_READINGS"]
 

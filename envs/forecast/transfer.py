@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rsigym.agent import make_agent
-from rsigym.stats import cluster_means, cluster_t_ci
+from rsigym.report.stats import cluster_means, cluster_t_ci
 
 from .archive import Archive
 from .env import ExperimentForecastEnv

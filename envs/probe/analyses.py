@@ -8,7 +8,7 @@ from typing import Sequence
 
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, condition_label, md_text, register_analysis
-from rsigym.stats import bootstrap_ci
+from rsigym.report.stats import bootstrap_ci
 
 __all__ = ["probe_guesses"]
 

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rsigym.action_limits import action_limit_error, short_repr
+from rsigym.records.action_limits import action_limit_error, short_repr
 from rsigym.conditions import Condition
 from rsigym.json_space import sample_instance
 from rsigym.records import Usage

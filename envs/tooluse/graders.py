@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from rsigym.grader import get_grader, register_grader, snapshot_state
 from rsigym.llm import RetryPolicy, complete
 from rsigym.records import Grade, Trajectory, canonical_json, to_jsonable
-from rsigym.redact import redacted_excerpt
+from rsigym.records.redact import redacted_excerpt
 
 __all__ = ["DbStateMatch", "OutputsTold", "ActionMatch", "ActionMatchMapped", "LLMJudge", "TaskReward"]
 

@@ -66,7 +66,7 @@ handled (or the agent cannot help), end with the exact text {stop}."""
 
 
 class LLMUser:
-    """An LLM playing the customer (through ``rsigym.llm``), seeded, ending with ``STOP``.
+    """An LLM playing the customer (through ``rsigym.llm.client``), seeded, ending with ``STOP``.
 
     Args:
         model: LiteLLM model string.

@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from rsigym.action_limits import short_repr
+from rsigym.records.action_limits import short_repr
 from rsigym.sandbox import Sandbox
 from rsigym.spaces import clean_text, text_space
 

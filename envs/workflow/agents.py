@@ -18,7 +18,7 @@ import rsigym.agents.offline  # noqa: F401  (serves the rsigym/... offline model
 from rsigym.agent import register_agent
 from rsigym.llm import RetryPolicy, complete
 from rsigym.records import AgentSpec, Usage
-from rsigym.redact import redacted_excerpt
+from rsigym.records.redact import redacted_excerpt
 from rsigym.spaces import invalid_action
 
 from .actions import ACTION_SCHEMA

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from rsigym.records import Trajectory
 from rsigym.report import ReportSection, condition_label, md_code, md_text, register_analysis
-from rsigym.stats import bootstrap_ci, minimum_detectable_difference
+from rsigym.report.stats import bootstrap_ci, minimum_detectable_difference
 
 from .pairwise_judge import PairwiseJudge
 from .sft_export import sft_examples, validate_sft_jsonl, write_sft_jsonl

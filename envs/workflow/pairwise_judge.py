@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from rsigym.llm import complete
 from rsigym.records import Usage
-from rsigym.redact import redacted_excerpt
+from rsigym.records.redact import redacted_excerpt
 
 from .agents import extract_json
 from .tasks import WorkflowTask, grade_workspace, make_task

@@ -7,7 +7,7 @@ import pytest
 from rsigym.agents import LLMAgent, make_agent
 from rsigym.llm import LLMError
 from rsigym.envs.probe import make_task
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.records import AgentSpec, EnvRef
 from rsigym.runner import RECORDS_FILE, run_episode, run_scenario
 from rsigym.scenario import EpisodeSpec, NamedSpec, load_scenario

@@ -12,7 +12,7 @@ import pytest
 
 from rsigym.agents import LLMAgent, OfflineReply, offline_policies, register_offline_policy
 from rsigym.agents.schema_sampling import sample_instance
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 
 from ..conftest import write_scenario
 
@@ -109,7 +109,7 @@ def test_model_override_runs_offline_with_network_blocked(tmp_path):
 
 
 def test_model_override_reaches_every_agent_that_names_a_model(tmp_path):
-    from rsigym.cli_run import _override_llm_agents
+    from rsigym.cli.run_command import _override_llm_agents
     from rsigym.errors import UserError
     from rsigym.scenario import load_scenario
 

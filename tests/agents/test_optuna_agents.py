@@ -13,7 +13,7 @@ from rsigym.agents.optuna_agents import RandomSearchAgent, TPEAgent
 from rsigym.agents.optuna_space import action_from_params, optuna_distributions
 from rsigym.envs import JsonActions
 from rsigym.errors import UserError
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.records import AgentSpec, EnvRef
 from rsigym.runner import RECORDS_FILE, run_episode, run_scenario
 from rsigym.scenario import EpisodeSpec, NamedSpec, expand, parse_scenario

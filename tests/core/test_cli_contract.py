@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from rsigym.cli import _build_parser, main
+from rsigym.cli.commands import _build_parser, main
 from rsigym.errors import UserError
-from rsigym.jsonl import read_records
-from rsigym.manifest import MANIFEST_FILE
+from rsigym.records.jsonl import read_records
+from rsigym.scenario.manifest import MANIFEST_FILE
 from rsigym.runner import RECORDS_FILE
 from rsigym.scenario import parse_scenario
 
@@ -135,7 +135,7 @@ def test_infra_errors_are_retried_on_resume_unless_kept(capsys, tmp_path):
     out = tmp_path / "out"
     assert _main(capsys, "run", path, "--out", out, "--workers", 0, "--no-progress")[0] == 0
     records = read_records(out / RECORDS_FILE).records
-    from rsigym.jsonl import rewrite_records
+    from rsigym.records.jsonl import rewrite_records
 
     for record in records:
         record.termination, record.error, record.grades = "infra_error", "SandboxUnavailable: engine gone [x.py:1 in f]", []
@@ -149,7 +149,7 @@ def test_infra_errors_are_retried_on_resume_unless_kept(capsys, tmp_path):
 
 def test_infra_error_summary_and_exit_status(capsys, tmp_path, monkeypatch):
     from rsigym.runner import RunSummary, infra_error_cause
-    from rsigym.cli_run import _print_summary
+    from rsigym.cli.run_command import _print_summary
     from collections import Counter
 
     assert infra_error_cause("SandboxUnavailable: engine gone [docker.py:3 in exec; x.py:4 in f]") == \

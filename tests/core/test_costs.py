@@ -8,8 +8,8 @@ import pytest
 
 from rsigym.agents import register_agent
 from rsigym.cli import main
-from rsigym.costs import usage_section
-from rsigym.jsonl import read_records
+from rsigym.report.costs import usage_section
+from rsigym.records.jsonl import read_records
 from rsigym.records import AgentSpec, EnvRef, Trajectory, Usage
 from rsigym.report import write_report
 from rsigym.runner import RECORDS_FILE, run_episode, run_scenario

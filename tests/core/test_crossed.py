@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from rsigym.crossed import crossed_bootstrap, crossed_matrix
+from rsigym.report.crossed import crossed_bootstrap, crossed_matrix
 
 
 def _seed_dominated(seed_sd: float, problem_sd: float = 0.05, seeds: int = 8, problems: int = 60) -> dict:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rsigym.cli import main
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.runner import RECORDS_FILE, run_scenario
 from rsigym.scenario import parse_scenario
 
@@ -264,7 +264,7 @@ def test_the_guard_reserves_the_dearest_episode_seen_by_hand():
 
 
 def test_provider_messages_lose_litellms_prefixes_and_keep_the_reason():
-    from rsigym.provider_errors import provider_message
+    from rsigym.llm.provider_errors import provider_message
 
     class Wrapped(Exception):
         pass

@@ -11,8 +11,8 @@ import pytest
 import rsigym
 from rsigym.cli import main
 from rsigym.errors import UserError
-from rsigym.export import FRAME_COLUMNS, export_run, records_frame
-from rsigym.jsonl import RecordWriter, read_records
+from rsigym.report.export import FRAME_COLUMNS, export_run, records_frame
+from rsigym.records.jsonl import RecordWriter, read_records
 from rsigym.records import AgentSpec, EnvRef, Grade, Step, Trajectory, Usage
 
 POLICY = "".join(f"rule {i}: confirm every change with the user first.\n" for i in range(100))

@@ -19,7 +19,7 @@ def test_importing_envs_agents_and_graders_loads_no_heavy_library():
 
 
 def test_the_lazy_scipy_stats_still_computes():
-    from rsigym.stats import minimum_detectable_difference, spearman
+    from rsigym.report.stats import minimum_detectable_difference, spearman
 
     assert spearman([1, 2, 3], [2, 4, 9]) == 1.0
     assert minimum_detectable_difference(1.0, 16) > 0
@@ -34,7 +34,7 @@ def test_a_bad_run_flag_is_refused_before_any_heavy_import():
             "    try:\n        codes.append(main(['run', 'probe_smoke', *flags]))\n"
             "    except SystemExit as exc:\n        codes.append(exc.code)\n"
             "print(json.dumps([codes, sorted(m for m in ('litellm', 'torch', 'numpy', 'gymnasium', 'scipy', 'httpx', "
-            "'rsigym.runner', 'rsigym.scenario') if m in sys.modules)]))")
+            "'rsigym.runner', 'rsigym.scenario.spec') if m in sys.modules)]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     codes, loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert all(c not in (0, None) for c in codes), (codes, out.stderr)
@@ -47,7 +47,7 @@ def test_missing_extra_messages_work_from_a_checkout_and_from_an_index(monkeypat
     import pytest
 
     from rsigym.errors import UserError
-    from rsigym.export import records_frame
+    from rsigym.report.export import records_frame
 
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(UserError) as caught:

@@ -1,5 +1,5 @@
 """The import graph of the installed package has no circles (that the kernel imports no family is
-``test_kernel_imports``).
+``test_kernel_imports``), and the kernel is a tree of sub-packages by concern, not a flat bag.
 
 Every ``import`` and ``from ... import`` of every module under ``rsigym`` counts, inside functions
 too (a lazy import is still a dependency, only a deferred one); only ``if TYPE_CHECKING:`` blocks
@@ -39,9 +39,16 @@ def _modules() -> dict[str, Path]:
 
 
 class _Imports(ast.NodeVisitor):
-    def __init__(self, module: str, is_package: bool, known: dict[str, Path]) -> None:
+    def __init__(self, module: str, is_package: bool, known: dict[str, Path], module_level: bool = False) -> None:
         self.module, self.is_package, self.known = module, is_package, known
+        self.module_level = module_level  # True: the imports that run when the module is imported
         self.targets: set[str] = set()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if not self.module_level:
+            self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_If(self, node: ast.If) -> None:
         test = node.test
@@ -73,11 +80,11 @@ class _Imports(ast.NodeVisitor):
             self.targets.add(name)
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(module_level: bool = False) -> dict[str, set[str]]:
     known = _modules()
     graph = {}
     for module, path in known.items():
-        visitor = _Imports(module, path.name == "__init__.py", known)
+        visitor = _Imports(module, path.name == "__init__.py", known, module_level)
         visitor.visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
         graph[module] = visitor.targets
     return graph
@@ -134,8 +141,8 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_the_walk_sees_the_whole_package(graph):
-    assert len(graph) > 250 and "rsigym.records" in graph and "rsigym.envs.coderepair.agents" in graph
-    assert "rsigym.records" in graph["rsigym.report"]  # an edge the walk must find
+    assert len(graph) > 250 and "rsigym.records.trajectory" in graph and "rsigym.envs.coderepair.agents" in graph
+    assert "rsigym.records.trajectory" in graph["rsigym.report.report"]  # an edge the walk must find
 
 
 def test_the_finder_reports_a_circle_it_is_given():
@@ -148,3 +155,58 @@ def test_no_module_of_the_package_is_in_an_import_circle(graph):
     assert not circles, "import circles (each needs a module that owns the shared piece):\n" + "\n".join(
         " <-> ".join(c) for c in circles)
 
+
+
+KERNEL_DIR = _package_dir("rsigym")
+FAMILIES = ("rsigym.envs", "rsigym.agents", "rsigym.graders", "rsigym.scenarios")
+MAX_FLAT_MODULES = 15
+
+
+def kernel_part(module: str) -> str | None:
+    """The kernel sub-package (or flat module) a module belongs to; None outside the kernel."""
+    if module.startswith(tuple(f + "." for f in FAMILIES)) or module in FAMILIES:
+        return None
+    parts = module.split(".")
+    return "rsigym" if len(parts) == 1 else parts[1]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed onto the kernel's sub-packages and flat modules."""
+    collapsed: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        part = kernel_part(module)
+        if part is None or part == "rsigym":  # the root package re-exports lazily, from every part
+            continue
+        collapsed.setdefault(part, set()).update(
+            t for t in map(kernel_part, targets) if t is not None and t not in (part, "rsigym"))
+    return collapsed
+
+
+def test_the_kernel_keeps_at_most_15_flat_modules():
+    flat = sorted(p.name for p in KERNEL_DIR.glob("*.py"))
+    packages = sorted(p.parent.name for p in KERNEL_DIR.glob("*/__init__.py"))
+    print(f"kernel: {len(flat)} flat modules ({', '.join(flat)}); sub-packages: {', '.join(packages)}")
+    assert len(flat) <= MAX_FLAT_MODULES, flat
+    for name in packages:  # each says what it owns and what it may import
+        doc = ast.get_docstring(ast.parse((KERNEL_DIR / name / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and "import" in doc, f"rsigym.{name}/__init__.py needs a docstring: what it owns, what it may import"
+
+
+def test_the_kernel_sub_packages_import_one_another_without_a_circle():
+    """At import time (functions left out: a command imports what it runs), the sub-packages form
+    layers: records below llm, report and scenario; the runner above them; the CLI on top."""
+    layers = package_graph(_graph(module_level=True))
+    print("kernel layers at import time:")
+    for part in sorted(layers):
+        print(f"  {part} -> {', '.join(sorted(layers[part])) or '-'}")
+    circles = strongly_connected(layers)
+    assert not circles, "sub-packages in a circle at import time:\n" + "\n".join(" <-> ".join(c) for c in circles)
+    assert layers["records"] <= {"errors"}, layers["records"]
+    assert "cli" not in set().union(*(t for p, t in layers.items() if p not in ("cli", "__main__")))
+
+
+def test_the_layer_check_sees_a_circle_between_sub_packages():
+    graph = {"rsigym.report.report": {"rsigym.viewer.pairs"}, "rsigym.viewer.pairs": {"rsigym.report.report"},
+             "rsigym.envs.hpo.env": {"rsigym.report.report"}}
+    assert package_graph(graph) == {"report": {"viewer"}, "viewer": {"report"}}
+    assert strongly_connected(package_graph(graph)) == [["report", "viewer"]]

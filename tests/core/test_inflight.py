@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from rsigym.errors import UserError
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.runner import RECORDS_FILE, run_scenario
 from rsigym.runner.capacity import HOSTED_CONCURRENCY, plan_capacity
 from rsigym.runner.inflight import drain
@@ -131,7 +131,7 @@ def test_a_429_storm_loses_no_episode_and_the_cap_adapts(sequential, tmp_path):
     assert served["throttled"] > 0 and retries == served["throttled"]  # every 429 retried, nothing more
     [gate] = summary.limits
     assert gate.throttled == served["throttled"] and gate.min_cap is not None and gate.min_cap < 8
-    from rsigym.limits import format_stats
+    from rsigym.llm.limits import format_stats
 
     assert f"{served['throttled']} answered 429" in format_stats(gate) and "cap 8 -> " in format_stats(gate)
 

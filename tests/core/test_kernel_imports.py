@@ -72,7 +72,7 @@ def test_the_check_catches_each_form_of_upward_import(tmp_path, monkeypatch):
         "rsigym.graders.get_grader", "rsigym.envs.hpo.analyses", "rsigym.graders"])
 
 
-@pytest.mark.parametrize("module", ["rsigym.cli", "rsigym.runner", "rsigym.scenario", "rsigym.report",
+@pytest.mark.parametrize("module", ["rsigym.cli.commands", "rsigym.runner", "rsigym.scenario.spec", "rsigym.report.report",
                                     "rsigym.registry", "rsigym.grader", "rsigym.agent", "rsigym.regrade"])
 def test_importing_the_kernel_loads_no_family(module):
     code = (f"import sys, {module}\n"

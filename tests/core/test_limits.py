@@ -1,4 +1,4 @@
-"""Provider limits (``rsigym.limits``): the AIMD cap, RPM/TPM budgets, their config, and the client's use."""
+"""Provider limits (``rsigym.llm.limits``): the AIMD cap, RPM/TPM budgets, their config, and the client's use."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from rsigym import limits
+from rsigym.llm import limits
 from rsigym.errors import UserError
-from rsigym.limits import LimitsConfig, ProviderGate, ProviderLimits
+from rsigym.llm.limits import LimitsConfig, ProviderGate, ProviderLimits
 from rsigym.llm import LLMError, RetryPolicy, complete
 from rsigym.scenario import parse_scenario
 

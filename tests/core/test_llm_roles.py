@@ -166,7 +166,7 @@ def test_judge_persistent_500_is_an_infra_error_grade_with_its_calls():
 # -- the command line -----------------------------------------------------------------------
 def test_user_and_judge_model_flags_reach_the_user_and_the_judge(tmp_path, capsys):
     from rsigym.cli import main
-    from rsigym.jsonl import read_records
+    from rsigym.records.jsonl import read_records
 
     from ..conftest import write_scenario
 
@@ -205,7 +205,7 @@ def test_user_and_judge_model_flags_refuse_scenarios_without_a_user_or_judge(tmp
 
 
 def test_a_scripted_user_becomes_an_llm_user_keeping_its_reply_limit(tmp_path):
-    from rsigym.cli_run import _override_user_model
+    from rsigym.cli.run_command import _override_user_model
     from rsigym.scenario import load_scenario
 
     from ..conftest import write_scenario

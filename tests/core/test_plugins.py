@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 
 from ..conftest import rsigym_cmd
 

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from rsigym.cli import main
-from rsigym.preflight import PreflightError, check_scenario, grader_fits, preflight
+from rsigym.scenario.preflight import PreflightError, check_scenario, grader_fits, preflight
 from rsigym.registry import GRADERS
 from rsigym.scenario import load_scenario, parse_scenario
 

@@ -18,8 +18,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from rsigym.jsonl import read_records  # noqa: E402
-from rsigym.limits import format_stats  # noqa: E402
+from rsigym.records.jsonl import read_records  # noqa: E402
+from rsigym.llm.limits import format_stats  # noqa: E402
 from rsigym.runner import RECORDS_FILE, run_scenario  # noqa: E402
 from rsigym.runner import ray_backend  # noqa: E402
 from rsigym.scenario import expand, parse_scenario  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from rsigym.limits import LimitsConfig, ProviderLimits
+from rsigym.llm.limits import LimitsConfig, ProviderLimits
 from rsigym.runner.ray_actors import needs_docker
 from rsigym.runner.ray_limits import ProviderLimiter
 from rsigym.scenario import expand, load_scenario

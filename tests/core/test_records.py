@@ -5,7 +5,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from rsigym.jsonl import RecordWriter, read_records, rewrite_records
+from rsigym.records.jsonl import RecordWriter, read_records, rewrite_records
 from rsigym.records import (AgentSpec, EnvRef, FinalSnapshot, Grade, Step, Trajectory, Usage,
                             episode_key, to_jsonable)
 

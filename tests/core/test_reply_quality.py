@@ -4,7 +4,7 @@ read "invalid replies 0%" although every reply was text only."""
 from __future__ import annotations
 
 from rsigym.records import AgentSpec, EnvRef, Trajectory, Usage
-from rsigym.reply_quality import reply_lines, reply_rates, reply_warnings
+from rsigym.report.reply_quality import reply_lines, reply_rates, reply_warnings
 
 
 def _record(key: str, calls: int, text: int, invalid: int = 0, mode: str = "env_tools") -> Trajectory:

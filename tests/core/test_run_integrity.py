@@ -14,8 +14,8 @@ from importlib.metadata import EntryPoint
 import pytest
 
 from rsigym.errors import UserError
-from rsigym.jsonl import read_records
-from rsigym.record_limits import TRUNCATED_KEY, cap_for_record, is_truncated
+from rsigym.records.jsonl import read_records
+from rsigym.records.record_limits import TRUNCATED_KEY, cap_for_record, is_truncated
 from rsigym.records import AgentSpec, EnvRef, Trajectory
 from rsigym.registry import GRADERS
 from rsigym.runner import RECORDS_FILE, run_episode, run_scenario

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from rsigym.agents import register_agent
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.records import AgentSpec, EnvRef, Trajectory, Usage
 from rsigym.runner import RECORDS_FILE, run_episode, run_scenario
 from rsigym.scenario import EpisodeSpec, NamedSpec, expand, load_scenario
@@ -154,7 +154,7 @@ def test_run_scenario_writes_records_report_and_resumes(tmp_path):
 
 
 def test_retry_infra_errors_reruns_them_and_keeps_the_old_records(tmp_path):
-    from rsigym.jsonl import rewrite_records
+    from rsigym.records.jsonl import rewrite_records
 
     scenario = load_scenario(write_scenario(tmp_path / "s.yaml", tasks=["probe-100"], seeds=[0]))
     out = tmp_path / "out"

@@ -142,7 +142,7 @@ def test_duplicate_yaml_keys_are_refused_naming_both_lines(tmp_path, text, where
 
 
 def test_yaml_merge_keys_and_keys_of_two_types_are_not_duplicates():
-    from rsigym.safe_yaml import load_yaml
+    from rsigym.scenario.safe_yaml import load_yaml
 
     assert load_yaml("b: &b {k: 1}\nc: {<<: *b, k: 2}\n1: x\n'1': y\n", "s") == \
         {"b": {"k": 1}, "c": {"k": 2}, 1: "x", "1": "y"}

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from rsigym.errors import UserError
-from rsigym.jsonl import RecordWriter, read_records, rewrite_records
+from rsigym.records.jsonl import RecordWriter, read_records, rewrite_records
 from rsigym.records import AgentSpec, EnvRef, FinalSnapshot, Step, Trajectory
-from rsigym.shared_text import SHARED_FILE, SharedText
+from rsigym.records.shared_text import SHARED_FILE, SharedText
 
 POLICY = "".join(f"- rule {i}: before any change, look the order up and confirm it with the user ({i}).\n"
                  for i in range(150))

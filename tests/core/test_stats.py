@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from rsigym.stats import (flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference,
-                                  ndcg_at_k, paired_bootstrap_ci, regret_at_k, single_run_difference_sd,
-                                  spearman, tost_paired)
+from rsigym.report.stats import (
+    flip_rate, icc_oneway, mcnemar_exact, minimum_detectable_difference, ndcg_at_k, paired_bootstrap_ci,
+    regret_at_k, single_run_difference_sd, spearman, tost_paired,
+)
 
 
 def test_mcnemar_exact_on_discordant_pairs():
@@ -121,7 +122,7 @@ def test_ranking_metrics():
 
 
 def test_sign_flip_test_is_exact_and_needs_no_variance():
-    from rsigym.stats import sign_flip_test
+    from rsigym.report.stats import sign_flip_test
 
     # 12 equal drops: only the all-negative and all-positive flips are as extreme: 2 / 2^12
     assert sign_flip_test([-1.0] * 12) == pytest.approx(2 / 4096)
@@ -148,7 +149,7 @@ def test_tost_bound_for_a_constant_sample():
 
 
 def test_task_flip_share_and_pass_hat_k():
-    from rsigym.stats import pass_hat_k, task_flip_share
+    from rsigym.report.stats import pass_hat_k, task_flip_share
 
     table = {"a": [1.0, 1.0, 0.0], "b": [1.0, 1.0], "c": [0.0, 1.0, 1.0, 0.0], "d": [1.0]}
     share, low, high, tasks = task_flip_share(table)
@@ -163,7 +164,7 @@ def test_task_flip_share_and_pass_hat_k():
 
 
 def test_resampling_statistics_ignore_the_order_of_their_units():
-    from rsigym.stats import bootstrap_ci, cluster_bootstrap_ci, sign_flip_test
+    from rsigym.report.stats import bootstrap_ci, cluster_bootstrap_ci, sign_flip_test
 
     rng = np.random.default_rng(5)
     values = rng.normal(0.1, 1.0, 40).tolist()
@@ -176,7 +177,7 @@ def test_resampling_statistics_ignore_the_order_of_their_units():
 
 
 def test_cluster_bootstrap_resamples_clusters_not_units():
-    from rsigym.stats import bootstrap_ci, cluster_bootstrap_ci
+    from rsigym.report.stats import bootstrap_ci, cluster_bootstrap_ci
 
     # one cluster carries the whole effect: units look significant, clusters do not
     values = [1.0] * 20 + [0.0] * 80
@@ -191,7 +192,7 @@ def test_cluster_bootstrap_resamples_clusters_not_units():
 
 
 def test_cluster_t_ci_is_a_t_interval_over_cluster_means():
-    from rsigym.stats import cluster_t_ci
+    from rsigym.report.stats import cluster_t_ci
 
     # cluster means 1, 2, 3: mean 2, sd 1, t(0.975, 2) = 4.303 -> 2 +- 4.303 / sqrt(3) = 2 +- 2.484
     mean, low, high, n = cluster_t_ci([1.0, 1.0, 2.0, 3.0, 3.0, 3.0], ["a", "a", "b", "c", "c", "c"])

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from rsigym.cli import main
-from rsigym.jsonl import RecordWriter, read_records
+from rsigym.records.jsonl import RecordWriter, read_records
 from rsigym.records import AgentSpec, EnvRef, Step, Trajectory
 from rsigym.runner import run_scenario
 from rsigym.scenario import load_scenario

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.viewer import sidecar_dir, write_view
 from rsigym.viewer.pairs import NO_SUCH_TOOL, paired_episodes, renamed_to_original
 from rsigym.viewer.search_index import tokens_of

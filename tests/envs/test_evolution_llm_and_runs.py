@@ -59,7 +59,7 @@ def test_env_with_the_llm_source_counts_generator_tokens():
 
 
 def test_bundled_scenarios_validate_and_quick_runs_offline(tmp_path):
-    from rsigym.jsonl import read_records
+    from rsigym.records.jsonl import read_records
     from rsigym.runner import run_scenario
     from rsigym.scenario import expand, load_scenario, parse_scenario
 

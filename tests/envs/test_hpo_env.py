@@ -112,7 +112,7 @@ def _episode(model: str, seed: int, budget: int = 8):
 
 
 def test_heuristic_uses_feedback_and_blind_control_does_not():
-    from rsigym.stats import paired_bootstrap_ci
+    from rsigym.report.stats import paired_bootstrap_ci
 
     sensitivity = {}
     for model in ("rsigym/hpo_heuristic", "rsigym/hpo_blind"):

@@ -264,7 +264,7 @@ def test_a_trained_generation_plays_an_episode_and_judges_through_the_offline_in
 def test_the_scenario_runner_runs_workflow_episodes_and_writes_records_and_report(tmp_path):
     import yaml
 
-    from rsigym.jsonl import read_records
+    from rsigym.records.jsonl import read_records
     from rsigym.runner import RECORDS_FILE, run_scenario
     from rsigym.scenario import load_scenario
     from rsigym.scenarios import bundled_scenarios

@@ -66,7 +66,7 @@ def test_two_judges_on_one_record_and_invariance_in_the_report(tmp_path):
 
 
 def test_offline_judge_study_end_to_end(tmp_path):
-    from rsigym.jsonl import read_records
+    from rsigym.records.jsonl import read_records
     from rsigym.runner import RECORDS_FILE, run_scenario
     from rsigym.scenario import parse_scenario
 

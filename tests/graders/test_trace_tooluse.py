@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from rsigym.stats import paired_bootstrap_ci
+from rsigym.report.stats import paired_bootstrap_ci
 
 from rsigym.envs.tooluse import get_domain, get_tasks
 from rsigym.graders.reruns import rerun_noise
 from rsigym.graders.trace import behaviour_diff, pair_records, rerun_behaviour
 from rsigym.graders.trace_effects import paired_effect, regrade_effect
 from rsigym.graders.trace_verdict import attribute
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.runner import RECORDS_FILE, run_scenario
 from rsigym.scenario import parse_scenario
 

@@ -14,9 +14,9 @@ import gymnasium as gym
 import pytest
 
 import rsigym.envs  # noqa: F401
-from rsigym.action_limits import ActionLimits, action_limit_error, short_repr
+from rsigym.records.action_limits import ActionLimits, action_limit_error, short_repr
 from rsigym.agent import register_agent
-from rsigym.jsonl import RecordWriter, read_records
+from rsigym.records.jsonl import RecordWriter, read_records
 from rsigym.records import AgentSpec, EnvRef, Usage, canonical_json, to_jsonable
 from rsigym.runner import run_episode
 from rsigym.scenario import EpisodeSpec

@@ -23,7 +23,7 @@ import pytest
 
 import rsigym.envs  # noqa: F401  (registers the ids)
 from rsigym.cli import main
-from rsigym.jsonl import RecordWriter, read_records
+from rsigym.records.jsonl import RecordWriter, read_records
 from rsigym.records import Grade, Step, canonical_json
 from rsigym.report import write_report
 from rsigym.viewer import write_view

@@ -27,10 +27,10 @@ from typing import Any, Callable, Iterator
 import pytest
 import yaml
 
-from rsigym import endpoint_check, http_guard
+from rsigym.llm import endpoint_check, http_guard
 from rsigym.cli import main
-from rsigym.endpoint_check import check_endpoints
-from rsigym.jsonl import read_records
+from rsigym.llm.endpoint_check import check_endpoints
+from rsigym.records.jsonl import read_records
 from rsigym.llm import LLMError, RetryPolicy, complete
 from tests.conftest import rsigym_cmd, write_scenario
 

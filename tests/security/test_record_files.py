@@ -19,8 +19,7 @@ import pytest
 from rsigym.errors import UserError
 from rsigym.graders.trace import pair_records
 from rsigym.graders.trace_report import trace_analysis
-from rsigym.jsonl import (RecordWriter, move_bad_lines, read_records, remove_stale_temporaries,
-                          rewrite_records)
+from rsigym.records.jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
 from rsigym.report import summary
 from tests.conftest import rsigym_cmd, write_scenario
 from tests.core.test_records import make_record

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from rsigym.cli import main
-from rsigym.jsonl import read_records
-from rsigym.redact import REDACTED, redact, redact_text
+from rsigym.records.jsonl import read_records
+from rsigym.records.redact import REDACTED, redact, redact_text
 from tests.conftest import rsigym_cmd
 
 PASSWORD = "pw-UserinfoSecret-4711"
@@ -193,7 +193,7 @@ def test_header_values_in_a_message_are_redacted():
 
 
 def test_limits_line_and_lock_file_name_no_userinfo(tmp_path):
-    from rsigym.limits import GateStats, format_stats
+    from rsigym.llm.limits import GateStats, format_stats
     from rsigym.runner.lock import RunFolderLock
 
     stats = GateStats(provider=f"http://alice:{PASSWORD}@127.0.0.1:1/v1?code={QUERY_CODE}")

@@ -1,6 +1,6 @@
 """Secrets in lines set aside as unreadable (issue 27, item 4): ``records.jsonl.bad`` and
 ``records.jsonl.torn`` keep a malformed or torn line for forensics, so it must be redacted by the
-same structural rules as a record (``rsigym.redact``), not written as it was.
+same structural rules as a record (``rsigym.records.redact``), not written as it was.
 
 The planted values are ones no text rule can see: a header value under a harmless header name in
 ``extra_headers`` and a string under ``params.subscription_code`` (structure only), next to URL
@@ -13,8 +13,8 @@ import json
 import secrets
 from pathlib import Path
 
-from rsigym.jsonl import RecordWriter, move_bad_lines, read_records
-from rsigym.redact_lines import redact_line
+from rsigym.records.jsonl import RecordWriter, move_bad_lines, read_records
+from rsigym.records.redact_lines import redact_line
 from tests.core.test_records import make_record
 
 

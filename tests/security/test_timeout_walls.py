@@ -24,10 +24,10 @@ import pytest
 
 from rsigym.cli import main
 from rsigym.errors import UserError
-from rsigym.jsonl import read_records
+from rsigym.records.jsonl import read_records
 from rsigym.records import AgentSpec, EnvRef
 from rsigym.runner import RECORDS_FILE, run_episode
-from rsigym.safe_yaml import load_yaml
+from rsigym.scenario.safe_yaml import load_yaml
 from rsigym.scenario import EpisodeSpec, NamedSpec
 
 from ..conftest import rsigym_cmd, write_scenario
@@ -189,9 +189,9 @@ def test_an_env_fault_while_rsigym_builds_the_task_info_is_an_infra_error_not_th
 
 
 def test_a_half_imported_litellm_is_an_infra_error_not_the_agents(monkeypatch):
-    import rsigym.litellm_setup
+    import rsigym.llm.litellm_setup
 
-    monkeypatch.setattr(rsigym.litellm_setup, "_litellm", None)
+    monkeypatch.setattr(rsigym.llm.litellm_setup, "_litellm", None)
     monkeypatch.setitem(sys.modules, "litellm", None)  # what a cut-short import leaves: import fails
     record = run_episode(_spec("rsigym/Probe-v0", AgentSpec("m", "llm", model="rsigym/random")))
     assert record.termination == "infra_error" and "import of litellm" in record.error, record.error

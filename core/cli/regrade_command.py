@@ -13,15 +13,15 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import UserError
-from .safe_yaml import load_yaml
+from ..errors import UserError
+from ..scenario.safe_yaml import load_yaml
 
 __all__ = ["regrade_command", "default_regrade_folder"]
 
 
 def default_regrade_folder(run_dir: Path, grader: str) -> Path:
     """``<run folder>-regrade-<grader>``, or the first free ``-2``, ``-3``, ... after it."""
-    from .manifest import next_free_folder
+    from ..scenario.manifest import next_free_folder
 
     return next_free_folder(run_dir.with_name(f"{run_dir.name}-regrade-{grader}"))
 
@@ -29,14 +29,14 @@ def default_regrade_folder(run_dir: Path, grader: str) -> Path:
 def regrade_command(args: argparse.Namespace,
                     records_or_error: Callable[..., tuple[Path, Any]]) -> int:
     """The ``regrade`` command; ``records_or_error`` reads a run folder's records (the CLI's helper)."""
-    from .grader import get_grader
-    from .jsonl import rewrite_records
-    from .manifest import holds_a_run
-    from .preflight import grader_fits
-    from .regrade import regrade
-    from .registry import GRADERS
-    from .runner import RECORDS_FILE
-    from .runner.lock import RunFolderLock
+    from ..grader import get_grader
+    from ..records.jsonl import rewrite_records
+    from ..scenario.manifest import holds_a_run
+    from ..scenario.preflight import grader_fits
+    from ..regrade import regrade
+    from ..registry import GRADERS
+    from ..runner import RECORDS_FILE
+    from ..runner.lock import RunFolderLock
 
     if args.out is not None and args.in_place:
         raise UserError("regrade: give --out DIR or --in-place, not both")
@@ -77,8 +77,8 @@ def regrade_command(args: argparse.Namespace,
 
 
 def _fits(name: str, env_id: str) -> bool:
-    from .preflight import grader_fits
-    from .registry import GRADERS
+    from ..scenario.preflight import grader_fits
+    from ..registry import GRADERS
 
     try:
         return grader_fits(GRADERS[name], env_id)
@@ -89,8 +89,8 @@ def _fits(name: str, env_id: str) -> bool:
 def _new_folder(source: Path, target: Path, grader: str, params: dict[str, Any]) -> None:
     """Make ``target`` a run folder derived from ``source``: its scenario copy and manifest,
     the manifest saying which regrade made it. Refuses a folder that already holds a run."""
-    from .manifest import MANIFEST_FILE, SCENARIO_COPY, holds_a_run
-    from .redact import redact
+    from ..scenario.manifest import MANIFEST_FILE, SCENARIO_COPY, holds_a_run
+    from ..records.redact import redact
 
     if holds_a_run(target):
         raise UserError(f"{target} already holds a run; regrade into a new folder (--out) or use --in-place")
@@ -107,8 +107,8 @@ def _new_folder(source: Path, target: Path, grader: str, params: dict[str, Any])
 
 
 def _rewrite_report(run_dir: Path, records: list[Any]) -> Path:
-    from .report import write_report
-    from .scenario import NamedSpec
+    from ..report.report import write_report
+    from ..scenario.spec import NamedSpec
 
     analyses: list[Any] = ["summary"]
     scenario_file = run_dir / "scenario.yaml"

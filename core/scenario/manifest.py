@@ -21,11 +21,11 @@ from typing import Any, Sequence
 
 import yaml
 
-from .errors import UserError
-from .records import canonical_json, utc_now
-from .redact import redact, redact_text
+from ..errors import UserError
+from ..records.trajectory import canonical_json, utc_now
+from ..records.redact import redact, redact_text
 from .safe_yaml import load_yaml
-from .scenario import Scenario
+from .spec import Scenario
 
 __all__ = ["MANIFEST_FILE", "SCENARIO_COPY", "ManifestMismatch", "build_manifest", "run_defining", "planned_tool_modes",
            "check_or_write_manifest", "scenario_diff", "holds_a_run", "next_free_folder"]
@@ -90,7 +90,7 @@ def planned_tool_modes(raw: dict[str, Any], probed: dict[str, str] | None = None
     """Per LLM agent (kind ``llm``) of a scenario: the tool mode it will use (``rsigym.llm``; an
     ``auto`` agent the endpoint check probed takes ``probed[id]``, tools or json); each record says
     what was used in the end."""
-    from .llm import planned_tool_mode
+    from ..llm.client import planned_tool_mode
 
     modes = {}
     for agent in raw.get("agents") or []:

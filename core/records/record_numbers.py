@@ -1,5 +1,5 @@
 """Numbers in records: strict JSON has no NaN or Infinity, so records store the markers ``"nan"``,
-``"inf"`` and ``"-inf"`` (``rsigym.records.to_jsonable`` writes them) and readers turn them back
+``"inf"`` and ``"-inf"`` (``rsigym.records.trajectory.to_jsonable`` writes them) and readers turn them back
 into floats here. A hostile line's bare ``NaN`` or ``Infinity`` (which Python's json reads) is read
 as the marker first; a NaN where an integer belongs (a seed, a repetition) makes the line
 unreadable, so it is set aside (``records.jsonl.bad``), never shown as a blank page.

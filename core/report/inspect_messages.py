@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .records import Step, Trajectory
-from .spaces import INVALID_ACTION_KEY
-from .viewer.pairs import NO_SUCH_TOOL, renamed_away, renamed_to_original
+from ..records.tool_names import NO_SUCH_TOOL, renamed_away, renamed_to_original
+from ..records.trajectory import Step, Trajectory
+from ..spaces import INVALID_ACTION_KEY
 
 __all__ = ["observation_text", "sample_messages", "ACT_FUNCTION"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Sequence
 
-from .records import Grade, Trajectory
+from ..records.trajectory import Grade, Trajectory
 from .report_parts import condition_label
 
 __all__ = ["Rule", "Cell", "params_label", "latest_grades", "score_cells", "rule_names"]

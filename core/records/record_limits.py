@@ -1,7 +1,7 @@
 """Depth and size caps on what a record stores of each step (observation, action, info).
 
 An agent can emit anything (a list nested 500 deep, a 5 MB message) and an env can echo it back.
-The env refuses such an action (``rsigym.action_limits``), but the record must still store what
+The env refuses such an action (``rsigym.records.action_limits``), but the record must still store what
 happened without overflowing a reader's stack or writing a 10 MB line. ``cap_for_record``
 returns a copy within the caps; every cut is marked in place, so a reader can tell a stored value
 from a truncated one:

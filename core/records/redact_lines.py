@@ -4,7 +4,7 @@ A line set aside because it is unreadable still holds whatever the record held: 
 with a password, an ``extra_headers`` mapping, a provider key. Text rules alone (``redact_text``)
 miss a value whose secrecy comes from where it sits (every value under ``headers``, a string under
 ``params.subscription_code``), so the line is parsed as far as it goes and redacted by structure
-(``rsigym.redact.redact``) like a record:
+(``rsigym.records.redact.redact``) like a record:
 
 * a line that is JSON but not a valid record (a ``NaN`` seed, a wrong field) is parsed and redacted;
 * a torn line (a write cut short) is closed first: an open string and every open object and list

@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from .errors import UserError, install_hint
-from .records import Trajectory
-from .redact import redact
+from ..errors import UserError, install_hint
+from ..records.trajectory import Trajectory
+from ..records.redact import redact
 from .report import condition_label
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ FRAME_COLUMNS = (
 
 def _load(records_or_dir: Iterable[Trajectory] | str | os.PathLike[str]) -> list[Trajectory]:
     if isinstance(records_or_dir, (str, os.PathLike)):
-        from .jsonl import read_records
+        from ..records.jsonl import read_records
 
         folder = Path(records_or_dir)
         path = folder / "records.jsonl" if folder.is_dir() else folder

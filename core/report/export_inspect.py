@@ -2,10 +2,10 @@
 
 One log per (agent, condition): ``inspect view`` lists logs with their model and headline scores,
 so each row of its list is one cell of the report's summary table, with the same means (the
-grouping and the latest-grade rule of ``rsigym.score_cells``). In a log, each episode is a sample
+grouping and the latest-grade rule of ``rsigym.report.score_cells``). In a log, each episode is a sample
 (id ``TASK seed SEED``, epoch = repetition + 1; agent, condition, task id, seed, repetition, env,
 termination and episode key in its metadata); its messages are the system prompt and the steps
-(``rsigym.inspect_messages``: tool calls as ``ToolCall``, results as ``ChatMessageTool``), each with
+(``rsigym.report.inspect_messages``: tool calls as ``ToolCall``, results as ``ChatMessageTool``), each with
 its timings and tokens in the message metadata; the sample has its start, end, total and working
 time. Each grading rule is a score named for its grader (with version and parameters where a run
 has several rules of one grader); a grader error is the value "error" and counts in no mean.
@@ -24,9 +24,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import UserError, install_hint
-from .records import Trajectory, Usage, utc_now
-from .redact import redact
+from ..errors import UserError, install_hint
+from ..records.trajectory import Trajectory, Usage, utc_now
+from ..records.redact import redact
 from .report import condition_label
 from .score_cells import Cell, latest_grades, rule_names, score_cells
 from .stats import bootstrap_ci

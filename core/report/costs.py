@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from .records import Trajectory, Usage
+from ..records.trajectory import Trajectory, Usage
 
 if TYPE_CHECKING:
     from .report_parts import ReportSection

@@ -16,10 +16,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .records import Trajectory
+from ..records.trajectory import Trajectory
 from .report_parts import ReportSection, condition_label, md_code, md_file_name, md_text
-from .redact import redact_text
-from .registry import ANALYSES
+from ..records.redact import redact_text
+from ..registry import ANALYSES
 from .reply_quality import WARN_RATE, reply_rates, reply_warnings
 from .stats import bootstrap_ci
 
@@ -124,7 +124,7 @@ def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: S
 
     An analysis that raises becomes a section that says so (the others are still written); its
     one-line error is appended to ``errors`` when given. The report always ends with the "Cost and
-    time" section (``rsigym.costs``): tokens, cost, latency and retries per agent.
+    time" section (``rsigym.report.costs``): tokens, cost, latency and retries per agent.
     """
     from .costs import usage_section
 

@@ -10,11 +10,11 @@ exception type, ``LLMError``: an ``InfraError``, so the runner records the episo
 attempts so that the record counts them.
 
 LiteLLM is imported on first use (it takes seconds), with its local price map so that nothing is
-fetched at import, and its HTTP goes through ``rsigym.http_guard`` (a deadline on every socket
+fetched at import, and its HTTP goes through ``rsigym.llm.http_guard`` (a deadline on every socket
 operation, a reply size cap). Code that serves models in-process (the offline ``rsigym/...``
 models) installs itself into LiteLLM with ``on_load``.
 
-A provider's usage is not trusted blindly (``rsigym.provider_usage``): a call whose reported
+A provider's usage is not trusted blindly (``rsigym.llm.provider_usage``): a call whose reported
 tokens are missing, negative or no number is counted and priced locally, and flagged in
 ``Usage.usage_estimated``.
 """
@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import limits
-from .errors import InfraError
+from ..errors import InfraError
 from .litellm_setup import call_deadline, deadline, load_litellm, on_load
 from .output_modes import _STRUCTURED, planned_tool_mode, structured_output_supported
 from .provider_errors import NOT_RETRIED, error_kind, provider_message
-from .records import Usage
+from ..records.trajectory import Usage
 from .provider_usage import cost_usd, local_tokens, priced_usd, reported_tokens
-from .redact import redacted_excerpt, register_secrets_in
+from ..records.redact import redacted_excerpt, register_secrets_in
 
 __all__ = ["planned_tool_mode", "call_deadline", "LLMError", "LLMReply", "RetryEvent", "RetryPolicy", "complete", "is_retryable",
            "is_rate_limit", "load_litellm", "on_load", "retry_after_s", "structured_output_supported"]
@@ -50,7 +50,7 @@ class LLMError(InfraError):
 
     ``usage`` counts the attempts that failed (calls, retries, latency), ``role`` says who called
     (agent, user, candidate_source, judge), ``model`` what was called and ``kind`` what failed
-    (``rsigym.provider_errors.error_kind``: auth, not_found, bad_request, bad_url, connection,
+    (``rsigym.llm.provider_errors.error_kind``: auth, not_found, bad_request, bad_url, connection,
     rate_limit, server, other; empty when no provider answered, e.g. missing credentials).
     """
 
@@ -92,7 +92,7 @@ class RetryPolicy:
     """How provider errors are retried. ``max_retries`` counts retries after the first call.
 
     A 429 (rate limit) is counted apart, up to ``max_rate_limit_retries``: a rate limit says
-    "later", not "broken", and the provider's gate (``rsigym.limits``) slows every episode down
+    "later", not "broken", and the provider's gate (``rsigym.llm.limits``) slows every episode down
     meanwhile, so a storm of 429s is waited out instead of losing episodes; the count stays
     bounded all the same.
     """

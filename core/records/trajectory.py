@@ -1,11 +1,11 @@
 """Trajectory records: the one JSON object per episode that every analysis and regrade reads.
 
 A record is written once, when its episode ends, as one line of a JSONL file (see
-``rsigym.jsonl``). Graders read records, never live objects, so any grader can regrade a fixed
+``rsigym.records.jsonl``). Graders read records, never live objects, so any grader can regrade a fixed
 trajectory later. ``core/schemas/trajectory.schema.json`` is the wire contract; the dataclasses
 here are its typed view and round-trip through ``to_dict``/``from_dict`` without loss. (On disk,
 what a run's records share may be a reference into the run's ``shared.jsonl``, resolved on
-reading: see ``rsigym.shared_text``.)
+reading: see ``rsigym.records.shared_text``.)
 """
 
 from __future__ import annotations
@@ -299,7 +299,7 @@ class Trajectory:
         return to_jsonable(asdict(self))
 
     def to_json(self) -> str:
-        """The record's line on disk, secrets redacted (``rsigym.redact``)."""
+        """The record's line on disk, secrets redacted (``rsigym.records.redact``)."""
         return json.dumps(redact(self.to_dict()), ensure_ascii=False, separators=(",", ":"))
 
     @classmethod

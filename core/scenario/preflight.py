@@ -17,10 +17,10 @@ import os
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from .errors import UserError
-from .redact import redact_text
-from .registry import ANALYSES, ENVS, GRADERS, OFFLINE_POLICIES
-from .scenario import Scenario
+from ..errors import UserError
+from ..records.redact import redact_text
+from ..registry import ANALYSES, ENVS, GRADERS, OFFLINE_POLICIES
+from .spec import Scenario
 
 __all__ = ["PreflightError", "preflight", "check_scenario", "did_you_mean", "grader_fits", "model_entries"]
 
@@ -115,13 +115,13 @@ def _build(make: Callable[[], Any]) -> list[str]:
 
 
 def _make_agent(agent: Any) -> Any:
-    from .agent import make_agent
+    from ..agent import make_agent
 
     return make_agent(agent)
 
 
 def _check_grader(name: str, params: dict[str, Any], env_id: str) -> list[str]:
-    from .grader import get_grader
+    from ..grader import get_grader
 
     if name not in GRADERS:
         return [f"unknown grader {name!r}{did_you_mean(name, GRADERS)}; known: {', '.join(GRADERS)}"]
@@ -147,7 +147,7 @@ def _fits_by_name(name: str, env_id: str) -> bool:
 def _check_env(scenario: Scenario) -> list[str]:
     import gymnasium as gym
 
-    from .registry import register_gym_envs
+    from ..registry import register_gym_envs
 
     known = register_gym_envs()
     if scenario.env_id not in known and scenario.env_id not in gym.registry:
@@ -256,7 +256,7 @@ def check_model(model: str, *, api_base: str | None = None, api_key_env: str | N
         return None  # a local server (vLLM, Ollama): any key or none
     if api_key_env:
         return None if environ.get(api_key_env) else f"api_key_env names {api_key_env}, which is not set"
-    from .llm import load_litellm
+    from ..llm.client import load_litellm
 
     litellm = load_litellm()
     custom = {entry.get("provider") for entry in getattr(litellm, "custom_provider_map", None) or []}
@@ -280,7 +280,7 @@ def check_model(model: str, *, api_base: str | None = None, api_key_env: str | N
 
 # -- Docker -------------------------------------------------------------------------------------
 def _check_docker(raw: dict[str, Any], docker_answers: Callable[[], str | None] | None) -> list[str]:
-    from .sandbox.factory import PROVIDERS
+    from ..sandbox.factory import PROVIDERS
 
     # a misspelt provider fails every episode the same way: a mistake of the scenario, found here
     unknown = [f"{where}: unknown sandbox provider {value!r}{did_you_mean(value, PROVIDERS)}; "

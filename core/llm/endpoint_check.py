@@ -18,7 +18,7 @@ which a local server's model is not in.
 Each endpoint has one overall deadline (``deadline_s``, both calls and the retry together): the
 request timeout applies per read, and a server that trickles its answer a byte at a time would
 hold every run at this check for as long as it liked. Past the deadline the socket is closed
-(``rsigym.http_guard`` bounds every socket operation by it) and the endpoint is a problem.
+(``rsigym.llm.http_guard`` bounds every socket operation by it) and the endpoint is a problem.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .provider_errors import provider_message
-from .records import Usage
+from ..records.trajectory import Usage
 
 __all__ = ["Endpoint", "EndpointCheck", "scenario_endpoints", "check_endpoints", "PING"]
 
@@ -73,7 +73,7 @@ def _role(where: str) -> str:
 
 def scenario_endpoints(raw: dict[str, Any]) -> list[Endpoint]:
     """Every distinct hosted model endpoint the scenario (its raw mapping) names, in order."""
-    from .preflight import model_entries
+    from ..scenario.preflight import model_entries
 
     found: dict[tuple[str, str | None, str | None], list[str]] = {}
     auto: dict[tuple[str, str | None, str | None], list[str]] = {}
@@ -102,12 +102,12 @@ def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: M
         raw: The scenario's raw mapping (after ``--model`` and the other overrides).
         source: The scenario file, named at the start of each problem line.
         environ: Where ``api_key_env`` variables are read (default ``os.environ``).
-        call: The client (``rsigym.llm.complete``; tests may pass another).
+        call: The client (``rsigym.llm.client.complete``; tests may pass another).
         timeout_s: Per-request timeout.
         deadline_s: Overall time per endpoint (its calls, the retry and the tool probe together;
             default ``DEADLINE_S``).
     """
-    from .llm import LLMError, RetryPolicy, call_deadline, complete, load_litellm
+    from .client import LLMError, RetryPolicy, call_deadline, complete, load_litellm
 
     environ = os.environ if environ is None else environ
     deadline_s = DEADLINE_S if deadline_s is None else deadline_s
@@ -159,7 +159,7 @@ _PROBE_TOOL = {"type": "function", "function": {
 def _probe_tools(call: Callable[..., Any], endpoint: Endpoint, key: str | None, timeout_s: float,
                  retry: Any, result: EndpointCheck) -> str:
     """``tools`` when the endpoint answers a required function with a call of it, else ``json``."""
-    from .llm import LLMError
+    from .client import LLMError
 
     try:
         reply = call([{"role": "user", "content": "Call the function act with ok set to true."}],

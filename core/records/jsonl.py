@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import UserError
-from .records import Trajectory, non_finite_marker, utc_now
+from ..errors import UserError
+from .trajectory import Trajectory, non_finite_marker, utc_now
 from .redact import redact
 from .redact_lines import redact_line
 from .shared_text import SharedText
@@ -111,7 +111,7 @@ def _parse_line(raw: bytes, shared: SharedText) -> Trajectory:
 
 
 def _record_line(record: Trajectory, shared: SharedText) -> bytes:
-    """The record's line on disk: its JSON, secrets redacted (``rsigym.redact``), with what the run
+    """The record's line on disk: its JSON, secrets redacted (``rsigym.records.redact``), with what the run
     shares moved to ``shared.jsonl``."""
     compact = shared.compact(redact(record.to_dict()))
     return json.dumps(compact, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
@@ -269,7 +269,7 @@ def move_bad_lines(path: str | os.PathLike[str]) -> int:
     """Move every unreadable line of a records file to ``<file>.bad``; returns how many.
 
     Each moved line is written as its line number, a tab, and the line with its secrets redacted by
-    structure (``rsigym.redact_lines``), under a header that
+    structure (``rsigym.records.redact_lines``), under a header that
     names the file and the time; the records file is then rewritten without them (atomically,
     other lines byte for byte). A torn last line counts as unreadable here: call this when no run
     is writing (``run`` does, before it starts appending; ``RecordWriter`` holds the lock).

@@ -60,7 +60,7 @@ def provider_message(exc: BaseException) -> str:
 
 def error_kind(exc: BaseException) -> str:
     """``auth``, ``not_found``, ``bad_request``, ``bad_url``, ``too_large`` (a reply over the cap of
-    ``rsigym.http_guard``), ``connection``, ``rate_limit``, ``server`` or ``other``: what kind of
+    ``rsigym.llm.http_guard``), ``connection``, ``rate_limit``, ``server`` or ``other``: what kind of
     failure a provider call met."""
     cause = type(root_cause(exc)).__name__
     if cause in _URL_ERRORS:

@@ -4,7 +4,7 @@ A provider reports its own token counts, and a cost limit that trusts them is th
 break: -10^9 tokens priced a call at -12,500 USD and a run with ``--cost-limit 0.0002`` ran all
 its 30 episodes instead of stopping after 5. A report whose prompt tokens are missing (LiteLLM
 fills in 0), negative, or no finite number (a ``usage`` LiteLLM cannot parse is dropped at the
-HTTP layer, ``rsigym.http_guard``), or whose completion tokens are negative, or 0 for a reply that
+HTTP layer, ``rsigym.llm.http_guard``), or whose completion tokens are negative, or 0 for a reply that
 holds text or a tool call, is replaced by LiteLLM's token counter (``litellm.token_counter``)
 over the request and the reply, priced by LiteLLM's map. A price is never negative and never NaN.
 """

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .errors import UserError
+from ..errors import UserError
 
 __all__ = ["load_yaml", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "MAX_YAML_CHARS", "MAX_INT_DIGITS"]
 

@@ -1,6 +1,6 @@
 """Provider limits for the one LLM client: a concurrency cap that adapts to 429s, and RPM/TPM budgets.
 
-Every call of ``rsigym.llm.complete`` to a hosted provider passes a ``ProviderGate``, one per
+Every call of ``rsigym.llm.client.complete`` to a hosted provider passes a ``ProviderGate``, one per
 provider and process, shared by all episodes in flight in that process (a runner worker). A
 provider is the call's ``api_base`` when it has one, else the prefix of its model string
 (``openai`` for ``openai/gpt-4o-mini``); offline ``rsigym/...`` models and mocked replies pass

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from .errors import UserError
-from .records import AgentSpec, EnvRef, episode_key
-from .redact import register_secrets_in
+from ..errors import UserError
+from ..records.trajectory import AgentSpec, EnvRef, episode_key
+from ..records.redact import register_secrets_in
 from .safe_yaml import load_yaml
 
 __all__ = ["Scenario", "EpisodeSpec", "NamedSpec", "load_scenario", "parse_scenario", "expand"]
@@ -174,7 +174,7 @@ def load_scenario(path_or_name: str | Path) -> Scenario:
 def _make_env(scenario: Scenario, condition: dict[str, Any] | None, where: str):
     import gymnasium as gym
 
-    from .registry import register_gym_envs
+    from ..registry import register_gym_envs
 
     register_gym_envs()
     kwargs = dict(scenario.env_kwargs)
@@ -214,8 +214,8 @@ def expand(scenario: Scenario) -> list[EpisodeSpec]:
     Builds each env condition, agent and grader once, so a misspelt name fails here, with its
     key path, rather than inside a worker halfway through the battery.
     """
-    from .agent import make_agent
-    from .grader import get_grader
+    from ..agent import make_agent
+    from ..grader import get_grader
 
     task_ids: list[str | None] = []
     for i, condition in enumerate(scenario.conditions):

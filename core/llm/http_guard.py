@@ -8,7 +8,7 @@ OpenAI SDK's client, ``litellm.client_session``, and its own handlers, ``litellm
 one transport of ours:
 
 * every connect, read and write of its sockets is bounded by the caller's deadline (a
-  ``time.monotonic()`` value the caller sets, e.g. ``rsigym.llm.call_deadline``), so the deadline
+  ``time.monotonic()`` value the caller sets, e.g. ``rsigym.llm.client.call_deadline``), so the deadline
   holds for the whole request however slowly the bytes come;
 * a reply whose body (declared or counted, after decompression) passes ``MAX_REPLY_BYTES`` fails
   with ``ReplyTooLarge`` as soon as the cap is passed: at most the cap is ever buffered;
@@ -99,7 +99,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
 
 def _too_large(cap: int) -> ReplyTooLarge:
-    return ReplyTooLarge(f"the reply is larger than the cap of {cap:,} bytes (rsigym.http_guard.MAX_REPLY_BYTES); "
+    return ReplyTooLarge(f"the reply is larger than the cap of {cap:,} bytes (rsigym.llm.http_guard.MAX_REPLY_BYTES); "
                          "refused before more of it was read")
 
 
@@ -182,7 +182,7 @@ def _transport(deadline: Deadline, verify: Any, proxy: str | None = None) -> Gua
                                 limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100))
     pool = inner._pool  # httpx passes no network backend through; the pool keeps it here
     if not hasattr(pool, "_network_backend"):  # an httpcore that moved it: say so, never run unguarded
-        raise RuntimeError("rsigym.http_guard: httpcore's pool keeps no _network_backend; the deadline cannot be set")
+        raise RuntimeError("rsigym.llm.http_guard: httpcore's pool keeps no _network_backend; the deadline cannot be set")
     pool._network_backend = _DeadlineBackend(pool._network_backend, deadline)
     return GuardedTransport(inner)
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
-from .errors import UserError
+from ..errors import UserError
 
 __all__ = ["main"]
 
@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return f"rsigym {__version__}"
 
@@ -162,7 +162,7 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     if argv is not None and not _needs_family_commands(argv):
         return parser
-    from .registry import COMMANDS   # sub-commands families add through the entry-point group rsigym.commands
+    from ..registry import COMMANDS  # sub-commands families add through the entry-point group rsigym.commands
     for name in COMMANDS:
         command = COMMANDS[name]
         sub = commands.add_parser(name, help=getattr(command, "HELP", None))
@@ -172,7 +172,7 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def _register_secrets(environ: Any) -> None:
     """Values of secret-named variables (``*_API_KEY``, ``*_TOKEN``, ...) never reach the output."""
-    from .redact import is_secret_key, register_secret
+    from ..records.redact import is_secret_key, register_secret
 
     for name, value in environ.items():
         if is_secret_key(name):
@@ -180,7 +180,7 @@ def _register_secrets(environ: Any) -> None:
 
 
 def _print_error(exc: UserError) -> None:
-    from .redact import redact_text
+    from ..records.redact import redact_text
 
     lines = redact_text(str(exc)).splitlines() or ["(no message)"]
     if hasattr(exc, "problems"):  # a preflight: every line is one problem
@@ -271,8 +271,8 @@ _COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export", "n
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from .cli_regrade import regrade_command
-    from .cli_run import run_command
+    from .regrade_command import regrade_command
+    from .run_command import run_command
 
     if args.command == "run":
         return run_command(args)
@@ -283,7 +283,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     handlers = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export,
                 "new": _new, "serve": serve_command}
     if args.command not in handlers:  # a command a family registers (entry points, rsigym.commands)
-        from .registry import COMMANDS
+        from ..registry import COMMANDS
 
         return int(COMMANDS[args.command].main(args))
     return handlers[args.command](args)
@@ -293,8 +293,8 @@ def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, 
     """The path and ``ReadResult`` of a run folder's records. Unreadable lines are moved to
     ``records.jsonl.bad`` (said on stderr); while a run is writing they are only skipped, unless
     the caller is about to rewrite the file (regrade), which then fails with a clear line instead."""
-    from .jsonl import move_bad_lines, read_records, remove_stale_temporaries
-    from .runner import RECORDS_FILE
+    from ..records.jsonl import move_bad_lines, read_records, remove_stale_temporaries
+    from ..runner import RECORDS_FILE
 
     path = run_dir / RECORDS_FILE
     if not path.exists():
@@ -320,9 +320,9 @@ def _records_or_error(run_dir: Path, *, rewriting: bool = False) -> tuple[Path, 
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import write_report
-    from .safe_yaml import load_yaml
-    from .scenario import NamedSpec
+    from ..report.report import write_report
+    from ..scenario.safe_yaml import load_yaml
+    from ..scenario.spec import NamedSpec
 
     records = _records_or_error(args.run_dir)[1].records
     analyses: list[Any] = ["summary"]
@@ -336,21 +336,21 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from .viewer import write_view
+    from ..viewer import write_view
 
     print(f"view: {write_view(args.run_dir, args.out)}")
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .export import export_run
+    from ..report.export import export_run
 
     print(f"export: {export_run(args.run_dir, args.format, args.out)}")
     return 0
 
 
 def _new(args: argparse.Namespace) -> int:
-    from .scaffold import new_family
+    from ..scaffold import new_family
 
     root = new_family(args.name, args.out)
     print(f"new family: {root}\nnext: pip install -e {root} && python -m pytest {root / 'tests'} && "
@@ -362,7 +362,7 @@ LIST_KINDS = ("envs", "agents", "graders", "analyses", "conditions", "offline_po
 
 
 def _list(args: argparse.Namespace) -> int:
-    from .registry import REGISTRIES, Registry, describe, register_gym_envs
+    from ..registry import REGISTRIES, Registry, describe, register_gym_envs
 
     kinds = [args.what.replace("-", "_")] if args.what else list(LIST_KINDS)
     register_gym_envs()
@@ -373,7 +373,7 @@ def _list(args: argparse.Namespace) -> int:
         if kind == "scenarios":
             from rsigym.scenarios import bundled_scenarios
 
-            from .safe_yaml import load_yaml
+            from ..scenario.safe_yaml import load_yaml
 
             for name, path in bundled_scenarios().items():
                 raw = load_yaml(path.read_text(), str(path)) or {}
@@ -393,7 +393,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _sandbox(args: argparse.Namespace) -> int:
-    from .errors import SandboxError
+    from ..errors import SandboxError
 
     try:
         return _sandbox_action(args)
@@ -404,7 +404,7 @@ def _sandbox(args: argparse.Namespace) -> int:
 
 
 def _sandbox_action(args: argparse.Namespace) -> int:
-    from . import sandbox
+    from .. import sandbox
 
     if args.sandbox_command == "build":
         mirror = args.mirror or os.environ.get("RSIGYM_DEBIAN_MIRROR") or None

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .records import Trajectory
+from ..records.trajectory import Trajectory
 
 __all__ = ["WARN_RATE", "ReplyRate", "reply_rates", "reply_warnings", "reply_lines"]
 

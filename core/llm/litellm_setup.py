@@ -12,7 +12,7 @@ import os
 from typing import Any, Callable, Iterator
 
 from . import http_guard
-from .redact import is_secret_key, register_secret
+from ..records.redact import is_secret_key, register_secret
 
 __all__ = ["call_deadline", "deadline", "load_litellm", "on_load"]
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from .errors import UserError
-from .redact import redact_text
-from .safe_yaml import load_yaml
+from ..errors import UserError
+from ..records.redact import redact_text
+from ..scenario.safe_yaml import load_yaml
 
 __all__ = ["run_command", "apply_set", "EXIT_RUN_FAILED", "EXIT_STOPPED"]
 
@@ -50,11 +50,11 @@ def check_run_flags(args: argparse.Namespace) -> None:
 def run_command(args: argparse.Namespace) -> int:
     """The ``run`` command: check everything, then run (or print the plan), then summarise."""
     check_run_flags(args)
-    from .manifest import next_free_folder
-    from .preflight import check_scenario
-    from .runner import run_scenario, select_episodes
-    from .runner.progress import ProgressMode
-    from .scenario import expand, load_scenario, parse_scenario
+    from ..scenario.manifest import next_free_folder
+    from ..scenario.preflight import check_scenario
+    from ..runner import run_scenario, select_episodes
+    from ..runner.progress import ProgressMode
+    from ..scenario.spec import expand, load_scenario, parse_scenario
 
     scenario = load_scenario(args.scenario)
     if args.set:
@@ -88,7 +88,7 @@ def run_command(args: argparse.Namespace) -> int:
                            max_consecutive_errors=args.max_consecutive_errors,
                            on_warnings=_print_early_warnings)
     _print_capacity(summary)
-    from .runner.capacity import HOSTED_EPISODE_TIMEOUT_S
+    from ..runner.capacity import HOSTED_EPISODE_TIMEOUT_S
 
     defaulted = [agent for agent, timeout_s in summary.episode_timeouts.items() if timeout_s]
     if args.episode_timeout is None and defaulted:
@@ -105,7 +105,7 @@ def _print_early_warnings(lines: list[str]) -> None:
 
 def _print_capacity(summary: Any) -> None:
     """What the runner changed from the request, episodes in flight, and what the provider gates saw."""
-    from .limits import format_stats
+    from ..llm.limits import format_stats
 
     checked = summary.endpoint_check
     if checked is not None and checked.endpoints:
@@ -137,7 +137,7 @@ def _print_summary(summary: Any, max_infra_errors: int) -> int:
           f"{summary.grader_errors} grader errors")
     for cause, count in summary.infra_causes.most_common():
         print(f"  infra error x{count}: {redact_text(cause)}")
-    from .reply_quality import reply_lines, reply_rates, reply_warnings
+    from ..report.reply_quality import reply_lines, reply_rates, reply_warnings
 
     rates = reply_rates(summary.replied)
     for line in reply_lines(rates):
@@ -176,9 +176,9 @@ def _print_summary(summary: Any, max_infra_errors: int) -> int:
 
 def _print_plan(scenario: Any, episodes: list[Any], out_dir: Path, timeout_s: float | None = None) -> None:
     """The episode plan of ``--dry-run``: counts per agent, what is recorded already, known costs."""
-    from .jsonl import read_records
-    from .runner import RECORDS_FILE
-    from .runner.capacity import episode_timeout_s
+    from ..records.jsonl import read_records
+    from ..runner import RECORDS_FILE
+    from ..runner.capacity import episode_timeout_s
 
     recorded = read_records(out_dir / RECORDS_FILE).records if (out_dir / RECORDS_FILE).exists() else []
     done = {r.episode_key for r in recorded}
@@ -277,7 +277,7 @@ def _override_llm_agents(scenario: Any, model: str | None, api_base: str | None)
             entry["params"]["api_base"] = api_base
         return entry
 
-    from .scenario import parse_scenario
+    from ..scenario.spec import parse_scenario
 
     raw = dict(scenario.raw, agents=[override(a) for a in scenario.raw["agents"]])
     return parse_scenario(raw, scenario.source)
@@ -296,7 +296,7 @@ def _override_user_model(scenario: Any, model: str | None) -> Any:
     else:  # a scripted user: keep what an LLM user also takes
         kept = {k: v for k, v in user.items() if k == "max_replies"} if isinstance(user, dict) else {}
         kwargs["user"] = {"kind": "llm", "model": model, **kept}
-    from .scenario import parse_scenario
+    from ..scenario.spec import parse_scenario
 
     return parse_scenario(dict(scenario.raw, env=dict(scenario.raw["env"], kwargs=kwargs)), scenario.source)
 
@@ -305,8 +305,8 @@ def _override_judge_model(scenario: Any, model: str | None) -> Any:
     """Apply --judge-model to every grader of the scenario that has a ``model`` (an LLM judge)."""
     if model is None:
         return scenario
-    from .grader import get_grader
-    from .scenario import NamedSpec, parse_scenario
+    from ..grader import get_grader
+    from ..scenario.spec import NamedSpec, parse_scenario
 
     graders, judges = [], 0
     for entry in scenario.raw.get("graders") or []:
