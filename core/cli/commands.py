@@ -157,7 +157,7 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     clean = sandbox_commands.add_parser("clean", help="remove rsigym sandbox containers")
     clean.add_argument("--orphans", action="store_true", help="only those whose owner process is gone")
 
-    from .serve.cli import add_serve_parser  # argparse only; the server stack loads when it runs
+    from ..serve.cli import add_serve_parser  # argparse only; the server stack loads when it runs
     add_serve_parser(commands, [importing])
 
     if argv is not None and not _needs_family_commands(argv):
@@ -278,7 +278,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_command(args)
     if args.command == "regrade":
         return regrade_command(args, _records_or_error)
-    from .serve.cli import serve_command
+    from ..serve.cli import serve_command
 
     handlers = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export,
                 "new": _new, "serve": serve_command}

@@ -64,7 +64,7 @@ def add_serve_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> N
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, Any]:
-    from rsigym.safe_yaml import load_yaml
+    from rsigym.scenario.safe_yaml import load_yaml
 
     out: dict[str, Any] = {}
     for item in items:
@@ -96,7 +96,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
     register_gym_envs()
     if args.env_id not in gym.registry:
-        from rsigym.preflight import did_you_mean
+        from rsigym.scenario.preflight import did_you_mean
 
         raise UserError(f"serve: unknown env id {args.env_id!r}"
                         f"{did_you_mean(args.env_id, [k for k in gym.registry if k.startswith('rsigym/')])}")

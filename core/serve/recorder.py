@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rsigym.grader import get_grader, grade_record
-from rsigym.jsonl import RecordWriter, read_records, remove_stale_temporaries
+from rsigym.records.jsonl import RecordWriter, read_records, remove_stale_temporaries
 from rsigym.records import AgentSpec, EnvRef, Trajectory, canonical_json, to_jsonable, utc_now
-from rsigym.redact import redact
+from rsigym.records.redact import redact
 from rsigym.runner import RECORDS_FILE
 from rsigym.runner.lock import RunFolderLock
 from rsigym.scenario import NamedSpec

@@ -22,7 +22,7 @@ from websockets.exceptions import ConnectionClosed  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 import rsigym.remote as remote  # noqa: E402
-from rsigym.jsonl import read_records  # noqa: E402
+from rsigym.records.jsonl import read_records  # noqa: E402
 from rsigym.serve import ServeConfig, ServerThread  # noqa: E402
 
 PROBE = ("rsigym/Probe-v0", {"sandbox": "local"})

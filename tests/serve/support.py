@@ -46,7 +46,7 @@ def replay_actions(env: Any, n: int, seed: int) -> list[Any]:
 def family_graders(env_id: str) -> list[str]:
     """The graders defined in ``env_id``'s family folder that build without parameters."""
     from rsigym.grader import available_graders, get_grader
-    from rsigym.preflight import _env_module, _family
+    from rsigym.scenario.preflight import _env_module, _family
 
     family = _family(_env_module(env_id))
     names = []

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("openenv.core", reason="needs the 'serve' extra")
 
 import rsigym.remote as remote  # noqa: E402
-from rsigym.jsonl import read_records  # noqa: E402
+from rsigym.records.jsonl import read_records  # noqa: E402
 
 RSIGYM = [sys.executable, "-m", "rsigym"]
 

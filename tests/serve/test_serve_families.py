@@ -21,7 +21,7 @@ from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
 import rsigym.remote as remote  # noqa: E402
 from rsigym.grader import get_grader  # noqa: E402
-from rsigym.jsonl import read_records  # noqa: E402
+from rsigym.records.jsonl import read_records  # noqa: E402
 from rsigym.records import AgentSpec, EnvRef, episode_key, to_jsonable  # noqa: E402
 from rsigym.regrade import regrade  # noqa: E402
 from rsigym.runner import run_episode  # noqa: E402
