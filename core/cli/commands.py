@@ -158,6 +158,9 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     clean = sandbox_commands.add_parser("clean", help="remove rsigym sandbox containers")
     clean.add_argument("--orphans", action="store_true", help="only those whose owner process is gone")
 
+    from ..serve.cli import add_serve_parser  # argparse only; the server stack loads when it runs
+    add_serve_parser(commands, [importing])
+
     if argv is not None and not _needs_family_commands(argv):
         return parser
     from ..registry import COMMANDS  # sub-commands families add through the entry-point group rsigym.commands
@@ -265,7 +268,7 @@ def _import_user_modules(modules: list[str]) -> None:
             raise UserError(f"--import {name}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
 
 
-_COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export", "new")
+_COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export", "new", "serve")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -276,8 +279,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_command(args)
     if args.command == "regrade":
         return regrade_command(args, _records_or_error)
+    from ..serve.cli import serve_command
+
     handlers = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export,
-                "new": _new}
+                "new": _new, "serve": serve_command}
     if args.command not in handlers:  # a command a family registers (entry points, rsigym.commands)
         from ..registry import COMMANDS
 
