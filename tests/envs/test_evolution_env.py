@@ -113,8 +113,10 @@ def test_bad_arguments_are_clear_errors():
         make(task_params={"tsp": {}})
 
 
-def test_nothing_is_cached_on_the_local_provider_which_cannot_keep_candidates_apart():
+def test_nothing_is_cached_on_the_local_provider_which_cannot_keep_candidates_apart(tmp_path, monkeypatch):
     from rsigym.cache import cache_dir
+
+    monkeypatch.setenv("RSIGYM_CACHE", str(tmp_path / "cache"))  # its own: other tests' Docker runs do cache
     from rsigym.envs.evolution import SandboxEvaluator, make_task
     from rsigym.sandbox import LocalSandbox
 
