@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q -e ".[test,ray]"
+	$(VENV)/bin/python -m pip install -q -e ".[test,ray,serve]"
 	touch $@
 
 demo: $(VENV)/.installed

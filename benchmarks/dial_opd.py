@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from posttrain_grid import (
-    parse_preset_args, power_runs, power_summary, run_blocks, summarise_blocks, window_mean, write_results)
+    parse_preset_args, power_runs, power_summary, run_blocks, summarise_blocks, update_power, window_mean,
+    write_results)
 from posttrain_tables import dial_tables
 
 from rsigym.agents.train import opd
@@ -143,12 +144,17 @@ class Args:
     power_blocks: int = 20
     """replications of one block of this design (blocks 0 .. power_blocks - 1, the first ones shared with the
     tables) that run the power arms' variants: positive-control detection and null false-call rates"""
+    power_store: str = "benchmarks/results/dial_opd_power.json"
+    """the power study's committed per-run metrics, block by block (empty: none): a block it holds is not run
+    again, and every block run is added to it when done, so ``--power-blocks N`` runs only the missing blocks"""
+    power_only: bool = False
+    """run only the power study (its missing blocks) and replace it in the results file, the tables left as they are"""
 
 
 PRESETS = {"default": Args(),
            "quick": Args(warm_starts=3, seeds=1, steps=3, prompts_per_step=8, student_sft_steps=10, teacher_sft_steps=10,
                          curve_points=3,
-                         eval_size=15, sample_k=4, power_blocks=2,
+                         eval_size=15, sample_k=4, power_blocks=2, power_store="",
                          variants=("all", "top_signal", "dial_b0.5", "swap_low_low", "swap_random", "all_reseed"),
                          out_dir="runs/dial_opd_quick", results="benchmarks/results/dial_opd_quick.json")}
 """``quick``: the regeneration check's preset (``posttrain_regenerate.py``, run by the tests): every claim's
@@ -239,13 +245,19 @@ def main(args: Args | None = None) -> dict:
     def make_run(variant: str, warm_start: int, seed: int) -> tuple[Any, opd.Args]:
         return opd.main, run_args(args, variant, warm_start, seed)
 
+    if args.power_only:
+        results = update_power(args, power_summary(args, power_runs(args, POWER_ARMS, make_run, run_metrics),
+                                                   POWER_ARMS, METRICS))
+        print(dial_tables(results))
+        write_results(args.results, results)
+        return results
     runs = run_blocks(args.blocks, args.warm_starts, args.seeds, args.variants, make_run, Path(args.out_dir))
-    power = power_runs(args, POWER_ARMS, make_run)
+    power = power_runs(args, POWER_ARMS, make_run, run_metrics)
     if args.runs_only:
         return {}
     results = summarise_blocks(args, runs, run_metrics, lambda block: regime(task_of(args), block), "all",
                                METRICS, CLAIMS)
-    results.update(power_summary(args, power, run_metrics, POWER_ARMS, METRICS))
+    results.update(power_summary(args, power, POWER_ARMS, METRICS))
     print(dial_tables(results))
     write_results(args.results, results)
     return results

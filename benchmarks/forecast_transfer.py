@@ -62,15 +62,18 @@ def variance_components(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run(seeds: int, archive_dir: Path | None, rows_path: Path) -> dict[str, Any]:
-    """Play every (agent, target, condition, seed), keep the rows in ``rows_path``, and summarise."""
+def run(seeds: int, archive_dir: Path | None, rows_path: Path, targets: list[str] | None = None) -> dict[str, Any]:
+    """Play every (agent, target, condition, seed), keep the rows in ``rows_path``, and summarise.
+
+    ``targets`` plays only these (a shard: several shards' rows, concatenated, are summarised by ``--from-rows``).
+    """
     from rsigym.envs.forecast.archive import load_archive, parse_archive
     from rsigym.envs.forecast.transfer import logo_condition, play
 
     archive = (parse_archive((archive_dir / "archive.jsonl.gz").read_bytes(),
                              json.loads((archive_dir / "archive_provenance.json").read_text()))
                if archive_dir else load_archive())
-    tasks = sorted(archive.baselines)
+    tasks = sorted(archive.baselines) if not targets else sorted(targets)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     for task in tasks:
@@ -222,10 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=0, help="run this many seeds per target and write the results file")
     parser.add_argument("--archive", type=Path, help="an archive folder instead of the shipped archive")
     parser.add_argument("--wall", help="how long the run took, as the README should say it")
+    parser.add_argument("--run-s", type=int, help="with --from-rows: the seconds the shards played (summed)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--rows", type=Path, default=Path("runs/forecast_transfer_rows.jsonl"),
                         help="where the episode rows are kept (--from-rows summarises them again)")
     parser.add_argument("--from-rows", action="store_true", help="summarise --rows instead of playing")
+    parser.add_argument("--targets", nargs="*", help="play only these targets (a shard; summarise all shards' "
+                                                     "concatenated rows with --from-rows)")
     parser.add_argument("--write", action="store_true", help="write the README block from the results file")
     args = parser.parse_args(argv)
     if args.seeds or args.from_rows:
@@ -234,10 +240,11 @@ def main(argv: list[str] | None = None) -> int:
             rows = [json.loads(line) for line in args.rows.read_text().splitlines()]
             archive = load_archive()
             result = summarise(rows, len({r["seed"] for r in rows}), len(archive.records), len(archive.baselines),
-                               json.loads(args.out.read_text())["run_s"] if args.out.exists() else 0)
+                               args.run_s if args.run_s is not None
+                               else json.loads(args.out.read_text())["run_s"] if args.out.exists() else 0)
         else:
             args.rows.parent.mkdir(parents=True, exist_ok=True)
-            result = run(args.seeds, args.archive, args.rows)
+            result = run(args.seeds, args.archive, args.rows, args.targets)
         if args.wall:
             result["wall"] = args.wall
         args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")

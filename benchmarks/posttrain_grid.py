@@ -62,29 +62,84 @@ def run_blocks(blocks: Sequence[int], warm_starts: int, seeds: int, variants: Se
     return results
 
 
+POWER_STORE_EXCLUDED = ("blocks", "variants", "power_blocks", "out_dir", "results", "runs_only", "power_store",
+                        "power_only")
+"""settings that do not change a power block's runs (the rest, the design, must match a power store's)"""
+
+
+def power_design(args: Any) -> dict[str, Any]:
+    """The settings that make a power block's runs what they are (a power store holds blocks of one design)."""
+    return {k: v for k, v in dataclasses.asdict(args).items() if k not in POWER_STORE_EXCLUDED}
+
+
+def read_power_store(path: str, args: Any) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """``{block name: {variant: {run key: metrics}}}`` of the blocks a power store holds ({} without one); a
+    store of another design is an error, not a silent mix."""
+    if not path or not Path(path).exists():
+        return {}
+    store = json.loads(Path(path).read_text())
+    if store["design"] != json.loads(json.dumps(power_design(args))):
+        raise ValueError(f"{path} holds power blocks of another design; move it away to start a new power study")
+    return dict(store["blocks"])
+
+
+def write_power_store(path: str, args: Any, blocks: dict[str, dict[str, dict[str, dict[str, float]]]]) -> None:
+    """The power store, blocks in the order they were made (A .. Z, AA ..), byte for byte the same for the same
+    blocks."""
+    ordered = {name: blocks[name] for name in sorted(blocks, key=lambda name: (len(name), name))}
+    atomic_write_bytes(Path(path), (json.dumps({"design": power_design(args), "blocks": ordered}, indent=1)
+                                    + "\n").encode())
+
+
 def power_runs(args: Any, arms: Sequence[dict[str, Any]],
-               make_run: Callable[[str, int, int], tuple[Callable[[Any], dict], Any]]
-               ) -> dict[str, dict[str, dict[str, dict]]]:
-    """The runs of the power study: every variant an arm compares, on blocks ``0 .. args.power_blocks - 1``
-    (each an independent replication of one block of the design; runs shared with the tables come from
-    the cache)."""
+               make_run: Callable[[str, int, int], tuple[Callable[[Any], dict], Any]],
+               run_metrics: Callable[[dict], dict[str, float]]) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """The per-run metrics of the power study: every variant an arm compares, on blocks
+    ``0 .. args.power_blocks - 1`` (each an independent replication of one block of the design; runs shared
+    with the tables come from the cache).
+
+    With ``args.power_store`` (a committed file), a block it holds is read from it and every block run here
+    is added to it as soon as it is done: the study grows by the missing blocks only, across sessions and
+    machines whose run cache is gone. The store keeps each run's metrics exactly (JSON floats round-trip),
+    so the summary is the one the runs themselves give.
+    """
     variants = sorted({a["variant"] for a in arms} | {a["baseline"] for a in arms})
-    return run_blocks(range(args.power_blocks), args.warm_starts, args.seeds, variants, make_run, Path(args.out_dir))
+    store_path = getattr(args, "power_store", "")
+    stored = read_power_store(store_path, args)
+    out: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+    for block in range(args.power_blocks):
+        name = BLOCK_NAMES[block]
+        if name in stored and set(variants) <= set(stored[name]):
+            out[name] = {v: stored[name][v] for v in variants}
+            continue
+        runs = run_blocks([block], args.warm_starts, args.seeds, variants, make_run, Path(args.out_dir))[name]
+        out[name] = {v: {k: run_metrics(r) for k, r in rs.items()} for v, rs in runs.items()}
+        if store_path:
+            stored = {**read_power_store(store_path, args), name: out[name]}  # re-read: another process may add
+            write_power_store(store_path, args, stored)
+    return out
 
 
-def power_summary(args: Any, runs: dict[str, dict[str, dict[str, dict]]],
-                  run_metrics: Callable[[dict], dict[str, float]], arms: Sequence[dict[str, Any]],
-                  metrics: Sequence[str]) -> dict[str, Any]:
+def power_summary(args: Any, per_run: dict[str, dict[str, dict[str, dict[str, float]]]],
+                  arms: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dict[str, Any]:
     """``power``: detection and false-call rates of every arm over the power blocks (``power_arms``; none
     without blocks); ``tolerance``: how far a rerun may move a block mean (``rerun_tolerance``, from the
-    null arm: the baseline against itself with other random draws)."""
-    per_run = {b: {v: {k: run_metrics(r) for k, r in rs.items()} for v, rs in block.items()}
-               for b, block in runs.items()}
+    null arm: the baseline against itself with other random draws). ``per_run``: ``power_runs``'s."""
     null = next((a for a in arms if a["arm"] == "null"), None)
     return {"power": power_arms(per_run, arms) if per_run else [],
             "tolerance": rerun_tolerance(per_run, null["baseline"], null["variant"], metrics, 1.0 / args.eval_size)
             if null and per_run
             else None}
+
+
+def update_power(args: Any, power: dict[str, Any]) -> dict[str, Any]:
+    """``--power-only``: the committed results file with its power study (``power``, ``tolerance`` and the
+    ``power_blocks`` setting) replaced, everything else as it was: what the whole command writes when the
+    table blocks' runs are the ones that made the file."""
+    results = json.loads(Path(args.results).read_text())
+    results["settings"]["power_blocks"] = args.power_blocks
+    results.update(power)
+    return results
 
 
 def write_results(path: str, results: dict) -> None:
@@ -96,7 +151,7 @@ def write_results(path: str, results: dict) -> None:
 
 def parse_preset_args(description: str, presets: dict[str, Any], argv: list[str] | None = None) -> Any:
     """``--preset NAME`` picks the settings; ``--blocks``, ``--variants``, ``--out-dir``, ``--results``,
-    ``--runs-only`` and ``--power-blocks`` override them."""
+    ``--runs-only``, ``--power-blocks`` and ``--power-only`` override them."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--preset", choices=sorted(presets), default="default")
     parser.add_argument("--blocks", type=int, nargs="+")
@@ -105,6 +160,8 @@ def parse_preset_args(description: str, presets: dict[str, Any], argv: list[str]
     parser.add_argument("--results")
     parser.add_argument("--runs-only", action="store_true")
     parser.add_argument("--power-blocks", type=int, help="replications (blocks) of the power study")
+    parser.add_argument("--power-only", action="store_true",
+                        help="run only the power study's missing blocks and replace it in the results file")
     ns = parser.parse_args(argv)
     changes: dict[str, Any] = {k: v for k, v in (("out_dir", ns.out_dir), ("results", ns.results)) if v is not None}
     if ns.blocks is not None:
@@ -113,6 +170,8 @@ def parse_preset_args(description: str, presets: dict[str, Any], argv: list[str]
         changes["variants"] = tuple(ns.variants)
     if ns.runs_only:
         changes["runs_only"] = True
+    if ns.power_only:
+        changes["power_only"] = True
     if ns.power_blocks is not None:
         changes["power_blocks"] = ns.power_blocks
     return dataclasses.replace(presets[ns.preset], **changes)
@@ -135,7 +194,8 @@ def summarise_blocks(args: Any, runs: dict[str, dict[str, dict[str, dict]]],
     per_run = {b: {v: {k: run_metrics(r) for k, r in rs.items()} for v, rs in block.items()}
                for b, block in runs.items()}
     summaries = {b: block_summary(per_run[b], baseline, metrics) for b in per_run}
-    settings = {k: v for k, v in dataclasses.asdict(args).items() if k not in ("out_dir", "results", "runs_only")}
+    settings = {k: v for k, v in dataclasses.asdict(args).items()
+                if k not in ("out_dir", "results", "runs_only", "power_store", "power_only")}
     return {
         "settings": {**settings, "blocks": list(args.blocks), "variants": list(args.variants)},
         "blocks": {b: {"units": [list(u) for u in block_units(index, args.warm_starts, args.seeds)],

@@ -64,8 +64,9 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=["local", "ray"], help="default: the scenario's, else local")
     run.add_argument("--address", help="Ray cluster address HOST:PORT, as `ray start --head` printed it "
                      "(default: start a Ray on this machine)")
-    run.add_argument("--workers", type=int, help="worker processes (0: in this process); with --backend ray, "
-                     "runner actors per node")
+    run.add_argument("--workers", type=int, help="worker processes (0: in this process; default: the scenario's "
+                     "runner.workers, else up to 4); with --backend ray, runner actors per CPU of each node "
+                     "(default 1: a node with 8 CPUs gets 8 runners, --workers 2 gives it 16)")
     run.add_argument("--model", help="LiteLLM model string for every agent of the scenario that uses a model "
                      "(kind llm, and any agent that names a model, e.g. oneshot_llm, evoalloc)")
     run.add_argument("--api-base", help="base URL of an OpenAI-compatible server for the same agents as --model")
@@ -156,6 +157,9 @@ def _build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sandbox_commands.add_parser("check", help="say what works and what does not")
     clean = sandbox_commands.add_parser("clean", help="remove rsigym sandbox containers")
     clean.add_argument("--orphans", action="store_true", help="only those whose owner process is gone")
+
+    from ..serve.cli import add_serve_parser  # argparse only; the server stack loads when it runs
+    add_serve_parser(commands, [importing])
 
     if argv is not None and not _needs_family_commands(argv):
         return parser
@@ -264,7 +268,7 @@ def _import_user_modules(modules: list[str]) -> None:
             raise UserError(f"--import {name}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
 
 
-_COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export", "new")
+_COMMANDS = ("run", "report", "regrade", "list", "sandbox", "view", "export", "new", "serve")
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -275,8 +279,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_command(args)
     if args.command == "regrade":
         return regrade_command(args, _records_or_error)
+    from ..serve.cli import serve_command
+
     handlers = {"report": _report, "list": _list, "sandbox": _sandbox, "view": _view, "export": _export,
-                "new": _new}
+                "new": _new, "serve": serve_command}
     if args.command not in handlers:  # a command a family registers (entry points, rsigym.commands)
         from ..registry import COMMANDS
 

@@ -63,7 +63,8 @@ def run_command(args: argparse.Namespace) -> int:
     scenario = _override_user_model(scenario, args.user_model)
     scenario = _override_judge_model(scenario, args.judge_model)
     backend = args.backend or scenario.runner.get("backend", "local")
-    workers = args.workers if args.workers is not None else scenario.runner.get("workers", min(4, os.cpu_count() or 1))
+    default_workers = 1 if backend == "ray" else min(4, os.cpu_count() or 1)  # on Ray: per CPU of each node
+    workers = args.workers if args.workers is not None else scenario.runner.get("workers", default_workers)
     if workers < 0:
         raise UserError(f"the scenario's runner.workers must be >= 0, got {workers}")
     tasks = [t.strip() for item in args.tasks for t in item.split(",") if t.strip()] if args.tasks else None

@@ -283,6 +283,9 @@ class Trajectory:
     # the system prompt the agent's model was given (None for agents that call no model): the one
     # part of the conversation no step holds; exports show it (inspect's system message)
     system_prompt: str | None = None
+    # the Ray node that ran the episode (its node id); None on the local backend and in records
+    # written before the field existed
+    node_id: str | None = None
 
     @property
     def total_reward(self) -> float:
@@ -319,7 +322,7 @@ class Trajectory:
             sandbox=data.get("sandbox"), started_at=data.get("started_at", ""),
             finished_at=data.get("finished_at"), rsigym_version=data.get("rsigym_version", ""),
             schema=data["schema"], tool_mode=data.get("tool_mode"),
-            system_prompt=data.get("system_prompt"),
+            system_prompt=data.get("system_prompt"), node_id=data.get("node_id"),
         )
 
     @classmethod

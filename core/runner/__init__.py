@@ -25,8 +25,8 @@ from typing import Any, Callable, Sequence
 
 from ..errors import UserError
 from ..records.jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
-from ..scenario.manifest import check_or_write_manifest, early_warnings, record_warnings
-from ..records.trajectory import Trajectory
+from ..scenario.manifest import check_or_write_manifest, early_warnings, record_ray, record_warnings
+from ..records.trajectory import Trajectory, utc_now
 from ..records.redact import redacted_excerpt
 from ..report.report import write_report
 from ..scenario.spec import EpisodeSpec, Scenario, expand
@@ -47,6 +47,7 @@ __all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "s
 log = logging.getLogger(__name__)
 RECORDS_FILE = "records.jsonl"
 INFRA_ERRORS_FILE = "infra_errors.jsonl"
+RAY_LOGS_DIR = "ray_logs"  # the Ray runners' logs, a folder per invocation (``ray_backend``)
 
 
 @dataclass
@@ -75,7 +76,7 @@ class RunSummary:
     replied: list[Trajectory] = field(default_factory=list)  # episodes run now, without their steps
     scenario_raw: dict[str, Any] = field(default_factory=dict)  # the scenario that ran
     not_run: int = 0          # episodes left for a later run after a stop
-    workers: int = 1          # worker processes used (0: this process)
+    workers: int = 1          # worker processes used (0: this process); on Ray, runners at the start
     concurrency: int = 1      # episodes in flight per worker
     notes: list[str] = field(default_factory=list)  # what the runner changed from the request, and why
     limits: list[limits.GateStats] = field(default_factory=list)  # per provider: waits, 429s, the cap
@@ -140,7 +141,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         scenario: The battery.
         out_dir: The run folder.
         backend: ``local`` (process pool) or ``ray``.
-        workers: Worker processes (0: this process); on Ray, runner actors per node.
+        workers: Worker processes (0: this process); on Ray, runner actors per CPU of each node (at
+            least 1; a CPU-heavy env gets one per CPU).
         address: Ray cluster address.
         progress: ``bar`` (``plain`` when stderr is no terminal), ``plain`` (a line every 5%) or ``none``
             (or True/False for bar/none).
@@ -260,16 +262,17 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
             elif backend == "local":
                 run_local(todo, on_record, workers=plan.workers, stop=guard.stop)
             elif backend == "ray":
+                stamp = utc_now().replace(":", "").replace("-", "").split(".")[0]  # this invocation's logs
                 ray_stats = run_ray(todo, on_record, address=address, workers=plan.workers,
                                     concurrency=plan.concurrency, limits_config=limits_config,
-                                    cpu_heavy=plan.cpu_heavy, stop=guard.stop, admit=guard.admit)
+                                    cpu_heavy=plan.cpu_heavy, stop=guard.stop, admit=guard.admit,
+                                    log_dir=out_dir / RAY_LOGS_DIR / stamp)
                 stats = WorkerStats(ray_stats.limits, ray_stats.peak_rss_mb)
                 summary.workers = ray_stats.runners
                 summary.notes = [*summary.notes, *ray_stats.notes]
-                if ray_stats.runners:
-                    summary.notes.append(f"ray: {ray_stats.runners} runner{'s' if ray_stats.runners != 1 else ''} "
-                                         f"on {ray_stats.nodes} node{'s' if ray_stats.nodes != 1 else ''} "
-                                         f"({ray_stats.docker_nodes} with Docker)")
+                if ray_stats.runners or ray_stats.refused:
+                    summary.notes += ray_stats.lines()
+                    record_ray(out_dir, ray_stats.manifest_entry())
             else:
                 raise ValueError(f"unknown backend {backend!r}; use local or ray")
         summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None

@@ -5,8 +5,10 @@ threads, as a local in-flight worker runs them, with the episode deadline on eac
 (``deadline``'s watchdog) and every model call through the cluster's one limiter
 (``ray_limits``). Its sandboxes open on its own node's Docker engine and pool: a sandbox is opened
 by the process that runs the episode. ``probe`` says at start whether that engine answers and has
-the sandbox image; the driver sends an episode that asks for a Docker sandbox only to runners
-whose node has one.
+the sandbox image, and the rsigym build this runner imported (``build``), which the driver
+compares with its own; the driver sends an episode that asks for a Docker sandbox only to runners
+whose node has one. Each record a runner returns carries its node id. ``logs`` returns the tail of
+the runner's own Ray log files (its stdout and stderr), which the driver copies into the run folder.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import functools
 import inspect
 import os
 import socket
+import sys
 import threading
 from typing import Any
 
@@ -23,6 +26,7 @@ from rsigym.records.trajectory import Trajectory
 
 from ..scenario.spec import EpisodeSpec
 from . import inflight
+from .build import build_hash
 from .orphans import watch_pid
 from .ray_limits import SharedGate
 
@@ -67,13 +71,18 @@ class EpisodeRunner:
 
     def __init__(self, holder: int, limiter: Any, config: limits.LimitsConfig, concurrency: int,
                  driver_pid: int | None) -> None:
+        import ray
+
         from rsigym.registry import register_gym_envs
 
+        self._node_id = ray.get_runtime_context().get_node_id()
         if driver_pid is not None:
             watch_pid(driver_pid)
         register_gym_envs()  # once, before the threads: Gymnasium's registry is not made for races
         self.use_limiter(holder, limiter, config, concurrency)
         self._cold = threading.Lock()
+        print(f"rsigym: runner {holder} on node {self._node_id} (pid {os.getpid()}, rsigym build {build_hash()})",
+              file=sys.stderr, flush=True)  # the first line of its log, which the driver copies into the run folder
 
     def use_limiter(self, holder: int, limiter: Any, config: limits.LimitsConfig, concurrency: int) -> None:
         """Pass every model call through ``limiter`` (a new run on a reused runner gets its own);
@@ -84,22 +93,40 @@ class EpisodeRunner:
         limits.use_shared_gates(lambda provider: SharedGate(limiter, provider, holder, own_gate))
 
     def probe(self, image: str | None = None) -> dict[str, Any]:
-        """Where this runner is and whether its node's Docker engine answers and has the image."""
-        import ray
-
+        """Where this runner is, its rsigym build, and whether its node's Docker engine answers and
+        has the image."""
         from rsigym.sandbox.factory import resolve_provider
 
         provider, reason = resolve_provider("auto", image)
-        return {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
-                "pid": os.getpid(), "docker": provider == "docker", "reason": reason}
+        return {"node_id": self._node_id, "host": socket.gethostname(), "pid": os.getpid(),
+                "build": build_hash(), "docker": provider == "docker", "reason": reason}
 
     def run(self, spec: EpisodeSpec) -> Trajectory:
-        """One episode, its record returned to the driver (which alone writes it)."""
+        """One episode, its record returned to the driver (which alone writes it), with this node's id."""
         if spec.env.id not in inflight._warm_envs:  # the first of an env runs alone (see ``inflight``)
             with self._cold:
                 if spec.env.id not in inflight._warm_envs:
-                    return inflight._safe_episode(spec)
-        return inflight._safe_episode(spec)
+                    record = inflight._safe_episode(spec)
+                    record.node_id = self._node_id
+                    return record
+        record = inflight._safe_episode(spec)
+        record.node_id = self._node_id
+        return record
+
+    def logs(self, max_bytes: int) -> dict[str, str]:
+        """The last ``max_bytes`` of this runner's Ray log files: ``{"out": ..., "err": ...}`` (Ray
+        points the worker's stdout and stderr at them; empty where they are not files)."""
+        found = {}
+        for suffix, stream in (("out", sys.stdout), ("err", sys.stderr)):
+            try:
+                stream.flush()
+                path = os.readlink(f"/proc/self/fd/{stream.fileno()}")
+                with open(path, "rb") as handle:
+                    handle.seek(max(0, os.fstat(handle.fileno()).st_size - max_bytes))
+                    found[suffix] = handle.read().decode("utf-8", "replace")
+            except (OSError, ValueError, AttributeError):  # not Linux, or not a file: nothing to copy
+                continue
+        return found
 
     def peak_rss_mb(self) -> float:
         return inflight._peak_rss_mb()

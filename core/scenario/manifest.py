@@ -28,7 +28,7 @@ from .safe_yaml import load_yaml
 from .spec import Scenario
 
 __all__ = ["MANIFEST_FILE", "SCENARIO_COPY", "ManifestMismatch", "build_manifest", "run_defining", "planned_tool_modes",
-           "check_or_write_manifest", "scenario_diff", "holds_a_run", "next_free_folder"]
+           "record_ray", "check_or_write_manifest", "scenario_diff", "holds_a_run", "next_free_folder"]
 
 MANIFEST_FILE = "manifest.json"
 SCENARIO_COPY = "scenario.yaml"
@@ -186,6 +186,18 @@ def record_warnings(out_dir: Path, warnings: Sequence[str]) -> None:
         return
     manifest = json.loads(path.read_text())
     manifest.setdefault("warnings", []).append({"at": utc_now(), "lines": list(warnings)})
+    _write_atomic(path, json.dumps(manifest, indent=2) + "\n")
+
+
+def record_ray(out_dir: Path, entry: dict[str, Any]) -> None:
+    """Add a Ray invocation's nodes and runners (at the start and at the end, nodes lost and
+    refused: ``RayStats.manifest_entry``) to the manifest's ``ray`` list; the run-defining fields
+    are untouched."""
+    path = out_dir / MANIFEST_FILE
+    if not path.exists():
+        return
+    manifest = json.loads(path.read_text())
+    manifest.setdefault("ray", []).append(entry)
     _write_atomic(path, json.dumps(manifest, indent=2) + "\n")
 
 

@@ -1,9 +1,9 @@
 """``rsigym/ExperimentForecast-v0``: forecast the gains of interventions from an archive of real experiments.
 
-The family: eleven small research environments in five groups with real seeded trainings
-(``research``; trainers ``charlm``, ``digits``, ``tabular``, ``wine``, ``tabular_mlp``,
-``regression``, ``sequence``), an intervention catalogue with near-duplicate group keys
-(``catalogue``, ``catalogue_small``, ``interventions``), the archive of paired-seed gains built by
+The family: twenty-two small research environments in five groups with real seeded trainings
+(``research``; trainers ``charlm``, ``digits``, ``tabular_mlp`` on the shared torch recipe ``nets``, and ``classify``, ``text_bow``, ``regression``, ``sequence`` on the shared
+scikit-learn recipe ``sklearn_recipe``), an intervention catalogue with near-duplicate group keys
+(``catalogue``, ``catalogue_small``, ``catalogue_studies``, ``interventions``), the archive of paired-seed gains built by
 ``rsigym archive build`` (``archive``) and its rerun check (``rerun``), the env and its experience
 conditions (``env``, ``experience``), the metrics (``metrics``), numeric forecasters (``agents``),
 the offline model ``rsigym/forecast_heuristic`` (``policies``), graders and the report section

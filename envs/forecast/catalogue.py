@@ -1,4 +1,4 @@
-"""The intervention catalogue: 40-60 changes per research environment, placebos included.
+"""The intervention catalogue: 40-70 changes per research environment, placebos included.
 
 Entries are ``(slug, text, diff, group)``; a group in the ``placebo`` component marks a placebo.
 ``tests/envs/forecast/test_catalogue.py`` runs ``lint_catalogue`` over all of them.
@@ -10,6 +10,9 @@ import functools
 from typing import Any
 
 from .catalogue_small import REGRESSION, SEQUENCE, WINE, bc_mlp
+from .catalogue_studies import boosting_study, c_sweep, knn_study, logistic_study, svm_study, text_study
+from .classify import BOOSTING_BASELINE, KNN_BASELINE, LOGREG_BASELINE, SVM_BASELINE
+from .text_bow import TEXT_LOGREG_BASELINE, TEXT_NB_BASELINE
 from .interventions import Intervention
 
 __all__ = ["catalogue", "interventions_of"]
@@ -148,12 +151,7 @@ _DIGITS_CNN: list[Entry] = [
 ]
 
 _TABULAR: list[Entry] = [
-    ("C_x3", "Weaker regularisation: C = 3.", {"C": 3.0}, "regularization:c:up"),
-    ("C_x10", "Weaker regularisation: C = 10.", {"C": 10.0}, "regularization:c:up"),
-    ("C_x100", "Much weaker regularisation: C = 100.", {"C": 100.0}, "regularization:c:up"),
-    ("C_div3", "Stronger regularisation: C = 0.3.", {"C": 0.3}, "regularization:c:down"),
-    ("C_div10", "Stronger regularisation: C = 0.1.", {"C": 0.1}, "regularization:c:down"),
-    ("C_div100", "Much stronger regularisation: C = 0.01.", {"C": 0.01}, "regularization:c:down"),
+    *c_sweep(),
     ("l1_lbfgs", "Switch to an L1 penalty (solver left at lbfgs).", {"penalty": "l1"}, "swap:penalty=l1"),
     ("l1_liblinear", "L1 penalty with the liblinear solver.", {"penalty": "l1", "solver": "liblinear"}, "swap:penalty=l1"),
     ("liblinear", "Use the liblinear solver.", {"solver": "liblinear"}, "swap:solver=liblinear"),
@@ -222,6 +220,15 @@ _BY_ENV: dict[str, list[Entry]] = {
     "digits-mlp": _DIGITS_MLP, "digits-cnn": _DIGITS_CNN, "tabular-bc": _TABULAR,
     "tabular-wine": WINE, "bc-mlp": bc_mlp(_optimizer(1e-3, 0.05, "adamw", 0.99, 0.9999), _placebos(1)),
     "regress-diabetes": REGRESSION, "regress-friedman": REGRESSION, "seq-ar": SEQUENCE, "seq-season": SEQUENCE,
+    "seq-threshold": SEQUENCE,
+    "clf-moons": logistic_study(LOGREG_BASELINE),
+    "clf-sparse": [e for e in logistic_study(LOGREG_BASELINE) if not e[0].startswith("poly3")],
+    "clf-circles": svm_study(SVM_BASELINE), "clf-hastie": boosting_study(BOOSTING_BASELINE),
+    "knn-blobs": knn_study(KNN_BASELINE, (2, 4)), "knn-digits": knn_study(KNN_BASELINE, (5, 10, 20)),
+    "text-topics": text_study(TEXT_NB_BASELINE, probabilistic=False),
+    "text-spam": text_study(TEXT_LOGREG_BASELINE, probabilistic=True),
+    # degree-3 features of 50-60 columns are 23,000-40,000 columns: left out where they would dwarf every other run
+    "regress-friedman3": REGRESSION, "regress-sparse": [e for e in REGRESSION if e[0] != "poly3"],
 }
 
 

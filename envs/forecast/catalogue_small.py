@@ -3,7 +3,8 @@
 ``tabular-wine`` (probabilistic classifiers, CV log-loss), ``regress-diabetes`` and
 ``regress-friedman`` (one shared regression catalogue), ``seq-ar`` and ``seq-season`` (one shared
 lag-window catalogue) and ``bc-mlp`` (a torch MLP; the optimizer changes shared with the digits
-environments). Entries are ``(slug, text, diff, group)`` as in ``catalogue``; placebos are chosen by
+environments; its training entries are ``batch_entries``, ``epoch_entries``, ``init_entries`` and
+``regularisation_entries``, for the next small neural environment). Entries are ``(slug, text, diff, group)`` as in ``catalogue``; placebos are chosen by
 their diff alone: a run name, a logging interval, a model or split seed, a redrawn data
 realisation; none is chosen, kept or dropped by its outcome.
 """
@@ -12,12 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["WINE", "REGRESSION", "SEQUENCE", "bc_mlp"]
+__all__ = ["WINE", "REGRESSION", "SEQUENCE", "bc_mlp", "sklearn_placebos", "model_swaps",
+           "data_fractions", "batch_entries", "epoch_entries", "init_entries", "regularisation_entries", "Entry"]
 
 Entry = tuple[str, str, dict[str, Any], str]
 
 
-def _sklearn_placebos() -> list[Entry]:
+def sklearn_placebos() -> list[Entry]:
     return [
         ("run_name", "Rename the run to 'ablation-b'.", {"run_name": "ablation-b"}, "placebo:run_name:rename"),
         ("model_seed", "Change the model's random_state.", {"model_seed_offset": 1000}, "placebo:model_seed:reseed"),
@@ -28,7 +30,7 @@ def _sklearn_placebos() -> list[Entry]:
     ]
 
 
-def _model_swaps() -> list[Entry]:
+def model_swaps() -> list[Entry]:
     """Tree and neighbour models every scikit-learn environment shares (same diffs, same groups)."""
     return [
         ("forest", "Random forest, 30 trees.", {"model": "random_forest"}, "swap:model=random_forest"),
@@ -57,7 +59,7 @@ def _model_swaps() -> list[Entry]:
     ]
 
 
-def _data_fractions(unit: str) -> list[Entry]:
+def data_fractions(unit: str) -> list[Entry]:
     return [
         ("half_data", f"Fit on a random half of each {unit}.", {"train_fraction": 0.5}, "data:train_fraction:down"),
         ("quarter_data", f"Fit on a random quarter of each {unit}.", {"train_fraction": 0.25},
@@ -91,18 +93,18 @@ WINE: list[Entry] = [
      "swap:features=first_seven"),
     ("last_six", "Use only the last 6 measurements (colour, hue, OD280/OD315, proline).", {"features": "last_six"},
      "swap:features=last_six"),
-    *_data_fractions("training fold"),
+    *data_fractions("training fold"),
     ("svm", "RBF support vector machine with Platt probabilities (C = 1).", {"model": "svm_rbf"},
      "swap:model=svm_rbf"),
     ("svm_C10", "RBF support vector machine with C = 10.", {"model": "svm_rbf", "C": 10.0}, "swap:model=svm_rbf"),
     ("svm_C01", "RBF SVM with C = 0.1.", {"model": "svm_rbf", "C": 0.1}, "swap:model=svm_rbf"),
-    *_model_swaps(),
+    *model_swaps(),
     ("naive_bayes", "Gaussian naive Bayes.", {"model": "naive_bayes"}, "swap:model=naive_bayes"),
     ("nb_smooth", "Gaussian naive Bayes with variance smoothing 0.01.",
      {"model": "naive_bayes", "var_smoothing": 0.01}, "swap:model=naive_bayes"),
     ("lda", "Linear discriminant analysis.", {"model": "lda"}, "swap:model=lda"),
     ("qda", "Quadratic discriminant analysis (regularised 0.1).", {"model": "qda"}, "swap:model=qda"),
-    *_sklearn_placebos(),
+    *sklearn_placebos(),
 ]
 
 REGRESSION: list[Entry] = [
@@ -127,7 +129,7 @@ REGRESSION: list[Entry] = [
     ("kernel_ridge", "RBF kernel ridge regression (alpha = 1).", {"model": "kernel_ridge"}, "swap:model=kernel_ridge"),
     ("kernel_ridge_small", "RBF kernel ridge regression with alpha = 0.1.",
      {"model": "kernel_ridge", "alpha": 0.1}, "swap:model=kernel_ridge"),
-    *_model_swaps(),
+    *model_swaps(),
     ("boosting_100", "Gradient boosting, 100 trees of depth 3.", {"model": "gradient_boosting", "n_estimators": 100},
      "swap:model=gradient_boosting"),
     ("no_scaling", "Remove the standard scaler.", {"scaler": "none"}, "swap:scaler=none"),
@@ -143,8 +145,8 @@ REGRESSION: list[Entry] = [
      "swap:features=first_half"),
     ("second_half", "Use only the second half of the features.", {"features": "second_half"},
      "swap:features=second_half"),
-    *_data_fractions("training fold"),
-    *_sklearn_placebos(),
+    *data_fractions("training fold"),
+    *sklearn_placebos(),
 ]
 
 SEQUENCE: list[Entry] = [
@@ -167,7 +169,7 @@ SEQUENCE: list[Entry] = [
     ("alpha_div100", "Much weaker ridge penalty: alpha = 0.01.", {"alpha": 0.01}, "regularization:alpha:down"),
     ("lasso", "Lasso with alpha = 0.01.", {"model": "lasso"}, "swap:model=lasso"),
     ("lasso_strong", "Lasso with alpha = 0.1.", {"model": "lasso", "alpha": 10.0}, "swap:model=lasso"),
-    *_model_swaps(),
+    *model_swaps(),
     ("boosting_100", "Gradient boosting, 100 trees of depth 3.", {"model": "gradient_boosting", "n_estimators": 100},
      "swap:model=gradient_boosting"),
     ("forest_lags12", "Random forest on 12 lags.", {"model": "random_forest", "lags": 12}, "swap:model=random_forest"),
@@ -175,7 +177,7 @@ SEQUENCE: list[Entry] = [
      {"model": "gradient_boosting", "season_features": True}, "swap:model=gradient_boosting"),
     ("no_scaling", "Remove the standard scaler.", {"scaler": "none"}, "swap:scaler=none"),
     ("minmax", "Min-max scaling instead of standardisation.", {"scaler": "minmax"}, "swap:scaler=minmax"),
-    *_data_fractions("training span (the most recent windows)"),
+    *data_fractions("training span (the most recent windows)"),
     ("run_name", "Rename the run to 'ablation-b'.", {"run_name": "ablation-b"}, "placebo:run_name:rename"),
     ("log_less", "Log the running test error 3x less often.", {"log_every": 3}, "placebo:log_every:up"),
     ("model_seed", "Change the model's random_state.", {"model_seed_offset": 1000}, "placebo:model_seed:reseed"),
@@ -185,26 +187,33 @@ SEQUENCE: list[Entry] = [
 ]
 
 
-def bc_mlp(optimizer: list[Entry], placebos: list[Entry]) -> list[Entry]:
-    """The bc-mlp catalogue: ``optimizer`` and ``placebos`` are the digits environments' (learning rate 1e-3)."""
+def batch_entries(batch: int) -> list[Entry]:
     return [
-        *optimizer,
         ("clip", "Clip gradients at norm 1.0.", {"grad_clip": 1.0}, "optimizer:grad_clip:up"),
-        ("batch_x2", "Batch 64 (half the steps per epoch).", {"batch_size": 64}, "batch:batch_size:up"),
-        ("batch_half", "Batch 16 (twice the steps per epoch).", {"batch_size": 16}, "batch:batch_size:down"),
-        ("batch_x2_lr", "Batch 64 and learning rate 2e-3.", {"batch_size": 64, "lr": 2e-3}, "batch:batch_size:up"),
-        ("epochs_x2", "Train 20 epochs instead of 10.", {"epochs": 20}, "budget:epochs:up"),
-        ("epochs_half", "Train 5 epochs instead of 10.", {"epochs": 5}, "budget:epochs:down"),
-        ("tanh", "Use tanh activations instead of ReLU.", {"activation": "tanh"}, "swap:activation=tanh"),
-        ("gelu", "Use GELU activations instead of ReLU.", {"activation": "gelu"}, "swap:activation=gelu"),
-        ("sigmoid", "Use sigmoid activations instead of ReLU.", {"activation": "sigmoid"}, "swap:activation=sigmoid"),
-        ("batchnorm", "Add batch normalisation after each hidden layer.", {"batch_norm": True},
-         "architecture:batch_norm:on"),
+        ("batch_x2", f"Batch {batch * 2} (half the steps per epoch).", {"batch_size": batch * 2}, "batch:batch_size:up"),
+        ("batch_half", f"Batch {batch // 2} (twice the steps per epoch).", {"batch_size": batch // 2},
+         "batch:batch_size:down"),
+    ]
+
+
+def epoch_entries(epochs: int) -> list[Entry]:
+    return [
+        ("epochs_x2", f"Train {epochs * 2} epochs instead of {epochs}.", {"epochs": epochs * 2}, "budget:epochs:up"),
+        ("epochs_half", f"Train {epochs // 2} epochs instead of {epochs}.", {"epochs": epochs // 2},
+         "budget:epochs:down"),
+    ]
+
+
+def init_entries() -> list[Entry]:
+    return [
         ("init_small", "Scale the initial weights by 0.3.", {"init_gain": 0.3}, "init:gain:down"),
         ("init_big", "Scale the initial weights by 3.", {"init_gain": 3.0}, "init:gain:up"),
-        ("wider", "Hidden width 64 instead of 32.", {"width": 64}, "architecture:width:up"),
-        ("narrower", "Hidden width 8 instead of 32.", {"width": 8}, "architecture:width:down"),
-        ("deeper", "Two hidden layers instead of one.", {"depth": 2}, "architecture:depth:up"),
+    ]
+
+
+def regularisation_entries(unit: str) -> list[Entry]:
+    """Dropout, weight decay, label smoothing and less data: shared by the small neural environments."""
+    return [
         ("dropout", "Add dropout 0.2.", {"dropout": 0.2}, "regularization:dropout:up"),
         ("dropout_heavy", "Add dropout 0.5.", {"dropout": 0.5}, "regularization:dropout:up"),
         ("weight_decay", "Weight decay 0.01 (coupled, in Adam).", {"weight_decay": 0.01},
@@ -213,10 +222,30 @@ def bc_mlp(optimizer: list[Entry], placebos: list[Entry]) -> list[Entry]:
          "regularization:weight_decay:up"),
         ("label_smoothing", "Label smoothing 0.1.", {"label_smoothing": 0.1}, "regularization:label_smoothing:up"),
         ("smoothing_heavy", "Label smoothing 0.3.", {"label_smoothing": 0.3}, "regularization:label_smoothing:up"),
-        ("half_data", "Train on a random half of the training rows.", {"train_fraction": 0.5},
+        ("half_data", f"Train on a random half of the training {unit}.", {"train_fraction": 0.5},
          "data:train_fraction:down"),
-        ("quarter_data", "Train on a random quarter of the training rows.", {"train_fraction": 0.25},
+        ("quarter_data", f"Train on a random quarter of the training {unit}.", {"train_fraction": 0.25},
          "data:train_fraction:down"),
+    ]
+
+
+def bc_mlp(optimizer: list[Entry], placebos: list[Entry]) -> list[Entry]:
+    """The bc-mlp catalogue: ``optimizer`` and ``placebos`` are the digits environments' (learning rate 1e-3)."""
+    return [
+        *optimizer,
+        *batch_entries(32),
+        ("batch_x2_lr", "Batch 64 and learning rate 2e-3.", {"batch_size": 64, "lr": 2e-3}, "batch:batch_size:up"),
+        *epoch_entries(10),
+        ("tanh", "Use tanh activations instead of ReLU.", {"activation": "tanh"}, "swap:activation=tanh"),
+        ("gelu", "Use GELU activations instead of ReLU.", {"activation": "gelu"}, "swap:activation=gelu"),
+        ("sigmoid", "Use sigmoid activations instead of ReLU.", {"activation": "sigmoid"}, "swap:activation=sigmoid"),
+        ("batchnorm", "Add batch normalisation after each hidden layer.", {"batch_norm": True},
+         "architecture:batch_norm:on"),
+        *init_entries(),
+        ("wider", "Hidden width 64 instead of 32.", {"width": 64}, "architecture:width:up"),
+        ("narrower", "Hidden width 8 instead of 32.", {"width": 8}, "architecture:width:down"),
+        ("deeper", "Two hidden layers instead of one.", {"depth": 2}, "architecture:depth:up"),
+        *regularisation_entries("rows"),
         ("minmax_inputs", "Min-max scale the features instead of standardising them.", {"input_scale": "minmax"},
          "swap:input_scale=minmax"),
         ("raw_inputs", "Feed the raw feature values (no scaling).", {"input_scale": "raw"}, "swap:input_scale=raw"),

@@ -10,13 +10,14 @@ candidates, and what observed gain each shows:
   with memory could carry one from round to round, so the whole pool's groups are hidden).
   ``sources: [names]`` chooses the source environments; ``related_only: true`` keeps only the
   target's twin (``RELATED``: the other charlm corpus, the other digits model, the same breast
-  cancer data under the other model family, the other regression data set, the other sequence;
-  tabular-wine has none, so it sees nothing), the paper's "related environment" transfer question.
+  cancer data under the other model family, the other regression data set, the other sequence, the
+  same study on other data; tabular-wine, clf-circles and clf-hastie have none, so they see
+  nothing), the paper's "related environment" transfer question.
 * ``shuffled_gains``: ``in_env`` with every observed gain of the target environment (archive and
   executed feedback alike) taken from a permutation of that environment's records: the
   feedback-use control. Scores always use the true gains.
 
-Each takes ``observed``: ``mean`` (the 8-seed mean gain and its paired SE) or ``single_seed``
+Each takes ``observed``: ``mean`` (the mean gain over the paired seeds, and its paired SE) or ``single_seed``
 (one seed's gain, drawn per record and episode, as a single real run would show).
 """
 
@@ -38,7 +39,11 @@ Observed = Literal["mean", "single_seed"]
 RELATED = {"charlm-pydoc": ("charlm-stdlib",), "charlm-stdlib": ("charlm-pydoc",),
            "digits-mlp": ("digits-cnn",), "digits-cnn": ("digits-mlp",), "tabular-bc": ("bc-mlp",),
            "bc-mlp": ("tabular-bc",), "tabular-wine": (), "regress-diabetes": ("regress-friedman",),
-           "regress-friedman": ("regress-diabetes",), "seq-ar": ("seq-season",), "seq-season": ("seq-ar",)}
+           "regress-friedman": ("regress-diabetes",), "seq-ar": ("seq-season",), "seq-season": ("seq-ar",),
+           "seq-threshold": ("seq-ar",), "clf-moons": ("clf-sparse",), "clf-sparse": ("clf-moons",), "clf-circles": (),
+           "clf-hastie": (), "knn-blobs": ("knn-digits",), "knn-digits": ("knn-blobs",),
+           "text-topics": ("text-spam",), "text-spam": ("text-topics",), "regress-friedman3": ("regress-friedman",),
+           "regress-sparse": ("regress-diabetes",)}
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,11 @@ RERUN_ROWS = {
     "digits-mlp": "digits-mlp/lr_x3", "digits-cnn": "digits-cnn/dropout", "tabular-bc": "tabular-bc/C_div10",
     "tabular-wine": "tabular-wine/C_div10", "bc-mlp": "bc-mlp/lr_x3", "regress-diabetes": "regress-diabetes/lasso_small",
     "regress-friedman": "regress-friedman/poly2", "seq-ar": "seq-ar/lags_2", "seq-season": "seq-season/season",
+    "seq-threshold": "seq-threshold/boosting", "clf-moons": "clf-moons/knn",
+    "clf-sparse": "clf-sparse/C_div10", "clf-circles": "clf-circles/linear_kernel", "clf-hastie": "clf-hastie/trees_x2",
+    "knn-blobs": "knn-blobs/quarter_data", "knn-digits": "knn-digits/half_data", "text-topics": "text-topics/tenth_data",
+    "text-spam": "text-spam/quarter_data", "regress-friedman3": "regress-friedman3/knn",
+    "regress-sparse": "regress-sparse/alpha_x10",
 }
 
 

@@ -1,11 +1,14 @@
-"""One-step-ahead forecasting of synthetic sequences with lag-window regressors (``seq-ar``, ``seq-season``).
+"""One-step-ahead forecasting of synthetic sequences with lag-window regressors (``seq-ar``, ``-season``, ``-threshold``).
 
 A seed draws a fresh realisation of the process (800 steps; its innovations are the run-to-run
 noise) and sets the models' random state; the first 70% of the lag windows train, the last 30%
 test. ``ar`` is a stationary non-linear autoregression (``x_t = 0.5 x_{t-1} - 0.3 x_{t-2} +
 0.8 tanh(x_{t-3}) + e_t``, e ~ N(0, 0.5^2)): a few lags and a non-linear model win. ``season``
 has a 12-step season and a slow trend (``x_t = 0.6 x_{t-1} + 1.5 sin(2 pi t / 12) + 0.004 t +
-e_t``): season features and differencing matter, and trees cannot extrapolate the trend. The
+e_t``): season features and differencing matter, and trees cannot extrapolate the trend.
+``threshold`` switches between two linear regimes by the sign of the last value (``0.9 x_{t-1} -
+0.4 x_{t-2}`` above 0, ``-0.5 x_{t-1} + 0.3 x_{t-2}`` below): one linear fit averages them, trees
+and neighbours can split them. Models come from ``sklearn_recipe.regressor``. The
 metric is the test MSE (a loss); a crash is scored as the series' variance.
 """
 
@@ -18,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .runs import RunResult
+from .sklearn_recipe import pipeline, regressor
 
 __all__ = ["SEQUENCE_BASELINE", "train_sequence", "series", "SERIES_LENGTH"]
 
@@ -33,7 +37,7 @@ PERIOD = 12
 
 
 def series(process: str, seed: int) -> np.ndarray:
-    """One realisation of ``process`` (``ar`` or ``season``) of ``SERIES_LENGTH`` steps."""
+    """One realisation of ``process`` (``ar``, ``season`` or ``threshold``) of ``SERIES_LENGTH`` steps."""
     rng = np.random.default_rng(seed * 2909 + 17)
     noise = rng.normal(0.0, 0.5, SERIES_LENGTH + 50)
     x = np.zeros(SERIES_LENGTH + 50)
@@ -42,6 +46,8 @@ def series(process: str, seed: int) -> np.ndarray:
             x[t] = 0.5 * x[t - 1] - 0.3 * x[t - 2] + 0.8 * math.tanh(x[t - 3]) + noise[t]
         elif process == "season":
             x[t] = 0.6 * x[t - 1] + 1.5 * math.sin(2 * math.pi * t / PERIOD) + 0.004 * t + noise[t]
+        elif process == "threshold":     # two regimes: the sign of the last value picks the dynamics
+            x[t] = (0.9 * x[t - 1] - 0.4 * x[t - 2] if x[t - 1] > 0 else -0.5 * x[t - 1] + 0.3 * x[t - 2]) + noise[t]
         else:
             raise ValueError(f"unknown process {process!r}")
     return x[50:]                                       # drop the burn-in
@@ -63,32 +69,6 @@ def _windows(x: np.ndarray, cfg: dict[str, Any]) -> tuple[np.ndarray, np.ndarray
     return features, target, level, rows
 
 
-def _estimator(cfg: dict[str, Any], seed: int) -> Any:
-    from sklearn import ensemble, linear_model, neighbors, preprocessing, tree
-    from sklearn.pipeline import make_pipeline
-    random_state = seed * 613 + 1 + int(cfg["model_seed_offset"])
-    depth = None if int(cfg["max_depth"]) == 0 else int(cfg["max_depth"])
-    models: dict[str, Any] = {
-        "ridge": lambda: linear_model.Ridge(alpha=float(cfg["alpha"])),
-        "lasso": lambda: linear_model.Lasso(alpha=float(cfg["alpha"]) * 0.01, max_iter=5000),
-        "knn": lambda: neighbors.KNeighborsRegressor(n_neighbors=int(cfg["n_neighbors"])),
-        "decision_tree": lambda: tree.DecisionTreeRegressor(max_depth=depth, random_state=random_state),
-        "random_forest": lambda: ensemble.RandomForestRegressor(n_estimators=int(cfg["n_estimators"]), max_depth=depth,
-                                                                random_state=random_state, n_jobs=1),
-        "gradient_boosting": lambda: ensemble.GradientBoostingRegressor(
-            n_estimators=int(cfg["n_estimators"]), max_depth=depth or 3, learning_rate=float(cfg["learning_rate"]),
-            random_state=random_state),
-    }
-    if cfg["model"] not in models:
-        raise ValueError(f"unknown model {cfg['model']!r}")
-    scalers: dict[str, Any] = {"standard": preprocessing.StandardScaler(), "minmax": preprocessing.MinMaxScaler()}
-    if cfg["scaler"] == "none":
-        return models[cfg["model"]]()
-    if cfg["scaler"] not in scalers:
-        raise ValueError(f"unknown scaler {cfg['scaler']!r}")
-    return make_pipeline(scalers[cfg["scaler"]], models[cfg["model"]]())
-
-
 def train_sequence(process: str, cfg: dict[str, Any], seed: int) -> RunResult:
     """Fit on the first 70% of the windows (the most recent ``train_fraction`` of them), MSE on the rest."""
     x = series(process, seed + int(cfg["data_seed_offset"]))
@@ -98,7 +78,7 @@ def train_sequence(process: str, cfg: dict[str, Any], seed: int) -> RunResult:
         start = split - max(2 * features.shape[1], int(split * float(cfg["train_fraction"])))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = _estimator(cfg, seed).fit(features[start:split], target[start:split])
+            model = pipeline(cfg, regressor(cfg, seed, lasso_alpha=float(cfg["alpha"]) * 0.01)).fit(features[start:split], target[start:split])
         predicted = model.predict(features[split:])
         if cfg["difference"]:
             predicted = predicted + level[split:]

@@ -20,10 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["LocalRayCluster"]
+__all__ = ["LocalRayCluster", "patched_package"]
 
-# A node the head has not heard from for 3 s is dead (the default waits about 30 s).
-HEALTH_CHECK = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
+# A node the head has not heard from for 10 s is dead (the default waits about 30 s; 3 s marked a
+# node just starting on a loaded machine dead, and its raylet then exits).
+HEALTH_CHECK = {"health_check_period_ms": 1000, "health_check_failure_threshold": 10}
 
 
 def _free_port() -> int:
@@ -41,6 +42,29 @@ def _kill_group(node: dict[str, object]) -> None:
     except ProcessLookupError:
         pass
     process.wait(timeout=30)
+
+
+def patched_package(dest: Path) -> Path:
+    """A copy of the installed rsigym under ``dest/rsigym`` that imports as the same code but is a
+    different build: every file and folder a symbolic link to the installed one, except
+    ``__init__.py``, copied with one comment line added. Returns ``dest``: put it first on
+    ``PYTHONPATH`` and ``import rsigym`` finds the copy (``build.build_hash`` then differs)."""
+    from rsigym.runner.build import _roots
+
+    package = dest / "rsigym"
+    package.mkdir(parents=True)
+    for prefix, root in _roots():
+        if prefix:  # a part mapped to a folder of its own (an editable install)
+            (package / prefix.rstrip("/")).symlink_to(root)
+            continue
+        for item in root.iterdir():
+            if item.name == "__pycache__":
+                continue
+            if item.name == "__init__.py":
+                (package / item.name).write_text(item.read_text() + "\n# a different build (tests: ray_cluster)\n")
+            else:
+                (package / item.name).symlink_to(item)
+    return dest
 
 
 class _StartFailed(RuntimeError):
@@ -71,6 +95,43 @@ class LocalRayCluster:
             self.close()
             raise
 
+    def add_node(self, num_cpus: int = 1, env: dict[str, str] | None = None, tries: int = 3) -> str:
+        """Start one more worker node (with ``env`` added to its environment, which its Ray workers
+        inherit) and wait until the head counts it alive; returns its node id. Asks ``ray.nodes()``
+        of this process, which must be connected to the cluster; again when ``ray start`` gave up."""
+        import ray
+
+        for attempt in range(tries):
+            self._start(head=False, num_cpus=num_cpus, env=env)
+            node = self.nodes[-1]
+            process = node["process"]
+            assert isinstance(process, subprocess.Popen)
+            for _ in range(480):  # polls of half a second, not a clock read
+                if process.poll() is not None:
+                    break
+                found = [n["NodeID"] for n in ray.nodes()
+                         if n.get("NodeManagerPort") == node["node_manager_port"] and n["Alive"]]
+                if found:
+                    return str(found[0])
+                time.sleep(0.5)
+            if attempt == tries - 1:
+                raise RuntimeError(f"a node did not join: {Path(str(node['log'])).read_text()[-2000:]}")
+            _kill_group(self.nodes.pop())
+        raise AssertionError("unreachable")
+
+    def node_id(self, index: int) -> str:
+        """The Ray node id of node ``index`` (0: the head, then in the order started), from this
+        process's ``ray.nodes()`` (connected to the cluster)."""
+        import ray
+
+        port = self.nodes[index]["node_manager_port"]
+        for _ in range(240):  # polls: a node just started may not be listed yet
+            found = [n["NodeID"] for n in ray.nodes() if n.get("NodeManagerPort") == port and n["Alive"]]
+            if found:
+                return str(found[0])
+            time.sleep(0.5)
+        raise RuntimeError(f"no live node with node manager port {port}")
+
     def _start_node(self, *, head: bool, num_cpus: int, tries: int = 3) -> None:
         """Start a node and wait until the head counts it; again when ``ray start`` gave up (it
         allows a raylet 30 s to register, which a loaded 2-core machine can miss)."""
@@ -84,7 +145,7 @@ class LocalRayCluster:
                     raise
                 _kill_group(self.nodes.pop())
 
-    def _start(self, *, head: bool, num_cpus: int) -> None:
+    def _start(self, *, head: bool, num_cpus: int, env: dict[str, str] | None = None) -> None:
         node_manager_port = _free_port()
         argv = [sys.executable, "-m", "ray.scripts.scripts", "start", "--block", "--disable-usage-stats",
                 f"--num-cpus={num_cpus}", f"--temp-dir={self.temp_dir}", f"--node-manager-port={node_manager_port}",
@@ -100,7 +161,7 @@ class LocalRayCluster:
         log_path = self.temp_dir / f"node-{len(self.nodes)}-{node_manager_port}.log"
         log = open(log_path, "w")
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                   env={**os.environ, **self.env})
+                                   env={**os.environ, **self.env, **(env or {})})
         log.close()
         self.nodes.append({"process": process, "node_manager_port": node_manager_port, "head": head,
                            "log": str(log_path)})
@@ -108,13 +169,14 @@ class LocalRayCluster:
     def alive_nodes(self) -> int:
         """Nodes the head counts alive (asked from a fresh interpreter: this one stays unconnected)."""
         code = ("import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False, logging_level='ERROR'); "
-                "print(sum(n['Alive'] for n in ray.nodes()))")
+                "print('alive', sum(n['Alive'] for n in ray.nodes()))")  # Ray may print lines of its own
         try:
             done = subprocess.run([sys.executable, "-c", code, self.address], capture_output=True, text=True,
                                   timeout=60, env={**os.environ, **self.env})
         except subprocess.TimeoutExpired:
             return 0
-        return int(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() else 0
+        counts = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("alive ")]
+        return int(counts[-1]) if done.returncode == 0 and counts else 0
 
     def wait_for_nodes(self, count: int, polls: int = 240) -> None:
         for _ in range(polls):  # polls of about a second, not a clock read
@@ -128,6 +190,10 @@ class LocalRayCluster:
                 return
             time.sleep(1.0)
         raise RuntimeError(f"the Ray cluster did not reach {count} nodes in {polls} polls: see {self.temp_dir}")
+
+    def worker_index(self, worker: int) -> int:
+        """The index in ``nodes`` of worker node ``worker`` (0-based, the head not counted)."""
+        return [i for i, n in enumerate(self.nodes) if not n["head"]][worker]
 
     def raylet_pid(self, worker: int) -> int:
         """The pid of worker node ``worker``'s raylet (0-based, the head not counted)."""

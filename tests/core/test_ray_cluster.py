@@ -2,11 +2,13 @@
 started with ``ray start`` (own processes, ports, one CPU each), against the fake provider.
 
 One cluster serves the module (its start is most of the wall time: 1-2 min on a loaded 2-core
-machine); the node-loss test runs last, since it leaves two nodes.
+machine); the node-loss test runs last, since it changes the nodes (one killed, two added).
 """
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import threading
 import time
@@ -24,7 +26,7 @@ from rsigym.runner import RECORDS_FILE, run_scenario  # noqa: E402
 from rsigym.runner import ray_backend  # noqa: E402
 from rsigym.scenario import expand, parse_scenario  # noqa: E402
 
-from .ray_cluster import LocalRayCluster  # noqa: E402
+from .ray_cluster import LocalRayCluster, patched_package  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from concurrency import battery  # noqa: E402
 from fake_provider import FakeProvider  # noqa: E402
@@ -128,41 +130,118 @@ def test_the_limiter_killed_mid_run_fails_no_model_call(cluster, tmp_path, resta
         assert served["max_in_flight"] <= 12, served
 
 
+class GatedProvider(FakeProvider):
+    """The fake provider, whose answers wait while ``gate`` is clear (the test holds the run at a
+    point of its choosing, by an event, not a clock)."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.gate = threading.Event()
+        self.gate.set()
+        super().__init__(latency_s)
+
+    @property  # type: ignore[override]
+    def latency_s(self) -> float:  # read by each request's handler before it answers
+        self.gate.wait()
+        return self._latency_s
+
+    @latency_s.setter
+    def latency_s(self, value: float) -> None:
+        self._latency_s = value
+
+
+def _wait_for(condition: Callable[[], bool], polls: int = 120_000) -> None:
+    for _ in range(polls):  # polls, not a clock; the test's timeout bounds a hang
+        if condition():
+            return
+        time.sleep(0.01)
+    raise AssertionError("the condition never held")
+
+
 def test_200_episodes_with_a_node_killed_mid_run_then_resume(cluster, tmp_path, caplog):
+    """The Ray contract after a node loss (every key once) and what the run shows of it (issue 45).
+
+    Before the run a fourth node joins whose Ray workers import a different rsigym build: a copy of
+    the package made of links to this one, with one comment line added to ``__init__.py``, first on
+    that node's ``PYTHONPATH`` (its workers inherit the raylet's environment). Same version string,
+    different files: it must be refused. Mid-run a worker node's raylet is SIGKILLed, then a new
+    node joins; the provider holds its answers until the driver has started a runner there (a
+    replacement: the other nodes have no room), so the run cannot end before it.
+    """
     out = tmp_path / "out"
-    killed: list[int] = []
+    events: dict[str, object] = {}
+    good = {cluster.node_id(i) for i in range(len(cluster.nodes))}  # the head and both workers
+    assert len(good) == 3
+    different = cluster.add_node(env={"PYTHONPATH": str(patched_package(tmp_path / "patched"))}, tries=6)
 
-    def kill_a_worker_node() -> None:  # its raylet, once records flow: its runner holds 8 episodes then
-        for _ in range(60_000):  # polls, not a clock; the test's timeout bounds a hang
-            written = (out / RECORDS_FILE).read_bytes().count(b"\n") if (out / RECORDS_FILE).exists() else 0
-            if written >= 40:
-                import os
-                import signal
+    def kill_then_replace(server: GatedProvider) -> None:  # once records flow: its runner holds 8 episodes then
+        _wait_for(lambda: (out / RECORDS_FILE).exists() and (out / RECORDS_FILE).read_bytes().count(b"\n") >= 40)
+        import os
+        import signal
 
-                os.kill(cluster.raylet_pid(1), signal.SIGKILL)
-                killed.append(written)
-                return
-            time.sleep(0.01)
+        server.gate.clear()  # no answer until the replacement runner is ready: the run cannot end first
+        try:
+            victim = cluster.node_id(cluster.worker_index(1))
+            events["written"] = (out / RECORDS_FILE).read_bytes().count(b"\n")
+            os.kill(cluster.raylet_pid(1), signal.SIGKILL)
+            events["victim"] = victim
+            _wait_for(lambda: not any(n["Alive"] for n in ray.nodes() if n["NodeID"] == victim))
+            joined = cluster.add_node(tries=6)  # `ray start` gives a node 30 s, which a loaded machine can miss
+            events["joined"] = joined
+            _wait_for(lambda: ray_backend._pool is not None and any(
+                r.node_id == joined and r.ready for r in ray_backend._pool.runners))
+        except Exception as exc:  # the run must not wait on a held provider for ever: fail, not hang
+            events["error"] = repr(exc)[:2000]
+        finally:
+            server.gate.set()
 
-    with FakeProvider(latency_s=0.2) as server:
-        battery_ = scenario(server.api_base, 208)  # 16 tasks x 13 seeds
+    with GatedProvider(latency_s=0.2) as server:
+        raw = scenario(server.api_base, 208).raw  # 16 tasks x 13 seeds
+        raw["agents"][0]["params"]["timeout_s"] = 600.0  # a call held while a node joins does not time out
+        battery_ = parse_scenario(raw)
         expected = {e.key for e in expand(battery_)}
         assert len(expected) == 208
-        killer = threading.Thread(target=kill_a_worker_node, daemon=True)
+        killer = threading.Thread(target=kill_then_replace, args=(server,), daemon=True)
         killer.start()
         with caplog.at_level("WARNING", logger="rsigym.runner.ray_backend"):
             first = run_scenario(battery_, out, backend="ray", address=cluster.address, workers=1,
                                  concurrency=8, progress=False, report=False)
         killer.join(timeout=10)
-        assert killed and killed[0] < 208, "the test never killed a node mid-run"
-        lost = [r.getMessage() for r in caplog.records if "died with" in r.getMessage()]
+        assert "joined" in events and int(str(events["written"])) < 208, ("the test never killed a node mid-run",
+                                                                          events)
+        victim, joined = str(events["victim"]), str(events["joined"])
+        lost = [r.getMessage() for r in caplog.records if victim[:12] in r.getMessage()
+                and ("died with" in r.getMessage() or "lost with its node" in r.getMessage())]
         assert lost, caplog.text  # the node's runner died with episodes in flight: they ran again elsewhere
         assert first.ran == 208 and first.workers == 3, (first.stopped, first.infra_causes, first.not_run)
         assert set(keys_once(out)) == expected  # nothing lost, nothing twice
+
+        # the summary: the lost node named, the refused one named, the replacement, both ends counted
+        notes = first.notes
+        assert f"ray: lost node {victim[:12]} (" in "\n".join(notes), notes
+        [refused] = [n for n in notes if "refused" in n]
+        assert refused.startswith(f"ray: node {different[:12]} (") and "its rsigym build" in refused, refused
+        assert "ray: started 1 runner to replace lost ones" in notes, notes
+        assert re.fullmatch(r"ray: 3 runners on 3 nodes at the start \(\d with Docker\), 3 runners on 3 nodes at "
+                            r"the end", notes[-1]), notes
+        # ... and the manifest
+        [entry] = json.loads((out / "manifest.json").read_text())["ray"]
+        assert [n["node_id"] for n in entry["lost_nodes"]] == [victim]
+        assert [n["node_id"] for n in entry["refused_nodes"]] == [different]
+        assert entry["start"]["runners"] == entry["end"]["runners"] == 3 and entry["replaced_runners"] == 1
+        # every record carries the node that ran it: the killed one's before the kill, the new one's
+        # after, never the refused node's
+        ran_on = Counter(r.node_id for r in read_records(out / RECORDS_FILE).records)
+        assert set(ran_on) <= good | {joined} and None not in ran_on, ran_on
+        assert ran_on[victim] > 0 and ran_on[joined] > 0 and different not in ran_on, ran_on
+        # each live runner's log is in the run folder, named by its node
+        logs = sorted((out / "ray_logs").glob("*/node-*-runner-*.err"))
+        assert {p.name.split("-")[1] for p in logs} == {n[:12] for n in (good - {victim}) | {joined}}, logs
+        assert all("rsigym: runner" in p.read_text() for p in logs)
+
         resumed = run_scenario(battery_, out, backend="ray", address=cluster.address, workers=1,
                                concurrency=8, progress=False, report=False)
     assert resumed.skipped == 208 - first.infra_errors and resumed.ran == first.infra_errors
-    assert resumed.workers == (2 if first.infra_errors else 0)  # runners on the nodes still alive, if needed
+    assert resumed.workers == (3 if first.infra_errors else 0)  # runners on the good nodes alive, if needed
     records = read_records(out / RECORDS_FILE).records
     assert set(keys_once(out)) == expected
     assert all(r.termination != "infra_error" and r.grades for r in records)

@@ -51,6 +51,21 @@ def test_schema_rejects_bad_records():
             jsonschema.validate(bad, schema())
 
 
+def test_the_node_id_round_trips_and_records_written_before_it_still_read_and_validate():
+    record = make_record()
+    record.node_id = "a" * 56  # a Ray node id
+    data = json.loads(record.to_json())
+    jsonschema.validate(data, schema())
+    assert Trajectory.from_json(record.to_json()).node_id == "a" * 56
+    old = make_record().to_dict()
+    del old["node_id"]  # a record from before the field
+    jsonschema.validate(old, schema())
+    assert Trajectory.from_dict(old).node_id is None
+    for wrong in (3, ["a"]):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**old, "node_id": wrong}, schema())
+
+
 def test_records_written_before_usage_by_role_still_read_and_validate():
     data = make_record().to_dict()
     del data["usage_by_role"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from rsigym.envs.forecast.catalogue import catalogue, interventions_of
 from rsigym.envs.forecast.interventions import Intervention, lint_catalogue, normalised_diff
 from rsigym.envs.forecast.research import RESEARCH_ENVIRONMENTS, run
@@ -56,3 +58,21 @@ def test_exact_placebos_reproduce_the_baseline_metric_bit_for_bit():
     for env, slug in [("tabular-bc", "run_name"), ("digits-mlp", "log_less"), ("tabular-bc", "model_seed")]:
         iv = next(i for i in interventions_of(env) if i.id == f"{env}/{slug}")
         assert run(env, iv.diff, 3).metric == run(env, {}, 3).metric, iv.id
+
+
+def test_a_study_drops_the_swaps_its_baseline_already_makes():
+    from rsigym.envs.forecast.catalogue_studies import applicable
+    entries = [("knn", "k-NN", {"model": "knn"}, "swap:model=knn"),
+               ("knn15", "k-NN, 15", {"model": "knn", "n_neighbors": 15}, "swap:model=knn"),
+               ("forest", "forest", {"model": "random_forest"}, "swap:model=random_forest")]
+    assert [e[0] for e in applicable(entries, {"model": "knn", "n_neighbors": 5})] == ["forest"]
+    assert [e[0] for e in applicable(entries, {"model": "logreg", "n_neighbors": 5})] == ["knn", "knn15", "forest"]
+
+
+def test_the_shared_cv_recipe_pools_errors_over_ten_folds_and_a_refused_config_crashes():
+    from rsigym.envs.forecast.classify import LOGREG_BASELINE, train_classifier
+    result = train_classifier("moons", "error", dict(LOGREG_BASELINE), 0)
+    assert not result.crashed and len(result.curve) == 10 and result.curve[-1] == round(result.metric, 4)
+    assert 500 * 2 * result.metric == pytest.approx(round(500 * 2 * result.metric))   # whole wrong rows of 1,000
+    crashed = train_classifier("moons", "error", {**LOGREG_BASELINE, "penalty": "l1"}, 0)   # lbfgs refuses L1
+    assert crashed.crashed

@@ -1,6 +1,7 @@
 """The README's post-training tables are generated from the committed results files, and cannot drift."""
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -50,3 +51,14 @@ def test_a_changed_number_shows_and_the_markers_are_required(tmp_path):
     readme.write_text("no markers")
     with pytest.raises(ValueError, match="posttrain-tables"):
         posttrain_tables.write_readme(readme)
+
+
+def test_power_rows_say_met_or_not_met_against_their_targets():
+    control, null = {"arm": "positive control"}, {"arm": "null"}
+    assert posttrain_tables.power_met(control, {"total": 20, "rate": 0.8}) == "met"
+    assert posttrain_tables.power_met(control, {"total": 20, "rate": 0.75}) == "not met"
+    assert posttrain_tables.power_met(null, {"total": 20, "rate": 0.05}) == "met"
+    assert posttrain_tables.power_met(null, {"total": 20, "rate": 0.1}) == "not met"
+    assert posttrain_tables.power_met(null, {"total": 0, "rate": math.nan}) == "none"
+    # 0 calls in 72 replications: the exact upper bound first falls below 5%
+    assert posttrain_tables._clean_replications(0.05) == 72

@@ -109,3 +109,29 @@ def test_grpo_benchmark_runs_with_the_baseline_alone_from_the_command_line(tmp_p
     out = capsys.readouterr().out
     assert "drops per run (share with a surviving twin)" in out and "| `none` |" in out
     assert json.loads((tmp_path / "none.json").read_text())["stability"] == results["stability"]
+
+
+def test_the_power_study_grows_by_its_missing_blocks_and_gives_what_a_full_run_gives(tmp_path):
+    """A power store keeps each block's per-run metrics: a later, longer study runs only the new blocks (its
+    run cache may be gone) and its summary equals one computed from scratch; --power-only replaces the power
+    study in the results file and nothing else; a store of another design is refused."""
+    import grpo_dropout
+
+    quick = dataclasses.replace(grpo_dropout.PRESETS["quick"], blocks=(0,), variants=("none", "kl_strong"))
+    store = str(tmp_path / "power.json")
+    first = grpo_dropout.main(dataclasses.replace(quick, out_dir=str(tmp_path / "a"), results=str(tmp_path / "a.json"),
+                                                  power_blocks=2, power_store=store))
+    assert list(json.loads(Path(store).read_text())["blocks"]) == ["A", "B"]
+    # a fresh run cache: only block C runs (3 variants x 3 warm starts)
+    grown = grpo_dropout.main(dataclasses.replace(quick, out_dir=str(tmp_path / "b"), results=str(tmp_path / "a.json"),
+                                                  power_blocks=3, power_store=store, power_only=True))
+    assert len(list((tmp_path / "b" / "run-cache").glob("*.json"))) == 3 * 3
+    assert list(json.loads(Path(store).read_text())["blocks"]) == ["A", "B", "C"]
+    scratch = grpo_dropout.main(dataclasses.replace(quick, out_dir=str(tmp_path / "c"), results="", power_blocks=3))
+    assert json.dumps(grown) == json.dumps(scratch)  # the tables as they were, the power study of 3 blocks
+    assert grown["power"] != first["power"] and grown["settings"]["power_blocks"] == 3
+    tables = [json.dumps({k: v for k, v in r.items() if k not in ("power", "tolerance", "settings")}) for r in (grown, first)]
+    assert tables[0] == tables[1]
+    with pytest.raises(ValueError, match="another design"):
+        grpo_dropout.main(dataclasses.replace(quick, out_dir=str(tmp_path / "b"), results="", power_blocks=3,
+                                              power_store=store, steps=4))

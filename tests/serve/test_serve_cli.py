@@ -1,0 +1,91 @@
+"""``rsigym serve`` from the command line: it serves, records with live grades, stops on Ctrl-C
+with the count, refuses a second server on its folder, and the folder works with report,
+regrade and view."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openenv.core", reason="needs the 'serve' extra")
+
+import rsigym.remote as remote  # noqa: E402
+from rsigym.records.jsonl import read_records  # noqa: E402
+
+RSIGYM = [sys.executable, "-m", "rsigym"]
+
+
+def _start(out: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([*RSIGYM, "serve", "rsigym/Probe-v0", "--set", "sandbox=local", "--port", "0",
+                                "--out", str(out), "--grader", "probe_answer", *extra],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("serving rsigym/Probe-v0 at http://127.0.0.1:"), (line, process.stderr.read() if process.poll() is not None else "")
+    return process, line.split(" at ")[1].split()[0]
+
+
+def _bisect(url: str) -> None:
+    with remote.make(url, agent_id="bisect") as env:
+        low, high = 0, 100
+        env.reset(seed=7, options={"task_id": "probe-001"})
+        while True:
+            guess = (low + high) // 2
+            observation, _, terminated, truncated, _ = env.step({"guess": guess})
+            low, high = (guess + 1, high) if observation["feedback"] == 1 else (low, guess - 1)
+            if terminated or truncated:
+                return
+
+
+def test_serve_records_and_the_folder_works_with_report_regrade_and_view(tmp_path):
+    out = tmp_path / "served"
+    process, url = _start(out)
+    try:
+        _bisect(url)
+        _bisect(url)
+        second = subprocess.run([*RSIGYM, "serve", "rsigym/Probe-v0", "--set", "sandbox=local", "--port", "0",
+                                 "--out", str(out)], capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2 and "in use by" in second.stderr and len(second.stderr.splitlines()) == 1
+    finally:
+        os.kill(process.pid, signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "served: 2 episode records" in stdout
+
+    records = read_records(out / "records.jsonl").records
+    assert [r.rep for r in records] == [0, 1] and len({r.episode_key for r in records}) == 2
+    for record in records:
+        grade, = record.grades
+        assert (grade.grader, grade.score, grade.source) == ("probe_answer", 1.0, "live")
+    for command in (["report", str(out)], ["regrade", str(out), "--grader", "probe_efficiency"], ["view", str(out)]):
+        done = subprocess.run([*RSIGYM, *command], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (command, done.stderr)
+    regraded = read_records(tmp_path / "served-regrade-probe_efficiency" / "records.jsonl").records
+    assert [g.grader for g in regraded[0].grades] == ["probe_answer", "probe_efficiency"]
+    assert (out / "report.md").exists() and (out / "view.html").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["serve"], "name an env id"),
+    (["serve", "rsigym/Nope-v0"], "unknown env id"),
+    (["serve", "rsigym/Probe-v0", "--set", "low=9", "--set", "high=3"], "cannot make rsigym/Probe-v0"),
+    (["serve", "rsigym/Probe-v0", "--grader", "nope"], "nope"),
+    (["serve", "rsigym/Probe-v0", "--max-sessions", "0"], "max_sessions"),
+])
+def test_serve_mistakes_are_one_line_before_serving(args, message, tmp_path):
+    done = subprocess.run([*RSIGYM, *args, "--out", str(tmp_path / "x")] if len(args) > 1 else [*RSIGYM, *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_serve_prints_a_dockerfile_that_serves_on_the_containers_port():
+    done = subprocess.run([*RSIGYM, "serve", "--dockerfile"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert 'ENTRYPOINT ["rsigym", "serve", "--host", "0.0.0.0", "--port", "8000"' in done.stdout
+    assert 'pip install --no-cache-dir ".[serve]"' in done.stdout and "USER rsigym" in done.stdout
