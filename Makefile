@@ -26,8 +26,12 @@ $(VENV)/.installed-docs: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/rsigym run trace_quickstart --out runs/trace_quickstart
 
+# Tests run in TEST_WORKERS processes (pytest-xdist), a test file per process at a time: many
+# tests wait on Docker, subprocesses or sockets, so 3 processes keep 2 cores busy. 0 runs them in
+# this process, one after another.
+TEST_WORKERS ?= 3
 test: $(VENV)/.installed-test
-	$(VENV)/bin/python -m pytest -q -ra --durations=25
+	$(VENV)/bin/python -m pytest -q -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 typecheck: $(VENV)/.installed-test
 	PYTHON=$(VENV)/bin/python .ci/typecheck
