@@ -196,10 +196,9 @@ def test_a_thousand_sessions_are_refused_past_the_bound_not_queued(tmp_path):
             gate = asyncio.Semaphore(100)
             return await asyncio.gather(*(open_and_reset(server.url, gate) for _ in range(1000 - bound)))
 
-        started = time.monotonic()
+        # every one answered while the bound's sessions are still held: refused, not queued for a slot
         codes = asyncio.run(flood())
         assert codes.count("CAPACITY_REACHED") == 1000 - bound, {c: codes.count(c) for c in set(codes)}
-        assert time.monotonic() - started < 600  # refused at once, not queued until a slot frees
         assert server.live_envs() == bound
         assert httpx.get(server.url + "/health", timeout=10).status_code == 200
         for env in held:
