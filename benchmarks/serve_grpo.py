@@ -58,7 +58,7 @@ class Args:
 
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     """runs per arm (the seed sets the warm start's weights and GRPO's problems and samples)"""
-    steps: int = 40
+    steps: int = 30
     """GRPO policy updates per run"""
     prompts_per_step: int = 8
     """tasks per step"""
@@ -108,6 +108,8 @@ def train(args: Args, env: Any, seed: int, learning_rate: float | None = None) -
     task = ConfigEnvTask(env, task_ids("train"), seed=seed * EPISODE_SEEDS_PER_RUN)
     started = time.perf_counter()
     out = grpo.main(grpo_args(args, seed, learning_rate), task)
+    print(f"  seed {seed}: greedy value {out['initial_accuracy']:.3f} -> {out['final_accuracy']:.3f}, "
+          f"{task.episodes} episodes, {time.perf_counter() - started:.1f} s", flush=True)
     return {"seed": seed, "history": out["history"], "initial_greedy": out["initial_accuracy"],
             "final_greedy": out["final_accuracy"], "final_sampled": out["final_sampled"],
             "warm_start": out["warm_start"], "episodes": task.episodes, "played": task.played,
@@ -207,10 +209,12 @@ def summary(run: dict[str, Any]) -> dict[str, Any]:
 
 def main(args: Args) -> dict[str, Any]:
     load_start = os.getloadavg()[0]
+    print("in-process:", flush=True)
     arms: dict[str, list[dict[str, Any]]] = {"in_process": [in_process(args, s) for s in args.seeds]}
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "served"
         process, url = start_server(run_dir)
+        print(f"served at {url}:", flush=True)
         try:
             arms["served"] = [served(args, url, s) for s in args.seeds]
         finally:
@@ -218,6 +222,7 @@ def main(args: Args) -> dict[str, Any]:
             process.wait(timeout=60)
         records = records_match(run_dir, arms["served"])
     if args.controls:
+        print("controls (in-process): reseeded, then slow", flush=True)
         arms["in_process_reseeded"] = [in_process(args, s + RESEED) for s in args.seeds]
         arms["in_process_slow"] = [in_process(args, s, args.learning_rate * SLOW_LR_FACTOR) for s in args.seeds]
     finals = {name: [r["final_greedy"] for r in runs] for name, runs in arms.items()}
