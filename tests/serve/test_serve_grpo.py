@@ -105,6 +105,15 @@ def test_the_agreement_rule_agrees_and_disagrees_on_constructed_runs():
     assert agreement(reference[:1], reference[:1])["verdict"] == "insufficient data"
 
 
+def test_the_rule_calibration_counts_false_calls_and_detections():
+    rows = _benchmark().rule_calibration(5, pairs=300)
+    assert [row["shift_sd"] for row in rows] == [0.0, 1.0, 2.0, 3.0]
+    null, *shifts = rows
+    assert null["rate"] <= 0.10 and shifts[-1]["rate"] >= 0.80  # 5% test; a 3 SD difference at 5 runs a side
+    assert [row["disagree"] for row in shifts] == sorted(row["disagree"] for row in shifts)
+    assert all(row["ci95"][0] <= row["rate"] <= row["ci95"][1] for row in rows)
+
+
 def test_the_benchmark_smoke_run_is_identical_through_the_server(tmp_path):
     module = _benchmark()
     args = dataclasses.replace(module.PRESETS["tiny"], results=str(tmp_path / "r.json"), plot=str(tmp_path / "c.png"))
@@ -125,6 +134,9 @@ def test_the_docs_show_the_committed_results_and_figure():
     assert "plots/serve_grpo.png" in text and (REPO / "docs" / "plots" / "serve_grpo.png").stat().st_size > 0
     assert result["identical"]["identical"] and result["server_records"]["every_run_matches"]
     assert result["agreement"]["served"]["verdict"] == "agree"
+    assert result["agreement"]["in_process_slow"]["verdict"] == "disagree"
+    null = result["rule_calibration"][0]
+    assert null["shift_sd"] == 0.0 and null["ci95"][1] <= 0.06  # the rule's false-call rate is held near 5%
     finals = [r["final_greedy"] for r in result["arms"]["in_process"]]
     starts = [r["initial_greedy"] for r in result["arms"]["in_process"]]
     assert all(math.isfinite(v) for v in finals) and sum(finals) > sum(starts)  # the policy learned
