@@ -15,7 +15,7 @@ import rsigym.remote as remote  # noqa: E402
 from rsigym.envs.blackbox.objectives import make_task  # noqa: E402
 from rsigym.serve.image import build_serve_image, image_dockerfile  # noqa: E402
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.image]
 
 TAG = "rsigym-serve:test"
 ACTION = {"learning_rate": 1e-3, "momentum": 0.9, "layers": 2, "optimizer": 1}
