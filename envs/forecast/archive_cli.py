@@ -100,9 +100,9 @@ def keep_shipped(records: list[Any], baselines: dict[str, Any], info: dict[str, 
     records = list(records) + [dataclasses.replace(r, placebo=placebo[r.intervention])
                                for r in shipped.records if r.environment in kept]
     for env in kept:
-        info["environments"][env] = {**shipped.provenance.get("environments", {}).get(env, {}),
-                                     "built_at": shipped.provenance.get("built_at"),
-                                     "git_revision": shipped.provenance.get("git_revision")}
+        info["environments"][env] = {"built_at": shipped.provenance.get("built_at"),     # its own, where it has one
+                                     "git_revision": shipped.provenance.get("git_revision"),
+                                     **shipped.provenance.get("environments", {}).get(env, {})}
     info["kept_from_shipped"] = {"environments": kept, "built_at": shipped.provenance.get("built_at"),
                                  "command": shipped.provenance.get("command"),
                                  "complete": shipped.provenance.get("complete")}
