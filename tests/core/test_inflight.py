@@ -251,10 +251,10 @@ def test_started_workers_prepare_their_episodes_before_the_first_arrives(provide
     from rsigym.runner.inflight import StartedWorkers, run_in_workers
 
     episodes = list(expand(small_battery(provider.api_base)))
-    started = StartedWorkers(2, 4, None, warm=episodes)
-    assert len(started.warm) == 1  # one env, one agent: one preparation per worker
+    started = StartedWorkers(1, 4, None, warm=episodes)
+    assert len(started.warm) == 1  # one env, one agent: one preparation
     records = []
-    run_in_workers(episodes, records.append, workers=2, concurrency=4, started=started)
+    run_in_workers(episodes, records.append, workers=1, concurrency=4, started=started)
     started.close()  # taken by the run: a no-op, no kill
     assert sorted(r.episode_key for r in records) == sorted(e.key for e in episodes)
     assert {f"{r.env.task_id}/{r.seed}": signature(r) for r in records} == sequential[1]
