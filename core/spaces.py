@@ -10,7 +10,7 @@ from gymnasium import spaces
 from rsigym.records.action_limits import ActionLimits, DEFAULT_ACTION_LIMITS, action_limit_error
 from rsigym.records.trajectory import to_jsonable
 
-__all__ = ["TEXT_CHARSET", "INVALID_ACTION_KEY", "text_space", "clean_text", "invalid_action", "JsonActions",
+__all__ = ["TEXT_CHARSET", "INVALID_ACTION_KEY", "FastText", "text_space", "clean_text", "invalid_action", "JsonActions",
            "split_task_ids"]
 
 
@@ -67,9 +67,22 @@ def clean_text(text: str, max_length: int | None = None) -> str:
     return text if max_length is None else text[:max_length]
 
 
+class FastText(spaces.Text):
+    """Gymnasium's Text space with the same ``contains`` done as one set comparison.
+
+    ``spaces.Text.contains`` tests each character in a Python loop (a property call per character):
+    the env checker's test of a 50,000-character observation took 26 ms, most of a forecasting
+    episode's CPU. Same answer: the length bounds, then every character in the charset.
+    """
+
+    def contains(self, x: Any) -> bool:
+        return (isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+                and set(x) <= self.character_set)
+
+
 def text_space(max_length: int = 8192) -> spaces.Text:
     """A Text space wide enough for prompt-ready observation text."""
-    return spaces.Text(max_length=max_length, min_length=0, charset=TEXT_CHARSET)
+    return FastText(max_length=max_length, min_length=0, charset=TEXT_CHARSET)
 
 
 class JsonActions:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,27 @@ def _plot_scores(out_dir: Path, grader: str, version: str, params: str,
     fig.savefig(out_dir / name, dpi=110)
     plt.close(fig)
     return name
+
+
+def warm_report_imports() -> threading.Thread:
+    """Import what ``write_report`` will need (matplotlib with Agg, scipy.stats: about 1.5 s of
+    CPU) on a daemon thread, so that a runner that waits on its workers pays them while its
+    episodes run, not after the last one. Nothing is imported that ``write_report`` would not
+    import itself; a failure here is left to ``write_report`` to raise where it would have."""
+
+    def load() -> None:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot  # noqa: F401
+            from scipy import stats  # noqa: F401
+        except Exception:  # noqa: BLE001 - write_report imports them again and reports the error
+            pass
+
+    thread = threading.Thread(target=load, name="rsigym-report-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 def write_report(out_dir: str | Path, records: Sequence[Trajectory], analyses: Sequence[Any],

@@ -38,7 +38,7 @@ from .lock import RunFolderLock
 from .progress import Progress, ProgressMode
 from .capacity import episode_can_spend, episode_timeout_s as resolve_timeout, plan_capacity
 from .guard import RunGuard
-from .inflight import WorkerStats, run_in_process, run_in_workers
+from .inflight import StartedWorkers, WorkerStats, run_in_process, run_in_workers
 from .ray_backend import run_ray
 
 __all__ = ["RunSummary", "run_scenario", "run_episode", "infra_error_record", "select_episodes",
@@ -185,113 +185,129 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
         from ..scenario.preflight import check_scenario
 
         check_scenario(scenario)
-    checked = None
-    if endpoint_check:
-        from ..scenario.preflight import PreflightError
-
-        checked = check_endpoints(scenario.raw, source=str(scenario.source))
-        if checked.problems:
-            raise PreflightError(checked.problems)
-    guard = RunGuard(cost_limit_usd, max_consecutive_errors, unknown_cost_slots=max(1, plan.workers),
-                     spent_usd=checked.usage.cost_usd if checked else 0.0)
     episodes = select_episodes(expand(scenario), tasks=tasks, limit=limit)
     if imports:
         episodes = [dataclasses.replace(e, imports=tuple(imports)) for e in episodes]
-    with RunFolderLock(out_dir):
-        new_run = check_or_write_manifest(out_dir, scenario,
-                                          tool_modes=checked.tool_modes if checked is not None else None)
-        warnings = early_warnings(scenario.raw, checked, plan.notes)
-        record_warnings(out_dir, warnings)
-        if warnings:  # before the first episode, not after the run
-            if on_warnings is not None:
-                on_warnings(warnings)
-            else:
-                for line in warnings:
-                    log.warning("%s", line)
-        path = out_dir / RECORDS_FILE
-        remove_stale_temporaries(path)
-        existing = read_records(path)
-        # a torn last line is the writer's to set aside (.torn); any other unreadable line moves to .bad
-        moved = move_bad_lines(path) if existing.bad_lines else 0
-        retried = 0
-        if retry_infra_errors:
-            retried = _set_aside_infra_errors(out_dir, {e.key for e in episodes})
+    # The workers start now and import while this process checks the scenario and the endpoints
+    # (a second core's worth of start-up off the path to the first episode); killed if that fails.
+    early = (StartedWorkers(min(plan.workers, len(episodes)), plan.concurrency, limits_config, warm=episodes)
+             if in_flight and plan.workers > 0 and episodes else None)
+    try:
+        checked = None
+        if endpoint_check:
+            from ..scenario.preflight import PreflightError
+
+            checked = check_endpoints(scenario.raw, source=str(scenario.source))
+            if checked.problems:
+                raise PreflightError(checked.problems)
+        guard = RunGuard(cost_limit_usd, max_consecutive_errors, unknown_cost_slots=max(1, plan.workers),
+                         spent_usd=checked.usage.cost_usd if checked else 0.0)
+        with RunFolderLock(out_dir):
+            new_run = check_or_write_manifest(out_dir, scenario,
+                                              tool_modes=checked.tool_modes if checked is not None else None)
+            warnings = early_warnings(scenario.raw, checked, plan.notes)
+            record_warnings(out_dir, warnings)
+            if warnings:  # before the first episode, not after the run
+                if on_warnings is not None:
+                    on_warnings(warnings)
+                else:
+                    for line in warnings:
+                        log.warning("%s", line)
+            path = out_dir / RECORDS_FILE
+            remove_stale_temporaries(path)
             existing = read_records(path)
-        done = {r.episode_key for r in existing}
-        todo = [e for e in episodes if e.key not in done]
-        todo = [dataclasses.replace(e, timeout_s=resolve_timeout(episode_timeout_s, e.agent.model, e.env.kwargs))
-                for e in todo]
-        if checked is not None and checked.tool_modes:  # tool_mode auto: what the probe call found
-            todo = [dataclasses.replace(e, tool_mode=checked.tool_modes.get(e.agent.id)) for e in todo]
-        if cost_limit_usd is not None:  # free episodes first: a limit that stops the spending stops nothing free
-            todo.sort(key=episode_can_spend)
+            # a torn last line is the writer's to set aside (.torn); any other unreadable line moves to .bad
+            moved = move_bad_lines(path) if existing.bad_lines else 0
+            retried = 0
+            if retry_infra_errors:
+                retried = _set_aside_infra_errors(out_dir, {e.key for e in episodes})
+                existing = read_records(path)
+            done = {r.episode_key for r in existing}
+            todo = [e for e in episodes if e.key not in done]
+            todo = [dataclasses.replace(e, timeout_s=resolve_timeout(episode_timeout_s, e.agent.model, e.env.kwargs))
+                    for e in todo]
+            if checked is not None and checked.tool_modes:  # tool_mode auto: what the probe call found
+                todo = [dataclasses.replace(e, tool_mode=checked.tool_modes.get(e.agent.id)) for e in todo]
+            if cost_limit_usd is not None:  # free episodes first: a limit that stops the spending stops nothing free
+                todo.sort(key=episode_can_spend)
 
-        summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), 0, 0, None,
-                             bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,
-                             infra_retried=retried, new_run=new_run, workers=plan.workers,
-                             concurrency=plan.concurrency, notes=plan.notes,
-                             endpoint_check=checked, scenario_raw=scenario.raw,
-                             episode_timeouts={e.agent.id: e.timeout_s for e in todo})
-        fallback_warned = False
-        in_process = backend == "local" and plan.workers == 0
-        with RecordWriter(path) as writer, Progress(len(todo), scenario.name, mode=progress) as bar:
-            def on_record(record: Trajectory) -> None:
-                nonlocal fallback_warned
-                if guard.repeats_the_stop(record):  # in flight when identical errors stopped the run:
-                    summary.cancelled += 1           # not recorded, it runs again on resume
+            summary = RunSummary(out_dir, len(episodes), len(episodes) - len(todo), 0, 0, None,
+                                 bad_lines_moved=moved, duplicate_keys=existing.duplicate_keys,
+                                 infra_retried=retried, new_run=new_run, workers=plan.workers,
+                                 concurrency=plan.concurrency, notes=plan.notes,
+                                 endpoint_check=checked, scenario_raw=scenario.raw,
+                                 episode_timeouts={e.agent.id: e.timeout_s for e in todo})
+            fallback_warned = False
+            in_process = backend == "local" and plan.workers == 0
+            warming = None
+            if report and todo and not in_process:  # this process only waits on its workers meanwhile
+                from ..report.report import warm_report_imports
+
+                warming = warm_report_imports()
+            with RecordWriter(path) as writer, Progress(len(todo), scenario.name, mode=progress) as bar:
+                def on_record(record: Trajectory) -> None:
+                    nonlocal fallback_warned
+                    if guard.repeats_the_stop(record):  # in flight when identical errors stopped the run:
+                        summary.cancelled += 1           # not recorded, it runs again on resume
+                        bar.advance(record)
+                        return
+                    writer.write(record)  # on disk before the bar moves
+                    guard.finished(record)
+                    _count(summary, record)
+                    summary.ran += 1
+                    summary.cost_usd += record.usage.cost_usd
                     bar.advance(record)
-                    return
-                writer.write(record)  # on disk before the bar moves
-                guard.finished(record)
-                _count(summary, record)
-                summary.ran += 1
-                summary.cost_usd += record.usage.cost_usd
-                bar.advance(record)
-                reason = (record.sandbox or {}).get("fallback_reason")
-                if reason and not fallback_warned and not in_process:  # once per run, not per worker
-                    fallback_warned = True
-                    print(f"rsigym: warning: sandbox falls back to local (no isolation): {reason}",
-                          file=sys.stderr)
+                    reason = (record.sandbox or {}).get("fallback_reason")
+                    if reason and not fallback_warned and not in_process:  # once per run, not per worker
+                        fallback_warned = True
+                        print(f"rsigym: warning: sandbox falls back to local (no isolation): {reason}",
+                              file=sys.stderr)
 
-            if in_flight and plan.workers == 0:
-                stats = run_in_process(todo, on_record, concurrency=plan.concurrency,
-                                       limits_config=limits_config, stop=guard.stop, admit=guard.admit)
-            elif in_flight:
-                stats = run_in_workers(todo, on_record, workers=plan.workers, concurrency=plan.concurrency,
-                                       limits_config=limits_config, stop=guard.stop, admit=guard.admit)
-            elif backend == "local":
-                run_local(todo, on_record, workers=plan.workers, stop=guard.stop)
-            elif backend == "ray":
-                stamp = utc_now().replace(":", "").replace("-", "").split(".")[0]  # this invocation's logs
-                ray_stats = run_ray(todo, on_record, address=address, workers=plan.workers,
-                                    concurrency=plan.concurrency, limits_config=limits_config,
-                                    cpu_heavy=plan.cpu_heavy, stop=guard.stop, admit=guard.admit,
-                                    log_dir=out_dir / RAY_LOGS_DIR / stamp)
-                stats = WorkerStats(ray_stats.limits, ray_stats.peak_rss_mb)
-                summary.workers = ray_stats.runners
-                summary.notes = [*summary.notes, *ray_stats.notes]
-                if ray_stats.runners or ray_stats.refused:
-                    summary.notes += ray_stats.lines()
-                    record_ray(out_dir, ray_stats.manifest_entry())
-            else:
-                raise ValueError(f"unknown backend {backend!r}; use local or ray")
-        summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None
-        summary.not_run = len(todo) - summary.ran
-        if guard.error_stopped is not None and summary.not_run:
-            summary.stopped_by_errors = True
-            summary.stopped = (f"{max_consecutive_errors} episodes in a row failed with the same error, "
-                               f"which retrying cannot fix: {guard.error_stopped}")
-        elif cost_limit_usd is not None and summary.not_run and guard.stop():
-            summary.stopped = (f"cost limit reached: {guard.spent_usd:.4f} USD spent"
-                               f"{' (endpoint check included)' if checked and checked.usage.cost_usd else ''}, "
-                               f"limit {cost_limit_usd:.4f} USD, no further episode fits under it")
+                if in_flight and plan.workers == 0:
+                    stats = run_in_process(todo, on_record, concurrency=plan.concurrency,
+                                           limits_config=limits_config, stop=guard.stop, admit=guard.admit)
+                elif in_flight:
+                    stats = run_in_workers(todo, on_record, workers=plan.workers, concurrency=plan.concurrency,
+                                           limits_config=limits_config, stop=guard.stop, admit=guard.admit,
+                                           started=early)
+                elif backend == "local":
+                    run_local(todo, on_record, workers=plan.workers, stop=guard.stop)
+                elif backend == "ray":
+                    stamp = utc_now().replace(":", "").replace("-", "").split(".")[0]  # this invocation's logs
+                    ray_stats = run_ray(todo, on_record, address=address, workers=plan.workers,
+                                        concurrency=plan.concurrency, limits_config=limits_config,
+                                        cpu_heavy=plan.cpu_heavy, stop=guard.stop, admit=guard.admit,
+                                        log_dir=out_dir / RAY_LOGS_DIR / stamp)
+                    stats = WorkerStats(ray_stats.limits, ray_stats.peak_rss_mb)
+                    summary.workers = ray_stats.runners
+                    summary.notes = [*summary.notes, *ray_stats.notes]
+                    if ray_stats.runners or ray_stats.refused:
+                        summary.notes += ray_stats.lines()
+                        record_ray(out_dir, ray_stats.manifest_entry())
+                else:
+                    raise ValueError(f"unknown backend {backend!r}; use local or ray")
+            summary.limits, summary.peak_rss_mb = stats.limits, stats.peak_rss_mb or None
+            summary.not_run = len(todo) - summary.ran
+            if guard.error_stopped is not None and summary.not_run:
+                summary.stopped_by_errors = True
+                summary.stopped = (f"{max_consecutive_errors} episodes in a row failed with the same error, "
+                                   f"which retrying cannot fix: {guard.error_stopped}")
+            elif cost_limit_usd is not None and summary.not_run and guard.stop():
+                summary.stopped = (f"cost limit reached: {guard.spent_usd:.4f} USD spent"
+                                   f"{' (endpoint check included)' if checked and checked.usage.cost_usd else ''}, "
+                                   f"limit {cost_limit_usd:.4f} USD, no further episode fits under it")
 
-        if report:
-            records = read_records(path).records
-            summary.report = write_report(out_dir, records, scenario.analyses,
-                                          title=f"rsigym report: {scenario.name}",
-                                          errors=summary.analysis_errors)
-    return summary
+            if report:
+                if warming is not None:
+                    warming.join()
+                records = read_records(path).records
+                summary.report = write_report(out_dir, records, scenario.analyses,
+                                              title=f"rsigym report: {scenario.name}",
+                                              errors=summary.analysis_errors)
+        return summary
+    finally:
+        if early is not None:
+            early.close()
 
 
 def _count(summary: RunSummary, record: Trajectory) -> None:

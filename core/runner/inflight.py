@@ -41,10 +41,10 @@ from rsigym.records.trajectory import Trajectory
 from ..records.redact import redacted_excerpt
 from ..scenario.spec import EpisodeSpec
 from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
-from .episode import run_episode, worker_damaged
+from .episode import prepare, run_episode, worker_damaged
 from .orphans import RunWatchdog, exit_with_parent
 
-__all__ = ["WorkerStats", "drain", "run_in_process", "run_in_workers"]
+__all__ = ["StartedWorkers", "WorkerStats", "drain", "run_in_process", "run_in_workers"]
 
 log = logging.getLogger(__name__)
 OnRecord = Callable[[Trajectory], None]
@@ -124,16 +124,24 @@ def _room(spec: EpisodeSpec, concurrency: int) -> int:
 
 
 def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: int,
-                 limits_config: limits.LimitsConfig) -> None:
+                 limits_config: limits.LimitsConfig, warm: Sequence[EpisodeSpec] = ()) -> None:
     """A worker process: run what arrives in ``inbox`` (None ends) on ``concurrency`` threads.
 
-    Messages go back over this worker's own pipe, one writer thread at a time.
+    ``warm``: episodes whose imports (``prepare``: the env's and agent's modules, LiteLLM) it does
+    before reading its inbox, while the parent is still busy (the endpoint check). An import that
+    fails here fails again in its episode, where it is recorded. Messages go back over this
+    worker's own pipe, one writer thread at a time.
     """
     exit_with_parent()
     from rsigym.registry import register_gym_envs
 
     register_gym_envs()
     limits.configure(limits_config, default_cap=concurrency)
+    for spec in warm:
+        try:
+            prepare(spec)
+        except Exception:  # noqa: BLE001 - recorded by the episode that needs it
+            pass
     sending = threading.Lock()
 
     def send(message: tuple[str, int, Any]) -> None:
@@ -168,13 +176,14 @@ class _Worker:
     worker blocks on its first record (a run that hangs). A dead worker's pipe just reads EOF.
     """
 
-    def __init__(self, context: Any, worker_id: int, concurrency: int, limits_config: limits.LimitsConfig) -> None:
+    def __init__(self, context: Any, worker_id: int, concurrency: int, limits_config: limits.LimitsConfig,
+                 warm: Sequence[EpisodeSpec] = ()) -> None:
         self.id, self.inbox = worker_id, context.Queue()
         self.results, writer = context.Pipe(duplex=False)
         # not a daemon: an episode may start processes of its own (multiprocessing forbids that to
         # daemons); a worker ends with its inbox's None, a kill, or its parent (``orphans.exit_with_parent``)
         self.process = context.Process(target=_worker_main, name=f"rsigym-worker-{worker_id}",
-                                       args=(worker_id, self.inbox, writer, concurrency, limits_config))
+                                       args=(worker_id, self.inbox, writer, concurrency, limits_config, tuple(warm)))
         self.process.start()
         writer.close()  # the worker holds the only write end: its death reads as EOF here
         self.in_flight: dict[str, EpisodeSpec] = {}
@@ -187,6 +196,50 @@ class _Worker:
             return []
         messages, self.eof = drain(self.results)
         return messages
+
+
+class StartedWorkers:
+    """Worker processes started before their episodes are known (``run_scenario`` starts them
+    ahead of the endpoint check): each imports and prepares ``warm`` meanwhile, so a run's first
+    episode does not wait for a worker's start-up after the check. Hand it to ``run_in_workers``,
+    which then owns it; ``close`` (idempotent) kills workers that never got that far.
+    """
+
+    def __init__(self, count: int, concurrency: int, limits_config: limits.LimitsConfig | None,
+                 warm: Sequence[EpisodeSpec] = ()) -> None:
+        self.concurrency, self.config = concurrency, limits_config or limits.LimitsConfig()
+        self.context = multiprocessing.get_context("spawn")  # see run_in_workers
+        self.watchdog = RunWatchdog()
+        self.warm = _distinct_preparations(warm)
+        self.workers: list[_Worker] = []
+        try:
+            for worker_id in range(max(1, count)):
+                self.workers.append(_Worker(self.context, worker_id, concurrency, self.config, self.warm))
+                self.watchdog.add([self.workers[-1].process.pid])
+        except BaseException:
+            self.close()
+            raise
+        self.taken = False
+
+    def close(self) -> None:
+        """Kill the workers (unless ``run_in_workers`` took them) and end the watchdog."""
+        if not getattr(self, "taken", False):
+            for worker in self.workers:
+                worker.process.kill()
+            for worker in self.workers:
+                worker.process.join(timeout=5)
+            self.watchdog.close()
+        self.taken = True
+
+
+def _distinct_preparations(specs: Sequence[EpisodeSpec]) -> tuple[EpisodeSpec, ...]:
+    """One spec per distinct preparation (env id, agent kind, whether it calls a model, imports)."""
+    from .episode import _calls_a_model
+
+    seen: dict[tuple[Any, ...], EpisodeSpec] = {}
+    for spec in specs:
+        seen.setdefault((spec.env.id, spec.agent.kind, _calls_a_model(spec), tuple(spec.imports)), spec)
+    return tuple(seen.values())
 
 
 def drain(pipe: Connection) -> tuple[list[Any], bool]:
@@ -208,19 +261,22 @@ def drain(pipe: Connection) -> tuple[list[Any], bool]:
 def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int, concurrency: int,
                    limits_config: limits.LimitsConfig | None = None,
                    stop: Callable[[], bool] = never_stop,
-                   admit: Callable[[EpisodeSpec], bool] = admit_all) -> WorkerStats:
+                   admit: Callable[[EpisodeSpec], bool] = admit_all,
+                   started: StartedWorkers | None = None) -> WorkerStats:
     """Run episodes in ``workers`` spawned processes with up to ``concurrency`` in flight in each.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.
-    An episode is sent to a worker only once ``admit(spec)`` says yes.
+    An episode is sent to a worker only once ``admit(spec)`` says yes. ``started``: workers
+    started ahead (``StartedWorkers``, of the same concurrency and limits), used instead of new
+    ones; replacements are started as usual.
     """
     config = limits_config or limits.LimitsConfig()
     # spawn, not fork: the parent may hold threads (progress bar, docker client sockets).
-    context = multiprocessing.get_context("spawn")
+    context = started.context if started is not None else multiprocessing.get_context("spawn")
     pending, attempts = deque(episodes), Counter[str]()
-    next_id = 0
-
-    watchdog = RunWatchdog()  # ends the workers if this process is killed (``orphans``)
+    # ends the workers if this process is killed (``orphans``)
+    watchdog = started.watchdog if started is not None else RunWatchdog()
+    next_id = len(started.workers) if started is not None else 0
 
     def start() -> _Worker:
         nonlocal next_id
@@ -229,7 +285,11 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
         watchdog.add([worker.process.pid])
         return worker
 
-    pool = [start() for _ in range(max(1, min(workers, len(pending))))]
+    if started is not None:
+        started.taken = True
+        pool = list(started.workers)
+    else:
+        pool = [start() for _ in range(max(1, min(workers, len(pending))))]
     by_id = {w.id: w for w in pool}
     stats: list[WorkerStats] = []
 

@@ -15,7 +15,7 @@ from rsigym.conditions import Condition, ConditionRegistry
 from rsigym.spaces import JsonActions, clean_text, text_space
 from .tasks import ProbeTask, make_task, task_ids
 
-__all__ = ["ProbeEnv", "PROBE_CONDITIONS", "run_oracle"]
+__all__ = ["ProbeEnv", "PROBE_CONDITIONS", "check_with_source", "run_oracle", "write_oracle"]
 
 FEEDBACK = ("none", "higher", "lower", "correct")
 
@@ -46,6 +46,44 @@ _CHECK_FORKED = ("import sys; sys.argv[:] = ['oracle.py', *sys.stdin.read().spli
                  f"print({DONE!r})")
 
 
+# Writes oracle.py (its source on stdin) then runs the check, in one sandbox exec: a grader that
+# leases a fresh sandbox for one check pays one engine exec, not two (a write and a check).
+_WRITE_AND_CHECK = ("import sys; guesses, source = sys.stdin.read().split('\\n', 1); "
+                    "open('oracle.py', 'w').write(source); sys.argv[:] = ['oracle.py', *guesses.split()]; "
+                    "exec(compile(open('oracle.py').read(), 'oracle.py', 'exec'), {'__name__': '__main__'}); "
+                    f"print({DONE!r})")
+# Writes oracle.py through a docker sandbox's exec server (as the user, in the work dir): the env
+# then checks every guess through the same server, so its lease pays one engine exec (the
+# server's start) instead of two.
+_WRITE_FORKED = "import sys; open('oracle.py', 'w').write(sys.stdin.read())"
+
+
+def write_oracle(sandbox: Sandbox, source: str) -> None:
+    """Write ``oracle.py`` into the work dir: through the exec server where the sandbox has one
+    (the env's checks start it anyway), else with ``write_files``. A server write that did not
+    succeed falls back to ``write_files`` (which raises SandboxError on failure)."""
+    open_server = getattr(sandbox, "exec_server", None)
+    if callable(open_server):
+        result = open_server().run_python(_WRITE_FORKED, stdin=source, timeout=30.0)
+        if result.ok:
+            return
+    sandbox.write_files({"oracle.py": source})
+
+
+def check_with_source(sandbox: Sandbox, source: str, guesses: list[int], *, timeout_s: float = 10.0) -> list[str]:
+    """Write ``source`` as ``oracle.py`` and run it on guesses, in one sandbox exec (retried as
+    ``run_oracle`` is); the grader's check in a fresh sandbox."""
+    payload = " ".join(str(int(g)) for g in guesses) + "\n" + source
+    for attempt in range(1, CHECK_ATTEMPTS + 1):
+        try:
+            result = sandbox.exec(["python3", "-S", "-c", _WRITE_AND_CHECK], stdin=payload, timeout=timeout_s)
+            return _words(result, guesses)
+        except InfraError:
+            if attempt == CHECK_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
 def run_oracle(sandbox: Sandbox, guesses: list[int], *, timeout_s: float = 10.0, server: bool = False) -> list[str]:
     """Run the task's oracle (already written to ``oracle.py``) on guesses, in one sandbox exec.
 
@@ -74,6 +112,11 @@ def _check_once(sandbox: Sandbox, guesses: list[int], timeout_s: float, server: 
         result = open_server().run_python(_CHECK_FORKED, stdin=" ".join(args), timeout=timeout_s)
     else:
         result = sandbox.exec(["python3", "-S", "-c", _CHECK, *args], timeout=timeout_s)
+    return _words(result, guesses)
+
+
+def _words(result: Any, guesses: list[int]) -> list[str]:
+    """The oracle's answers from a check's result, or InfraError when its output is not whole."""
     words = result.stdout.split()
     whole = result.ok and not result.output_truncated and words[-1:] == [DONE]
     words = words[:-1]
@@ -186,7 +229,7 @@ class ProbeEnv(gym.Env[dict, dict]):
         if self._sandbox is None:
             assert isinstance(self._sandbox_arg, str)
             self._sandbox = open_sandbox(self._sandbox_arg)
-        self._sandbox.write_files({"oracle.py": self._task.oracle_source})
+        write_oracle(self._sandbox, self._task.oracle_source)
         self._guesses: list[int] = []
         self._feedback: list[str] = []
         self._invalid = 0

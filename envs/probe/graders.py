@@ -29,7 +29,7 @@ class ProbeAnswerCheck:
     sandbox: str = "auto"
 
     def grade(self, record: Trajectory) -> Grade:
-        from rsigym.envs.probe import make_task, run_oracle
+        from rsigym.envs.probe import check_with_source, make_task
 
         state = record.final.state if record.final else None
         if not state or state.get("final_guess") is None:
@@ -41,8 +41,8 @@ class ProbeAnswerCheck:
         candidates = [g for g in range(guess - self.tolerance, guess + self.tolerance + 1)
                       if task.low <= g <= task.high]
         with open_sandbox(self.sandbox) as sandbox:
-            sandbox.write_files({"oracle.py": task.oracle_source})
-            hits = [g for g, w in zip(candidates, run_oracle(sandbox, candidates)) if w == "correct"]
+            answers = check_with_source(sandbox, task.oracle_source, candidates)  # one exec: write and check
+            hits = [g for g, w in zip(candidates, answers) if w == "correct"]
             provider = sandbox.info.get("provider")
         return Grade(self.name, self.version, float(bool(hits)),
                      {"final_guess": guess, "checked": len(candidates), "sandbox": provider})

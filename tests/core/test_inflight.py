@@ -227,3 +227,34 @@ def test_cli_rejects_zero_in_one_line(tmp_path, flag, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{flag} must be >= 1" in err
     assert not (tmp_path / "o" / RECORDS_FILE).exists()
+
+
+def test_workers_started_before_a_failing_endpoint_check_are_ended_with_it(tmp_path):
+    """The workers start (and import) while the endpoint check runs; a check that fails leaves
+    no worker behind and nothing written."""
+    import socket
+
+    from rsigym.scenario.preflight import PreflightError
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    scenario = small_battery(f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(PreflightError):
+        run_scenario(scenario, tmp_path / "run", workers=2, concurrency=4, progress=False, endpoint_check=True)
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("rsigym-worker")]
+    assert not (tmp_path / "run" / RECORDS_FILE).exists()
+
+
+def test_started_workers_prepare_their_episodes_before_the_first_arrives(provider, sequential, tmp_path):
+    """Workers handed to ``run_in_workers`` ready-made run the battery exactly as fresh ones."""
+    from rsigym.runner.inflight import StartedWorkers, run_in_workers
+
+    episodes = list(expand(small_battery(provider.api_base)))
+    started = StartedWorkers(1, 4, None, warm=episodes)
+    assert len(started.warm) == 1  # one env, one agent: one preparation
+    records = []
+    run_in_workers(episodes, records.append, workers=1, concurrency=4, started=started)
+    started.close()  # taken by the run: a no-op, no kill
+    assert sorted(r.episode_key for r in records) == sorted(e.key for e in episodes)
+    assert {f"{r.env.task_id}/{r.seed}": signature(r) for r in records} == sequential[1]
