@@ -12,8 +12,8 @@ positive-advantage rollouts whose update lowers the entropy most.
 At G=8 a collapsing policy samples its mode several times per group, so dropping one rollout mostly
 leaves an identical twin in the update; the ``*_every_copy`` variants drop an answer with all its
 copies, and the claims are about them (every table prints the share of drops with a surviving twin).
-The power table runs a strong KL to the warm start (a known gain in entropy), GRPO that also trains on the held-out
-targets (``train_held_out``: a known held-out gain) and vanilla reseeded (a null).
+The power table runs a strong KL to the warm start (a known gain in entropy), GRPO that trains on the held-out
+targets instead (``train_on_held_out``: a known held-out gain) and vanilla reseeded (a null).
 
 Variants share each warm start and the rollout seed; they differ only in which rollouts enter the
 update, with what advantages, and in the entropy control. Every warm start has its own rollout seed
@@ -46,10 +46,10 @@ from rsigym.agents.train.digitsum import DigitSumTask
 STRONG_KL = 1.0
 """KL weight (k3, to the warm start) of the positive control: it keeps the policy near the warm start, which
 beats vanilla GRPO on held-out Pass@k and entropy in this regime"""
-ORACLE = "train_held_out"
-"""the positive control of the held-out metrics: GRPO whose problems include the held-out targets (it trains on
-what it is scored on, a gain known by construction); ``kl_strong``'s held-out gain is below the MDD of this design
-(the power table shows how often it is detected)"""
+ORACLE = "train_on_held_out"
+"""the positive control of the held-out metrics: GRPO whose problems are the held-out targets (it trains on what it
+is scored on, a gain known by construction); ``kl_strong``'s held-out gain is below the MDD of this design (the
+power table shows how often it is detected)"""
 RESEED = 1000
 """the null variant runs vanilla GRPO with the rollout seed shifted by this: it changes only the random draws"""
 VARIANTS: dict[str, dict[str, Any]] = {  # name -> the grpo.Args fields it changes (seed_shift: added to the seed)

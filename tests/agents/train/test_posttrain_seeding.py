@@ -85,22 +85,34 @@ def test_the_committed_grpo_power_store_is_unit_seeded_throughout():
 
 
 def test_the_held_out_control_trains_on_the_held_out_targets_and_the_method_never_does(monkeypatch):
-    drawn: list[int] = []
-    sample = DigitSumTask.sample_problems
+    drawn: list[int] = []  # the warm start's and GRPO's training targets
+    control: list[int] = []  # the control's GRPO targets
+    sample, held = DigitSumTask.sample_problems, grpo.held_out_problems
 
     def recording(self, count, generator):
         problems = sample(self, count, generator)
         drawn.extend(problems.view(-1).tolist())
         return problems
 
+    def recording_held(task, count, generator):
+        problems = held(task, count, generator)
+        control.extend(problems.view(-1).tolist())
+        return problems
+
     monkeypatch.setattr(DigitSumTask, "sample_problems", recording)
+    monkeypatch.setattr(grpo, "held_out_problems", recording_held)
     small = dict(steps=4, prompts_per_step=16, group_size=2, sft_steps=2, eval_size=15, sample_k=2, length=3,
                  favoured="per_target", canonical_share=0.5, held_out_every=3, eval_every=4)
-    held_out = set(DigitSumTask(3, 0.5, 10, "per_target", 3).held_out_targets())
+    task = DigitSumTask(3, 0.5, 10, "per_target", 3)
+    held_out = set(task.held_out_targets())
     grpo.main(grpo.Args(**small))
-    assert drawn and not held_out & set(drawn)
+    assert len(drawn) > 4 * 16 and not held_out & set(drawn) and not control
     drawn.clear()
     grpo.main(grpo.Args(**small, train_held_out=True))
-    assert held_out & set(drawn)
+    assert len(control) == 4 * 16 and set(control) <= held_out and len(set(control)) > 1
+    assert not held_out & set(drawn)  # the warm start still never sees a held-out target
     with pytest.raises(ValueError, match="held-out targets"):
         grpo.main(grpo.Args(**{**small, "held_out_every": 0}, train_held_out=True))
+    # the control's draws: uniform on the held-out targets, from the run's generator
+    draws = grpo.held_out_problems(task, 3000, torch.Generator().manual_seed(0)).view(-1).tolist()
+    assert set(draws) == held_out and min(draws.count(t) for t in held_out) > 3000 / len(held_out) / 2
