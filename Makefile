@@ -7,7 +7,7 @@
 PYTHON ?= python3
 VENV := .venv
 
-.PHONY: demo test typecheck docs sandbox clean-demo
+.PHONY: demo test test-image typecheck docs sandbox clean-demo
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,12 @@ demo: $(VENV)/.installed
 # beside other test files. TEST_WORKERS=0 runs everything in one process, one after another.
 TEST_WORKERS ?= 3
 test: $(VENV)/.installed-test
-	$(VENV)/bin/python -m pytest -q -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile -m "not ray"
+	$(VENV)/bin/python -m pytest -q -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile -m "not ray and not image"
 	$(VENV)/bin/python -m pytest -q -ra --durations=10 -p no:xdist -m ray
+
+# The serving image's test builds a 2.5 GB image (about 4 minutes the first time): apart from make test.
+test-image: $(VENV)/.installed-test
+	$(VENV)/bin/python -m pytest -q -ra -p no:xdist -m image
 
 typecheck: $(VENV)/.installed-test
 	PYTHON=$(VENV)/bin/python .ci/typecheck

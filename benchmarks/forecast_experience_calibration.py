@@ -1,6 +1,6 @@
 """Can the within-agent experience verdict fail, and what does it detect at the shipped design?
 
-    python benchmarks/forecast_experience_calibration.py [--designs 60]     # prints; --json writes the results file
+    python benchmarks/forecast_experience_calibration.py [--designs 60] [--null-designs 2000]   # --json: results file
 
 Constructed records with known truth, run through the verdict code itself
 (``experience_effect.experience_effects``: the target as the unit, a t interval over targets, the
@@ -15,7 +15,11 @@ forecasters' agent x condition cells of one reading in
 rounds) and ``round1`` (the one-shot pick, far noisier per seed). The null arm has no effect on any
 target (delta = 0, tau = 0). Printed per reading and arm: designs where the verdict says "helps"
 (found) or calls an effect (helps or hurts), with exact Clopper-Pearson 95% intervals, and the
-median MDD the verdict printed; and the MDDs measured on the real forecasters.
+median MDD the verdict printed (the MDD of its t test over targets, ``experience_effect.cluster_mdd``);
+and the MDDs measured on the real forecasters. ``--null-designs`` runs the null arm again on many
+more designs: the verdict's false-call rate (its size) with a tight exact interval, since 60
+designs cannot tell a 5% test from a 7% one (an exact 5% test calls 4 or more of 60 nulls one
+time in three).
 """
 
 from __future__ import annotations
@@ -74,10 +78,11 @@ def exact_ci(k: int, n: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def calibrate(designs: int, sigma: float, tau: float, targets: int, seeds: int, seed: int = 0) -> list[dict[str, Any]]:
+def calibrate(designs: int, sigma: float, tau: float, targets: int, seeds: int, seed: int = 0,
+              effects: tuple[float, ...] = EFFECTS) -> list[dict[str, Any]]:
     from rsigym.envs.forecast.experience_effect import experience_effects
     out = []
-    for effect in EFFECTS:
+    for effect in effects:
         rng = np.random.default_rng([seed, int(round(effect * 1000))])
         found = called = 0
         mdds = []
@@ -95,6 +100,8 @@ def calibrate(designs: int, sigma: float, tau: float, targets: int, seeds: int, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--designs", type=int, default=60, help="constructed designs per arm (>= 50)")
+    parser.add_argument("--null-designs", type=int, default=2000,
+                        help="designs of the second, larger null arm (the verdict's size); 0 skips it")
     parser.add_argument("--json", action="store_true", help="write benchmarks/results/forecast_experience_calibration.json")
     args = parser.parse_args(argv)
     transfer = json.loads(TRANSFER.read_text())
@@ -119,11 +126,21 @@ def main(argv: list[str] | None = None) -> int:
         positive = next(a for a in arms if a["effect"] == POSITIVE_CONTROL)
         null = next(a for a in arms if a["effect"] == 0.0)
         passed = positive["found"] >= 0.8 * positive["designs"] and null["called"] <= 0.05 * null["designs"]
+        design_mdd = statistics.median(a["median_mdd"] for a in arms if a["effect"] > 0)
         ok = ok and passed
         print(f"  positive control (effect {POSITIVE_CONTROL}): {positive['found']}/{positive['designs']} found; "
-              f"null: {null['called']}/{null['designs']} called -> {'calibrated' if passed else 'NOT calibrated'}")
+              f"null: {null['called']}/{null['designs']} called -> {'calibrated' if passed else 'NOT calibrated'}; "
+              f"MDD at the design (median over the arms with an effect) {design_mdd:.3f} "
+              f"({'<=' if design_mdd <= MDD_BOUND else '>'} {MDD_BOUND})")
+        size = None
+        if args.null_designs:
+            big = calibrate(args.null_designs, sigma, tau, targets, seeds, seed=1, effects=(0.0,))[0]
+            size = {k: big[k] for k in ("designs", "called", "called_ci", "found", "found_ci")}
+            print(f"  null again on {big['designs']} designs (the verdict's size): {big['called']} called "
+                  f"= {big['called'] / big['designs']:.3f} [{big['called_ci'][0]:.3f}, {big['called_ci'][1]:.3f}]")
         result["readings"][reading] = {"sigma": sigma, "tau": tau, "targets": targets, "seeds": seeds, "arms": arms,
-                                       "measured_mdd": sorted(measured), "calibrated": passed}
+                                       "measured_mdd": sorted(measured), "calibrated": passed,
+                                       "design_mdd": design_mdd, "null_size": size}
     if args.json:
         RESULTS.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return 0 if ok else 1

@@ -206,6 +206,16 @@ def render(result: dict[str, Any], calibration: dict[str, Any] | None = None) ->
                            f"{sum(m <= calibration['mdd_bound'] for m in measured)}/{len(measured)} cells <= "
                            f"{calibration['mdd_bound']})")
         lines += ["", "MDD of the real forecasters at this design: " + "; ".join(summary) + "."]
+        sized = [(reading, r) for reading, r in calibration["readings"].items() if r.get("null_size")]
+        if sized:
+            lines += ["", "MDD at the design (the median over the arms with an effect; the MDD of the t test over "
+                      "targets): " + "; ".join(f"{reading} {r['design_mdd']:.3f}" for reading, r in sized)
+                      + f" (bound {calibration['mdd_bound']}). The null arm again on many designs (the verdict's "
+                      "size; 60 designs cannot tell 5% from 7%): " + "; ".join(
+                          f"{reading} {r['null_size']['called']}/{r['null_size']['designs']} called = "
+                          f"{r['null_size']['called'] / r['null_size']['designs']:.3f} "
+                          f"[{r['null_size']['called_ci'][0]:.3f}, {r['null_size']['called_ci'][1]:.3f}]"
+                          for reading, r in sized) + "."]
     return "\n".join(lines)
 
 

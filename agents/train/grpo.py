@@ -16,7 +16,7 @@ import copy
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -28,6 +28,7 @@ from .filters import RolloutGroup, group_advantages, make_filter
 from .rollouts import generate, greedy_accuracy, sampled_metrics, token_log_probs
 from .determinism import deterministic
 from .runlog import JsonlLog, plot_curves
+from .tasks import VerifiableTask
 
 CONTROLS = ("none", "kl_cov", "clip_cov", "entropy_bonus")
 
@@ -169,18 +170,24 @@ def favoured_share(responses: torch.Tensor, problems: torch.Tensor,
     return sum(r == modes[t] for r, t in zip(responses.tolist(), problems[:, 0].tolist())) / max(len(responses), 1)
 
 
-def main(args: Args) -> dict:
-    """Train; returns ``{"final_accuracy", "initial"/"final" sampled metrics, "history": [...], ...}``."""
+def main(args: Args, task: VerifiableTask | None = None) -> dict:
+    """Train; returns ``{"final_accuracy", "initial"/"final" sampled metrics, "history": [...], ...}``.
+
+    ``task``: a task object instead of the one ``args`` names, e.g. an env (in-process or served) behind
+    ``ConfigEnvTask``; its warm start is then evaluated on ``eval_size`` problems (each scored by the task,
+    at the task's cost) and never cached.
+    """
     with deterministic(args.threads):
-        return _main(args)
+        return _main(args, task)
 
 
-def _main(args: Args) -> dict:
+def _main(args: Args, injected: VerifiableTask | None = None) -> dict:
     if args.control not in CONTROLS:
         raise ValueError(f"unknown entropy control {args.control!r}; expected one of {', '.join(CONTROLS)}")
-    task = sft.task_of(args)
+    task = sft.task_of(args) if injected is None else injected
     favoured_answer = getattr(task, "favoured_answer", None)
-    model, warm_metrics = sft.warm_start(warm_start_args(args))
+    warm_args = warm_start_args(args) if injected is None else replace(warm_start_args(args), eval_size=args.eval_size)
+    model, warm_metrics = sft.warm_start(warm_args, injected)
     reference = copy.deepcopy(model).eval() if args.kl_coef > 0 else None
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)

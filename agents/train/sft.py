@@ -93,14 +93,17 @@ def build_model(args: Args, task: VerifiableTask) -> GPT:
     return GPT(config)
 
 
-def train(args: Args) -> tuple[GPT, dict]:
-    """Train from scratch; returns the model and ``{"accuracy", "loss", "seconds"}``."""
+def train(args: Args, task: VerifiableTask | None = None) -> tuple[GPT, dict]:
+    """Train from scratch; returns the model and ``{"accuracy", "loss", "seconds"}``.
+
+    ``task``: a task object to train on instead of the one ``args`` names (an env behind ``ConfigEnvTask``).
+    """
     with deterministic(args.threads):
-        return _train(args)
+        return _train(args, task)
 
 
-def _train(args: Args) -> tuple[GPT, dict]:
-    task = task_of(args)
+def _train(args: Args, task: VerifiableTask | None = None) -> tuple[GPT, dict]:
+    task = task_of(args) if task is None else task
     torch.manual_seed(args.seed)  # weight initialisation draws from the global generator
     model = build_model(args, task)
     generator = torch.Generator().manual_seed(args.seed)
@@ -125,15 +128,16 @@ def _train(args: Args) -> tuple[GPT, dict]:
                    "seconds": time.perf_counter() - started}
 
 
-def warm_start(args: Args) -> tuple[GPT, dict]:
-    """``train(args)``, through the checkpoint cache when ``args.cache_dir`` is set."""
-    path = Path(args.cache_dir) / f"sft-{_key(args)}.pt" if args.cache_dir else None
+def warm_start(args: Args, task: VerifiableTask | None = None) -> tuple[GPT, dict]:
+    """``train(args, task)``, through the checkpoint cache when ``args.cache_dir`` is set (never for an injected
+    ``task``: the cache key knows only the task ``args`` name)."""
+    path = Path(args.cache_dir) / f"sft-{_key(args)}.pt" if args.cache_dir and task is None else None
     if path is not None and path.exists():
         saved = torch.load(path, weights_only=False)
         model = GPT(GPTConfig(**saved["config"]))
         model.load_state_dict(saved["state"])
         return model, saved["metrics"]
-    model, metrics = train(args)
+    model, metrics = train(args, task)
     if path is not None:  # atomic: concurrent benchmark runs may share the folder
         path.parent.mkdir(parents=True, exist_ok=True)
         buffer = io.BytesIO()

@@ -60,7 +60,12 @@ def add_serve_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> N
     serve.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES,
                        help=f"largest request or WebSocket message (default {DEFAULT_MAX_MESSAGE_BYTES})")
     serve.add_argument("--dockerfile", action="store_true",
-                       help="print a Dockerfile that serves an env id from a container, and exit")
+                       help="print a Dockerfile that serves an env id from a container (FROM python:3.11-slim: needs "
+                       "a registry), and exit")
+    serve.add_argument("--build-image", action="store_true",
+                       help="build an image that serves an env id with no image registry (the sandbox image as base, "
+                       "rsigym's wheels from pip), and exit; run it with docker run -p 127.0.0.1:8000:8000 TAG ENV_ID")
+    serve.add_argument("--image-tag", default="rsigym-serve:latest", help="tag of --build-image's image")
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, Any]:
@@ -78,6 +83,16 @@ def _pairs(items: list[str], flag: str) -> dict[str, Any]:
 def serve_command(args: argparse.Namespace) -> int:
     if args.dockerfile:
         sys.stdout.write(DOCKERFILE)
+        return 0
+    if args.build_image:
+        from rsigym.errors import SandboxError
+
+        from .image import build_serve_image
+
+        try:
+            build_serve_image(args.image_tag)
+        except SandboxError as exc:
+            raise UserError(f"serve --build-image: {exc}") from exc
         return 0
     if not args.env_id:
         raise UserError("serve: name an env id (rsigym list envs), e.g. rsigym serve rsigym/Probe-v0")

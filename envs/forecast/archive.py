@@ -28,7 +28,7 @@ import numpy as np
 from .catalogue import catalogue
 from .research import RESEARCH_ENVIRONMENTS, gain, research_environment, run
 
-__all__ = ["ArchiveRecord", "BaselineRecord", "Archive", "build_runs", "assemble", "write_archive",
+__all__ = ["ArchiveRecord", "BaselineRecord", "Archive", "build_runs", "assemble", "write_archive", "runs_from_archive",
            "load_archive", "paired_stats", "BASELINE_ID", "SIGNIFICANCE_ALPHA", "GAIN_FLOOR"]
 
 BASELINE_ID = "baseline"
@@ -175,6 +175,36 @@ def build_runs(runs_path: Path, *, seeds: Sequence[int], environments: Sequence[
             with multiprocessing.get_context("spawn").Pool(workers) as pool:   # spawn: torch holds threads
                 _append_all(out, pool.imap(_run_job, todo, chunksize=4), on_run)
     return len(todo)
+
+
+def runs_from_archive(archive: "Archive", runs_path: Path, environments: Sequence[str]) -> int:
+    """Append to ``runs_path`` the runs ``archive`` holds for ``environments`` that it lacks; returns how many.
+
+    A build that lost its runs file resumes from the archive it wrote: each record gives its
+    intervention's metric per seed (``None`` where the run crashed) and each baseline its metric per
+    seed with the mean curve (the mean over seeds is unchanged when later seeds join). Such rows
+    carry ``"from": "archive"`` and no seconds (the archive's provenance has the timings).
+    """
+    done = {(r["environment"], r["intervention"], r["seed"]) for r in read_runs(runs_path)}
+    rows = []
+    for env in environments:
+        base = archive.baselines.get(env)
+        if base is None:
+            continue
+        for seed, metric in zip(base.seeds, base.metrics):
+            rows.append({"environment": env, "intervention": BASELINE_ID, "seed": seed, "metric": metric,
+                         "crashed": False, "curve": list(base.curve), "seconds": None, "from": "archive"})
+        for record in archive.of(env):
+            for seed, metric, crashed in zip(record.seeds, record.metrics, record.crashed):
+                rows.append({"environment": env, "intervention": record.intervention, "seed": seed,
+                             "metric": None if crashed else metric, "crashed": crashed, "curve": [],
+                             "seconds": None, "from": "archive"})
+    rows = [r for r in rows if (r["environment"], r["intervention"], r["seed"]) not in done]
+    runs_path.parent.mkdir(parents=True, exist_ok=True)
+    _drop_torn_tail(runs_path)
+    with open(runs_path, "a") as out:
+        _append_all(out, rows, None)
+    return len(rows)
 
 
 def _drop_torn_tail(path: Path) -> None:

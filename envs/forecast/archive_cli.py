@@ -25,6 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--seeds", type=int, default=8, help="paired seeds per row (default 8)")
     build.add_argument("--workers", type=int, default=1, help="parallel training processes (each one thread)")
     build.add_argument("--environments", nargs="*", help="research environments (default: all)")
+    build.add_argument("--from-shipped", action="store_true",
+                       help="first take the shipped archive's runs of these environments (its seeds) into the "
+                            "runs file, so only the missing seeds train (a build that lost its runs file)")
     assemble = commands.add_parser("assemble", help="write the archive from the runs recorded so far")
     assemble.add_argument("--out", type=Path, default=Path("runs/forecast_archive"),
                           help="the build's folder (holds runs.jsonl); the archive is written there")
@@ -40,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     from rsigym.errors import UserError
 
     from .archive import assemble, build_runs, read_runs, write_archive
-    from .research import research_environment
+    from .research import RESEARCH_ENVIRONMENTS, research_environment
 
     if args.seeds < 2:
         raise UserError(f"--seeds must be >= 2 (a paired SE needs two), got {args.seeds}")
@@ -51,6 +54,10 @@ def main(args: argparse.Namespace) -> int:
                 research_environment(env)
             except ValueError as exc:
                 raise UserError(str(exc)) from None
+        if getattr(args, "from_shipped", False):
+            from .archive import load_archive, runs_from_archive
+            taken = runs_from_archive(load_archive(), runs_path, args.environments or list(RESEARCH_ENVIRONMENTS))
+            print(f"{taken} runs taken from the shipped archive")
         count = [0]
 
         def progress(row: dict[str, Any]) -> None:
@@ -93,9 +100,9 @@ def keep_shipped(records: list[Any], baselines: dict[str, Any], info: dict[str, 
     records = list(records) + [dataclasses.replace(r, placebo=placebo[r.intervention])
                                for r in shipped.records if r.environment in kept]
     for env in kept:
-        info["environments"][env] = {**shipped.provenance.get("environments", {}).get(env, {}),
-                                     "built_at": shipped.provenance.get("built_at"),
-                                     "git_revision": shipped.provenance.get("git_revision")}
+        info["environments"][env] = {"built_at": shipped.provenance.get("built_at"),     # its own, where it has one
+                                     "git_revision": shipped.provenance.get("git_revision"),
+                                     **shipped.provenance.get("environments", {}).get(env, {})}
     info["kept_from_shipped"] = {"environments": kept, "built_at": shipped.provenance.get("built_at"),
                                  "command": shipped.provenance.get("command"),
                                  "complete": shipped.provenance.get("complete")}
@@ -117,14 +124,16 @@ def provenance(rows: list[dict[str, Any]], seeds_requested: int, argv: list[str]
     per_env: dict[str, Any] = {}
     for env in RESEARCH_ENVIRONMENTS:
         env_rows = [r for r in rows if r["environment"] == env]
+        timed = [r["seconds"] for r in env_rows if r.get("seconds") is not None]   # rows from an archive have none
         seeds_complete = [s for s in range(seeds_requested)
                           if sum(1 for r in env_rows if r["seed"] == s) == len(interventions_of(env)) + 1]
         per_env[env] = {
             "runs": len(env_rows), "interventions": len(interventions_of(env)),
             "seeds_complete": seeds_complete,
             "crashed_runs": sum(1 for r in env_rows if r["crashed"]),
-            "median_run_s": round(statistics.median(r["seconds"] for r in env_rows), 3) if env_rows else None,
-            "train_s_total": round(sum(r["seconds"] for r in env_rows), 1),
+            "median_run_s": round(statistics.median(timed), 3) if timed else None,
+            "train_s_total": round(sum(timed), 1), "timed_runs": len(timed),
+            "runs_from_archive": sum(1 for r in env_rows if r.get("from") == "archive"),
         }
     try:
         revision = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,

@@ -229,6 +229,11 @@ _BY_ENV: dict[str, list[Entry]] = {
     "text-spam": text_study(TEXT_LOGREG_BASELINE, probabilistic=True),
     # degree-3 features of 50-60 columns are 23,000-40,000 columns: left out where they would dwarf every other run
     "regress-friedman3": REGRESSION, "regress-sparse": [e for e in REGRESSION if e[0] != "poly3"],
+    # round five: the same studies on other data sets (cheap runs: more targets for the experience verdict)
+    "regress-friedman2": REGRESSION, "regress-lowrank": [e for e in REGRESSION if e[0] != "poly3"],
+    "regress-uncorrelated": REGRESSION, "seq-chaos": SEQUENCE, "seq-arma": SEQUENCE, "seq-period7": SEQUENCE,
+    "svm-moons": svm_study(SVM_BASELINE), "svm-bc": svm_study(SVM_BASELINE), "knn-wine": knn_study(KNN_BASELINE, (2, 5)),
+    "clf-quantiles": logistic_study(LOGREG_BASELINE),
 }
 
 

@@ -5,7 +5,9 @@ Datasets (``DATASETS``): scikit-learn's shipped breast cancer (``bc``: 569 tumou
 measurements) and 8x8 digits (``digits``: 1,797 images, 64 pixels 0..16); and data drawn once from
 scikit-learn's generators with a fixed ``random_state``: ``moons`` (two interleaved half circles,
 noise 0.3), ``circles`` (a ring around a disc, noise 0.2), ``hastie`` (``make_hastie_10_2``: the
-sign of a chi-square sum of 10 Gaussians, the classic boosting benchmark), ``sparse`` (50 columns,
+sign of a chi-square sum of 10 Gaussians, the classic boosting benchmark), ``quantiles``
+(``make_gaussian_quantiles``: 400 points in 4 dimensions, the class is whether the distance from
+the centre exceeds the median, a boundary no hyperplane follows), ``sparse`` (50 columns,
 5 informative, 5 redundant, 5% flipped labels) and ``blobs`` (4 classes of two clusters each in 8
 dimensions). Every run is ``sklearn_recipe.cross_validated``: the metric is the pooled error rate
 (``error``) or the pooled cross-entropy of the predicted probabilities (``log_loss``).
@@ -64,6 +66,8 @@ def _data(dataset: str) -> tuple[np.ndarray, np.ndarray]:
         "blobs": lambda: datasets.make_classification(
             n_samples=500, n_features=8, n_informative=5, n_redundant=1, n_classes=4, n_clusters_per_class=2,
             class_sep=1.0, random_state=3),
+        "quantiles": lambda: datasets.make_gaussian_quantiles(n_samples=400, n_features=4, n_classes=2,
+                                                              random_state=0),
     }
     if dataset not in loaders:
         raise ValueError(f"unknown classification dataset {dataset!r}")
@@ -72,6 +76,8 @@ def _data(dataset: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _columns(dataset: str, features: str, width: int) -> slice | list[int]:
+    if features in ("first_half", "second_half"):      # every dataset's columns split in two halves
+        return slice(0, max(1, width // 2)) if features == "first_half" else slice(width // 2, width)
     if dataset == "bc":      # 10 measurements x (mean, standard error, worst)
         return {"all": slice(0, 30), "mean_only": slice(0, 10), "mean_and_se": slice(0, 20),
                 "worst_only": slice(20, 30)}[features]

@@ -43,7 +43,11 @@ RELATED = {"charlm-pydoc": ("charlm-stdlib",), "charlm-stdlib": ("charlm-pydoc",
            "seq-threshold": ("seq-ar",), "clf-moons": ("clf-sparse",), "clf-sparse": ("clf-moons",), "clf-circles": (),
            "clf-hastie": (), "knn-blobs": ("knn-digits",), "knn-digits": ("knn-blobs",),
            "text-topics": ("text-spam",), "text-spam": ("text-topics",), "regress-friedman3": ("regress-friedman",),
-           "regress-sparse": ("regress-diabetes",)}
+           "regress-sparse": ("regress-diabetes",), "regress-friedman2": ("regress-friedman",),
+           "regress-lowrank": ("regress-sparse",), "regress-uncorrelated": ("regress-sparse",),
+           "seq-chaos": ("seq-threshold",), "seq-arma": ("seq-ar",), "seq-period7": ("seq-season",),
+           "svm-moons": ("clf-moons",), "svm-bc": ("tabular-bc",), "knn-wine": ("tabular-wine",),
+           "clf-quantiles": ("clf-circles",)}
 
 
 @dataclass(frozen=True)

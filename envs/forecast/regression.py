@@ -1,11 +1,17 @@
-"""scikit-learn regressors scored by repeated 5-fold CV MSE (``regress-diabetes``, ``-friedman``, ``-friedman3``, ``-sparse``).
+"""scikit-learn regressors scored by repeated 5-fold CV MSE (``regress-diabetes``, ``-friedman``, ``-friedman2``,
+``-friedman3``, ``-sparse``, ``-lowrank``, ``-uncorrelated``).
 
 ``diabetes`` is scikit-learn's shipped diabetes data (442 patients, 10 features, disease
 progression after a year); ``friedman`` is ``make_friedman1`` drawn once (400 rows, 10 features of
 which 5 matter, noise 1.0, ``random_state=0``): a smooth non-linear target where trees and kernels
 beat a linear fit; ``friedman3`` is ``make_friedman3`` (400 rows, an arctangent of a ratio of the 4
 features, noise 0.1); ``sparse`` is ``make_regression`` (200 rows, 60 features of which 8 matter
-linearly, noise 20): more features than a fold's fit can spare, where penalties decide. A seed sets the folds (2 repeats of 5 folds) and the models' random state;
+linearly, noise 20): more features than a fold's fit can spare, where penalties decide;
+``friedman2`` is ``make_friedman2`` (400 rows, 4 features, an impedance-like square root of
+products, noise 30); ``lowrank`` is ``make_regression`` with ``effective_rank=4`` (300 rows, 20
+strongly collinear features of which 10 matter, noise 5); ``uncorrelated`` is
+``make_sparse_uncorrelated`` (300 rows, 10 independent features of which 4 matter linearly, unit
+noise). A seed sets the folds (2 repeats of 5 folds) and the models' random state;
 the metric is the pooled out-of-fold MSE of ``sklearn_recipe.cross_validated`` (a loss: lower is
 better).
 """
@@ -44,6 +50,16 @@ def _data(dataset: str) -> tuple[np.ndarray, np.ndarray]:
     if dataset == "sparse":
         x, y = datasets.make_regression(n_samples=200, n_features=60, n_informative=8, noise=20.0,
                                         random_state=0)
+        return x, y
+    if dataset == "friedman2":
+        x, y = datasets.make_friedman2(n_samples=400, noise=30.0, random_state=0)
+        return x, y
+    if dataset == "lowrank":
+        x, y = datasets.make_regression(n_samples=300, n_features=20, n_informative=10, effective_rank=4,
+                                        tail_strength=0.5, noise=5.0, random_state=0)
+        return x, y
+    if dataset == "uncorrelated":
+        x, y = datasets.make_sparse_uncorrelated(n_samples=300, n_features=10, random_state=0)
         return x, y
     raise ValueError(f"unknown regression dataset {dataset!r}")
 

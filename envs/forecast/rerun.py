@@ -25,7 +25,11 @@ RERUN_ROWS = {
     "clf-sparse": "clf-sparse/C_div10", "clf-circles": "clf-circles/linear_kernel", "clf-hastie": "clf-hastie/trees_x2",
     "knn-blobs": "knn-blobs/quarter_data", "knn-digits": "knn-digits/half_data", "text-topics": "text-topics/tenth_data",
     "text-spam": "text-spam/quarter_data", "regress-friedman3": "regress-friedman3/knn",
-    "regress-sparse": "regress-sparse/alpha_x10",
+    "regress-sparse": "regress-sparse/alpha_x10", "regress-friedman2": "regress-friedman2/forest",
+    "regress-lowrank": "regress-lowrank/alpha_x10", "regress-uncorrelated": "regress-uncorrelated/lasso_small",
+    "seq-chaos": "seq-chaos/knn", "seq-arma": "seq-arma/lags_8", "seq-period7": "seq-period7/lags_12",
+    "svm-moons": "svm-moons/gamma_1", "svm-bc": "svm-bc/C_div10", "knn-wine": "knn-wine/no_scaling",
+    "clf-quantiles": "clf-quantiles/poly2",
 }
 
 

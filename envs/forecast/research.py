@@ -1,4 +1,4 @@
-"""The twenty-two research environments whose experiments fill the archive.
+"""The thirty-two research environments whose experiments fill the archive.
 
 Each is a real, seeded training with a fixed compute budget that takes well under a few seconds
 on one CPU thread (the charlm twins about ten). ``ENVIRONMENT_GROUPS`` sorts them by kind of task
@@ -232,6 +232,78 @@ RESEARCH_ENVIRONMENTS: dict[str, ResearchEnvironment] = {
             "pooled over 2 repeats of 5-fold cross-validation.",
             "cross-validated MSE", "loss", target_variance("sparse"), REGRESSION_BASELINE,
             functools.partial(train_regression, "sparse"), _features("tabular", False, True), budget=_CV),
+        ResearchEnvironment(
+            "regress-friedman2",
+            "The same ridge regression recipe as regress-diabetes on scikit-learn's make_friedman2 (400 rows, 4 "
+            "features entering through the square root of a sum of a square and a squared product, noise 30, drawn "
+            "once); metric: out-of-fold mean squared error pooled over 2 repeats of 5-fold cross-validation.",
+            "cross-validated MSE", "loss", target_variance("friedman2"), REGRESSION_BASELINE,
+            functools.partial(train_regression, "friedman2"), _features("tabular", False, True), budget=_CV),
+        ResearchEnvironment(
+            "regress-lowrank",
+            "The same ridge regression recipe as regress-diabetes on scikit-learn's make_regression with a low "
+            "effective rank (300 rows, 20 strongly collinear features of effective rank 4, 10 of them in the "
+            "linear target, noise 5, drawn once); metric: out-of-fold mean squared error pooled over 2 repeats of "
+            "5-fold cross-validation.",
+            "cross-validated MSE", "loss", target_variance("lowrank"), REGRESSION_BASELINE,
+            functools.partial(train_regression, "lowrank"), _features("tabular", False, True), budget=_CV),
+        ResearchEnvironment(
+            "regress-uncorrelated",
+            "The same ridge regression recipe as regress-diabetes on scikit-learn's make_sparse_uncorrelated (300 "
+            "rows, 10 independent Gaussian features of which 4 enter the target linearly, unit noise, drawn once); "
+            "metric: out-of-fold mean squared error pooled over 2 repeats of 5-fold cross-validation.",
+            "cross-validated MSE", "loss", target_variance("uncorrelated"), REGRESSION_BASELINE,
+            functools.partial(train_regression, "uncorrelated"), _features("tabular", False, True), budget=_CV),
+        ResearchEnvironment(
+            "seq-chaos",
+            "The same lag-window ridge recipe as seq-ar on a noisy logistic map (x_t = 3.8 x_{t-1} (1 - x_{t-1}) "
+            "plus a little noise, kept inside (0, 1); 800 steps, a fresh realisation per seed): deterministic "
+            "chaos; metric: test mean squared error on the last 30% of the windows.",
+            "test MSE", "loss", float(series("chaos", 0).var()), SEQUENCE_BASELINE,
+            functools.partial(train_sequence, "chaos"), _features("sequence", False, True), budget="one fit"),
+        ResearchEnvironment(
+            "seq-arma",
+            "The same lag-window ridge recipe as seq-ar on a synthetic ARMA(1, 2) sequence (an autoregression "
+            "on the last value plus moving-average terms of the last two shocks; 800 steps, a fresh realisation "
+            "per seed); metric: test mean squared error on the last 30% of the windows.",
+            "test MSE", "loss", float(series("arma", 0).var()), SEQUENCE_BASELINE,
+            functools.partial(train_sequence, "arma"), _features("sequence", False, True), budget="one fit"),
+        ResearchEnvironment(
+            "seq-period7",
+            "The same lag-window ridge recipe as seq-ar on a synthetic sequence with a 7-step season on top of "
+            "an autoregression (800 steps, a fresh realisation per seed); metric: test mean squared error on the "
+            "last 30% of the windows.",
+            "test MSE", "loss", float(series("period7", 0).var()), SEQUENCE_BASELINE,
+            functools.partial(train_sequence, "period7"), _features("sequence", False, True), budget="one fit"),
+        ResearchEnvironment(
+            "svm-moons",
+            "An RBF support vector machine (C = 1, gamma 'scale', standardised inputs) on the same make_moons "
+            "data as clf-moons (500 points, noise 0.3, drawn once); metric: error rate pooled over 2 repeats of "
+            "stratified 5-fold cross-validation.",
+            "cross-validated error rate", "error", class_share("moons"), SVM_BASELINE,
+            functools.partial(train_classifier, "moons", "error"), _features("tabular", False, False), budget=_CV),
+        ResearchEnvironment(
+            "svm-bc",
+            "An RBF support vector machine (C = 1, gamma 'scale', standardised inputs) on scikit-learn's breast "
+            "cancer data (569 tumours, 30 features); metric: error rate pooled over 2 repeats of stratified "
+            "5-fold cross-validation.",
+            "cross-validated error rate", "error", class_share("bc"), SVM_BASELINE,
+            functools.partial(train_classifier, "bc", "error"), _features("tabular", False, False), budget=_CV),
+        ResearchEnvironment(
+            "knn-wine",
+            "k-nearest neighbours (k = 5, uniform weights, Euclidean, standardised inputs) on scikit-learn's wine "
+            "data (178 wines, 3 cultivars, 13 chemical measurements on very different scales); metric: error rate "
+            "pooled over 2 repeats of stratified 5-fold cross-validation.",
+            "cross-validated error rate", "error", class_share("wine"), KNN_BASELINE,
+            functools.partial(train_classifier, "wine", "error"), _features("tabular", False, False), budget=_CV),
+        ResearchEnvironment(
+            "clf-quantiles",
+            "A standardised L2 logistic regression (C = 1, lbfgs) on scikit-learn's make_gaussian_quantiles (400 "
+            "points in 4 dimensions; the class is whether a point lies farther from the centre than the median, "
+            "a boundary no hyperplane follows; drawn once); metric: error rate pooled over 2 repeats of "
+            "stratified 5-fold cross-validation.",
+            "cross-validated error rate", "error", class_share("quantiles"), LOGREG_BASELINE,
+            functools.partial(train_classifier, "quantiles", "error"), _features("tabular", False, False), budget=_CV),
     ]
 }
 
@@ -241,9 +313,10 @@ ENVIRONMENT_GROUPS: dict[str, tuple[str, ...]] = {
     "text": ("charlm-pydoc", "charlm-stdlib", "text-topics", "text-spam"),
     "image": ("digits-mlp", "digits-cnn", "knn-digits"),
     "tabular-classification": ("tabular-bc", "tabular-wine", "bc-mlp", "clf-moons", "clf-sparse", "clf-circles",
-                               "clf-hastie", "knn-blobs"),
-    "regression": ("regress-diabetes", "regress-friedman", "regress-friedman3", "regress-sparse"),
-    "sequence": ("seq-ar", "seq-season", "seq-threshold"),
+                               "clf-hastie", "knn-blobs", "svm-moons", "svm-bc", "knn-wine", "clf-quantiles"),
+    "regression": ("regress-diabetes", "regress-friedman", "regress-friedman3", "regress-sparse", "regress-friedman2",
+                   "regress-lowrank", "regress-uncorrelated"),
+    "sequence": ("seq-ar", "seq-season", "seq-threshold", "seq-chaos", "seq-arma", "seq-period7"),
 }
 
 

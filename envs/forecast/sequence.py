@@ -1,4 +1,5 @@
-"""One-step-ahead forecasting of synthetic sequences with lag-window regressors (``seq-ar``, ``-season``, ``-threshold``).
+"""One-step-ahead forecasting of synthetic sequences with lag-window regressors (``seq-ar``, ``-season``,
+``-threshold``, ``-chaos``, ``-arma``, ``-period7``).
 
 A seed draws a fresh realisation of the process (800 steps; its innovations are the run-to-run
 noise) and sets the models' random state; the first 70% of the lag windows train, the last 30%
@@ -8,7 +9,12 @@ has a 12-step season and a slow trend (``x_t = 0.6 x_{t-1} + 1.5 sin(2 pi t / 12
 e_t``): season features and differencing matter, and trees cannot extrapolate the trend.
 ``threshold`` switches between two linear regimes by the sign of the last value (``0.9 x_{t-1} -
 0.4 x_{t-2}`` above 0, ``-0.5 x_{t-1} + 0.3 x_{t-2}`` below): one linear fit averages them, trees
-and neighbours can split them. Models come from ``sklearn_recipe.regressor``. The
+and neighbours can split them. ``chaos`` is a noisy logistic map (``x_t = 3.8 x_{t-1} (1 -
+x_{t-1}) + 0.01 e_t``, clipped to (0, 1)): deterministic but non-linear, so trees and neighbours
+beat any linear fit. ``arma`` is an ARMA(1, 2) (``x_t = 0.7 x_{t-1} + e_t + 0.6 e_{t-1} - 0.3
+e_{t-2}``): the moving-average part reaches further back than a few lags. ``period7`` has a
+7-step season (``x_t = 0.5 x_{t-1} + 1.2 sin(2 pi t / 7) + e_t``) that the 12-step phase features
+miss and 8 or more lags catch. Models come from ``sklearn_recipe.regressor``. The
 metric is the test MSE (a loss); a crash is scored as the series' variance.
 """
 
@@ -37,7 +43,8 @@ PERIOD = 12
 
 
 def series(process: str, seed: int) -> np.ndarray:
-    """One realisation of ``process`` (``ar``, ``season`` or ``threshold``) of ``SERIES_LENGTH`` steps."""
+    """One realisation of ``process`` (``ar``, ``season``, ``threshold``, ``chaos``, ``arma`` or ``period7``)
+    of ``SERIES_LENGTH`` steps."""
     rng = np.random.default_rng(seed * 2909 + 17)
     noise = rng.normal(0.0, 0.5, SERIES_LENGTH + 50)
     x = np.zeros(SERIES_LENGTH + 50)
@@ -48,6 +55,12 @@ def series(process: str, seed: int) -> np.ndarray:
             x[t] = 0.6 * x[t - 1] + 1.5 * math.sin(2 * math.pi * t / PERIOD) + 0.004 * t + noise[t]
         elif process == "threshold":     # two regimes: the sign of the last value picks the dynamics
             x[t] = (0.9 * x[t - 1] - 0.4 * x[t - 2] if x[t - 1] > 0 else -0.5 * x[t - 1] + 0.3 * x[t - 2]) + noise[t]
+        elif process == "chaos":         # a noisy logistic map, kept inside (0, 1)
+            x[t] = min(0.999, max(0.001, 3.8 * x[t - 1] * (1.0 - x[t - 1]) + 0.02 * noise[t]))
+        elif process == "arma":          # ARMA(1, 2): moving-average terms make longer lag windows pay
+            x[t] = 0.7 * x[t - 1] + noise[t] + 0.6 * noise[t - 1] - 0.3 * noise[t - 2]
+        elif process == "period7":       # a 7-step season the 12-step phase features do not match
+            x[t] = 0.5 * x[t - 1] + 1.2 * math.sin(2 * math.pi * t / 7) + noise[t]
         else:
             raise ValueError(f"unknown process {process!r}")
     return x[50:]                                       # drop the burn-in

@@ -99,3 +99,19 @@ def test_within_agent_experience_sees_a_round1_effect_and_zero_is_the_floor(tmp_
     targets = len(RESEARCH_ENVIRONMENTS)
     assert f"| learner | in_env | round1 | {targets * len(SEEDS)} (0) | {targets} |" in section.markdown
     assert "Per target" in section.markdown and "Regret@3 per round" in section.markdown
+
+
+def test_the_experience_mdd_is_the_t_tests_and_a_true_effect_of_that_size_is_found_four_times_in_five():
+    from scipy import stats
+
+    from rsigym.envs.forecast.experience_effect import cluster_mdd
+    from rsigym.report.stats import minimum_detectable_difference
+    assert np.isnan(cluster_mdd(1.0, 1))
+    for targets in (5, 22, 32):
+        mdd = cluster_mdd(1.0, targets)
+        assert mdd > minimum_detectable_difference(1.0, targets)       # n - 1 df: wider than the normal factor
+        # power of the two-sided t test over targets at a true effect of one MDD (noncentral t)
+        critical = stats.t.ppf(0.975, targets - 1)
+        power = stats.nct.sf(critical, targets - 1, mdd * np.sqrt(targets))
+        assert 0.78 <= power <= 0.82, (targets, power)
+    assert cluster_mdd(1.0, 5) / minimum_detectable_difference(1.0, 5) > 1.25   # the 5-target archive's understatement

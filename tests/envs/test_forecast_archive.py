@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rsigym.envs.forecast.archive import (BASELINE_ID, GAIN_FLOOR, assemble, build_runs, load_archive, paired_stats,
-                                          read_runs)
+                                          read_runs, runs_from_archive)
 from rsigym.envs.forecast.catalogue import interventions_of
 from rsigym.envs.forecast.research import RESEARCH_ENVIRONMENTS
 from rsigym.envs.forecast.rerun import RERUN_ROWS, rerun_check
@@ -72,6 +72,29 @@ def test_a_killed_build_resumes_without_repeating_a_run(tmp_path: Path):
     assert [(r["intervention"], r["seed"]) for r in read_runs(runs)][:2] == [
         (r["intervention"], r["seed"]) for r in first]
     assert len(read_runs(runs)) == 4
+
+
+def test_runs_taken_from_the_archive_assemble_to_the_same_records_and_are_not_trained_again(tmp_path: Path):
+    archive = load_archive()
+    runs = tmp_path / "runs.jsonl"
+    taken = runs_from_archive(archive, runs, ["seq-ar", "regress-diabetes"])
+    assert taken == sum(len(archive.baselines[e].seeds) * (len(interventions_of(e)) + 1)
+                        for e in ("seq-ar", "regress-diabetes"))
+    assert runs_from_archive(archive, runs, ["seq-ar"]) == 0                       # nothing twice
+    records, baselines = assemble(read_runs(runs))
+    assert sorted(baselines) == ["regress-diabetes", "seq-ar"]
+    assert baselines["seq-ar"] == archive.baselines["seq-ar"]
+    shipped = {r.intervention: r for r in archive.records}
+    for record in records:     # the archive keeps metrics to 6 decimals: gains agree to a few 1e-6
+        original = shipped[record.intervention]
+        assert (record.seeds, record.crashed) == (original.seeds, original.crashed), record.intervention
+        assert record.gains == pytest.approx(original.gains, abs=1e-5), record.intervention
+        if abs(original.gain) > 1e-4:     # a gain within rounding of 0 (a numerical no-op) has a p-value of rounding
+            assert record.p_value == pytest.approx(original.p_value, abs=0.01, nan_ok=True), record.intervention
+            if abs(original.p_value - 0.05) > 0.01:
+                assert record.significant == original.significant, record.intervention
+    # a build over the same seeds has nothing left to train
+    assert build_runs(runs, seeds=archive.baselines["seq-ar"].seeds, environments=["seq-ar"]) == 0
 
 
 def test_the_shipped_archive_has_provenance_and_every_intervention():
