@@ -1,8 +1,9 @@
 """The run grid shared by the post-training benchmarks: seed blocks, cached runs, presets, results files.
 
 A benchmark compares variants on every run of a block (warm starts x seeds). Block ``b`` uses warm
-starts ``b * W .. b * W + W - 1`` and seeds ``100 * (b + 1) + j``, so two blocks share no random
-number. Each run's JSON result is cached under a hash of its arguments: a benchmark cut short
+starts ``b * W .. b * W + W - 1``; its rollout (or distillation) seeds follow the benchmark's seeding scheme
+(``block_units``): ``"block"``, seeds ``100 * (b + 1) + j`` shared by the block's warm starts, or ``"unit"``,
+seeds of their own per warm start. Either way two blocks share no random number. Each run's JSON result is cached under a hash of its arguments: a benchmark cut short
 resumes, and blocks or variants can be spread over processes (``--runs-only``). Results files hold
 no wall-clock time and no path, so the same command gives the same bytes.
 """
@@ -29,9 +30,36 @@ RUN_ONLY_KEYS = ("seconds", "plot")
 """run results that vary between identical runs (wall time) or with the output folder (a path)"""
 
 
-def block_units(block: int, warm_starts: int, seeds: int) -> list[tuple[int, int]]:
-    """(warm start, seed) pairs of block ``block``."""
-    return [(block * warm_starts + w, 100 * (block + 1) + s) for w in range(warm_starts) for s in range(seeds)]
+SEEDINGS = ("block", "unit")
+"""seeding schemes of a block's runs (``block_units``); a settings object without ``seeding`` uses ``"block"``"""
+UNIT_SEED_STRIDE = 10_000
+"""``"unit"`` seeding: warm start ``w``'s seeds are ``UNIT_SEED_STRIDE * (w + 1) + j``, so a shifted seed (a reseeded
+null adds 1000; a run draws from seed, seed + 1 and seed + 2) stays inside its own warm start's range"""
+
+
+def seeding_of(args: Any) -> str:
+    """The seeding scheme of a benchmark's settings (``"block"`` where they name none: the scheme before
+    ``"unit"`` existed)."""
+    seeding = getattr(args, "seeding", "block")
+    if seeding not in SEEDINGS:
+        raise ValueError(f"unknown seeding {seeding!r}; expected one of {', '.join(SEEDINGS)}")
+    return str(seeding)
+
+
+def block_units(block: int, warm_starts: int, seeds: int, seeding: str = "block") -> list[tuple[int, int]]:
+    """(warm start, seed) pairs of block ``block``.
+
+    ``"block"``: every warm start of the block draws from the same seeds ``100 * (block + 1) + j``, so the
+    block's runs share their rollout stream and the block mean carries that stream's luck, which the
+    within-block interval does not see (a null arm was called 2.35x as often as its within-block spread
+    predicts: ``posttrain_null_calibration.py``). ``"unit"``: each warm start has seeds of its own
+    (``UNIT_SEED_STRIDE``), so the block's warm starts are independent units."""
+    starts = range(block * warm_starts, (block + 1) * warm_starts)
+    if seeding == "block":
+        return [(w, 100 * (block + 1) + s) for w in starts for s in range(seeds)]
+    if seeding == "unit":
+        return [(w, UNIT_SEED_STRIDE * (w + 1) + s) for w in starts for s in range(seeds)]
+    raise ValueError(f"unknown seeding {seeding!r}; expected one of {', '.join(SEEDINGS)}")
 
 
 def cached_run(run: Callable[[Any], dict], run_args: Any, out: Path) -> dict:
@@ -47,14 +75,15 @@ def cached_run(run: Callable[[Any], dict], run_args: Any, out: Path) -> dict:
 
 
 def run_blocks(blocks: Sequence[int], warm_starts: int, seeds: int, variants: Sequence[str],
-               make_run: Callable[[str, int, int], tuple[Callable[[Any], dict], Any]], out: Path
-               ) -> dict[str, dict[str, dict[str, dict]]]:
+               make_run: Callable[[str, int, int], tuple[Callable[[Any], dict], Any]], out: Path,
+               seeding: str = "block") -> dict[str, dict[str, dict[str, dict]]]:
     """``{block name: {variant: {run key: result}}}``; ``make_run(variant, warm start, seed)`` gives the
-    function and its arguments. Runs go warm start by warm start, so each warm start trains once."""
+    function and its arguments; ``seeding``: ``block_units``'s scheme. Runs go warm start by warm start, so
+    each warm start trains once."""
     results: dict[str, dict[str, dict[str, dict]]] = {}
     for block in blocks:
         per_variant: dict[str, dict[str, dict]] = {v: {} for v in variants}
-        for warm_start, seed in block_units(block, warm_starts, seeds):
+        for warm_start, seed in block_units(block, warm_starts, seeds, seeding):
             for variant in variants:
                 run, run_args = make_run(variant, warm_start, seed)
                 per_variant[variant][run_key(warm_start, seed)] = cached_run(run, run_args, out)
@@ -68,18 +97,25 @@ POWER_STORE_EXCLUDED = ("blocks", "variants", "power_blocks", "out_dir", "result
 
 
 def power_design(args: Any) -> dict[str, Any]:
-    """The settings that make a power block's runs what they are (a power store holds blocks of one design)."""
-    return {k: v for k, v in dataclasses.asdict(args).items() if k not in POWER_STORE_EXCLUDED}
+    """The settings that make a power block's runs what they are (a power store holds blocks of one design),
+    the seeding scheme always among them."""
+    return {**{k: v for k, v in dataclasses.asdict(args).items() if k not in POWER_STORE_EXCLUDED},
+            "seeding": seeding_of(args)}
 
 
 def read_power_store(path: str, args: Any) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     """``{block name: {variant: {run key: metrics}}}`` of the blocks a power store holds ({} without one); a
-    store of another design is an error, not a silent mix."""
+    store of another design is an error, not a silent mix. A store whose design names no seeding was written
+    before the schemes had names: its blocks are ``"block"``-seeded, so a ``"unit"``-seeded study refuses it."""
     if not path or not Path(path).exists():
         return {}
     store = json.loads(Path(path).read_text())
-    if store["design"] != json.loads(json.dumps(power_design(args))):
-        raise ValueError(f"{path} holds power blocks of another design; move it away to start a new power study")
+    design = {"seeding": "block", **store["design"]}
+    wanted = json.loads(json.dumps(power_design(args)))
+    if design != wanted:
+        differing = sorted(k for k in set(design) | set(wanted) if design.get(k) != wanted.get(k))
+        raise ValueError(f"{path} holds power blocks of another design (differs in {', '.join(differing)}); "
+                         "move it away to start a new power study")
     return dict(store["blocks"])
 
 
@@ -112,7 +148,8 @@ def power_runs(args: Any, arms: Sequence[dict[str, Any]],
         if name in stored and set(variants) <= set(stored[name]):
             out[name] = {v: stored[name][v] for v in variants}
             continue
-        runs = run_blocks([block], args.warm_starts, args.seeds, variants, make_run, Path(args.out_dir))[name]
+        runs = run_blocks([block], args.warm_starts, args.seeds, variants, make_run, Path(args.out_dir),
+                          seeding_of(args))[name]
         out[name] = {v: {k: run_metrics(r) for k, r in rs.items()} for v, rs in runs.items()}
         if store_path:
             stored = {**read_power_store(store_path, args), name: out[name]}  # re-read: another process may add
@@ -198,7 +235,7 @@ def summarise_blocks(args: Any, runs: dict[str, dict[str, dict[str, dict]]],
                 if k not in ("out_dir", "results", "runs_only", "power_store", "power_only")}
     return {
         "settings": {**settings, "blocks": list(args.blocks), "variants": list(args.variants)},
-        "blocks": {b: {"units": [list(u) for u in block_units(index, args.warm_starts, args.seeds)],
+        "blocks": {b: {"units": [list(u) for u in block_units(index, args.warm_starts, args.seeds, seeding_of(args))],
                        "regime": regime(runs[b]), "variants": summaries[b]}
                    for index, b in zip(args.blocks, per_run)},
         "stability": {v: {m: stability_column(summaries, baseline, v, m) for m in metrics} for v in args.variants},

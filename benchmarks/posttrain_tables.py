@@ -50,11 +50,16 @@ def _cell(fmt: str, regime: dict[str, Any]) -> str:
 
 
 def _units(results: dict[str, Any]) -> str:
+    """Each block's (warm start, seed) runs: a product where the block's warm starts share their seeds, else pairs."""
     parts = []
     for name, block in results["blocks"].items():
         warm = sorted({u[0] for u in block["units"]})
         seeds = sorted({u[1] for u in block["units"]})
-        parts.append(f"block {name}: warm starts {', '.join(map(str, warm))} x seeds {', '.join(map(str, seeds))}")
+        if len(block["units"]) == len(warm) * len(seeds):
+            parts.append(f"block {name}: warm starts {', '.join(map(str, warm))} x seeds {', '.join(map(str, seeds))}")
+        else:
+            pairs = ", ".join(f"{w}/{s}" for w, s in sorted(tuple(u) for u in block["units"]))
+            parts.append(f"block {name}: warm start/seed {pairs}")
     return "; ".join(parts)
 
 
@@ -115,13 +120,15 @@ def power_table(results: dict[str, Any]) -> list[str]:
     """Positive-control detection and null false-call rates of the verdict rule, per block and for the
     two-block rule, with exact intervals, the mean MDD and whether each observed rate meets its target."""
     lines = ["| arm | compared | replications (blocks) | per block: detected / called [exact 95% CI] | "
-             "two-block rule (pairs) [exact 95% CI] | mean MDD | target | target met, per block | target met, two-block rule |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "two-block rule (pairs) [exact 95% CI] | mean Δ | mean MDD | target | target met, per block | "
+             "target met, two-block rule |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for arm in results.get("power", []):
         per_block, pairs = arm["per_block"], arm["two_blocks"]
         target = f">= {DETECT:.0%} detected" if arm["arm"] == "positive control" else f"<= {FALSE_CALL:.0%} called"
+        effect = f"{arm['effect_mean']:+.3f}" if "effect_mean" in arm else "not measured"
         cells = [arm["arm"], f"`{arm['variant']}` - `{arm['baseline']}` on {METRIC_NAMES[arm['metric']]}",
-                 str(per_block["total"]), _rate(per_block), _rate(pairs), f"{arm['mdd_mean']:.3f}", target,
+                 str(per_block["total"]), _rate(per_block), _rate(pairs), effect, f"{arm['mdd_mean']:.3f}", target,
                  power_met(arm, per_block), power_met(arm, pairs)]
         lines.append("| " + " | ".join(cells) + " |")
     totals = [arm["per_block"]["total"] for arm in results.get("power", []) if arm["per_block"]["total"]]
@@ -131,6 +138,29 @@ def power_table(results: dict[str, Any]) -> list[str]:
                       f"95% interval of 0 calls still reaches {1 - 0.025 ** (1 / n):.2f}: a false-call rate under "
                       f"{FALSE_CALL:.0%} is shown (upper bound below it) only by {_clean_replications(FALSE_CALL)} "
                       "replications without a call."]
+    return lines
+
+
+def claim_metric_targets(results: dict[str, Any]) -> list[str]:
+    """Per metric the claims use: the best-detected positive control and the null, per block, against their
+    targets, and the design's resolution there (the null arm's mean MDD). "met" where some positive control on
+    the metric reaches its target and the null stays within its own; a claim of a smaller effect than the MDD is
+    beyond this design's resolution whatever the controls show."""
+    power = results.get("power", [])
+    lines = ["| metric the claims use | claims | positive controls: detected per block (mean Δ) | null: called per block "
+             "| mean MDD (null arm) | both targets |", "|---|---|---|---|---|---|"]
+    for metric in dict.fromkeys(c["metric"] for c in results["claims"]):
+        ids = ", ".join(c["id"] for c in results["claims"] if c["metric"] == metric)
+        controls = [a for a in power if a["metric"] == metric and a["arm"] == "positive control"]
+        nulls = [a for a in power if a["metric"] == metric and a["arm"] == "null"]
+        detected = "; ".join(f"`{a['variant']}` {_rate(a['per_block'])} ({a.get('effect_mean', math.nan):+.3f}): "
+                             f"{power_met(a, a['per_block'])}" for a in controls) or "none"
+        called = "; ".join(f"`{a['variant']}` {_rate(a['per_block'])}: {power_met(a, a['per_block'])}"
+                           for a in nulls) or "none"
+        mdd = "; ".join(f"{a['mdd_mean']:.3f}" for a in nulls) or "not measured"
+        both = "met" if (any(power_met(a, a["per_block"]) == "met" for a in controls) and nulls
+                         and all(power_met(a, a["per_block"]) == "met" for a in nulls)) else "not met"
+        lines.append(f"| {METRIC_NAMES[metric]} | {ids} | {detected} | {called} | {mdd} | {both} |")
     return lines
 
 
@@ -217,6 +247,7 @@ def grpo_tables(results: dict[str, Any]) -> str:
              *ablation_table(results, "none", ("mean_at_k", "pass_at_k", "entropy_end"), "vanilla", [TWIN_COLUMN]), "",
              "Claims:", "", *claims_table(results, TWIN_COLUMN), "",
              "Power of the verdict rule (independent blocks of this design):", "", *power_table(results), "",
+             "Targets per metric the claims use:", "", *claim_metric_targets(results), "",
              tolerance_line(results)]
     return "\n".join(lines)
 

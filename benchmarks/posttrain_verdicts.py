@@ -184,17 +184,20 @@ def power_arms(blocks: Mapping[str, Mapping[str, Mapping[RunKey, Mapping[str, fl
     detected where the block says "holds"; a null counts as called where it says "holds" or
     "refuted". The two-block rule of the tables (a verdict where two blocks agree) is counted over
     disjoint consecutive pairs of blocks (A+B, C+D, ...). Returns, per arm, both rates with exact
-    intervals and the mean MDD over the blocks.
+    intervals, the mean MDD and the mean difference (``effect_mean``: the mean over blocks of each block's mean
+    difference, the size the MDD is to be read against) over the blocks.
     """
     names = sorted(blocks, key=lambda name: (len(name), name))  # A .. Z, AA ..: the order blocks were made in
     out = []
     for arm in arms:
         labels = []
         mdds = []
+        effects = []
         for name in names:
             c = compare(blocks[name], arm["variant"], arm["baseline"], arm["metric"], arm["direction"])
             labels.append(c["label"])
             mdds.append(c["mdd"])
+            effects.append(c["mean"])
         pairs = [stable(labels[i:i + 2]) for i in range(0, len(labels) - 1, 2)]
         if arm["arm"] == "positive control":
             hits, pair_hits = labels.count("holds"), pairs.count("holds")
@@ -204,5 +207,6 @@ def power_arms(blocks: Mapping[str, Mapping[str, Mapping[RunKey, Mapping[str, fl
         finite = [m for m in mdds if not math.isnan(m)]
         out.append({**arm, "labels": labels, "per_block": exact_rate(hits, len(labels)),
                     "two_blocks": exact_rate(pair_hits, len(pairs)),
-                    "mdd_mean": statistics.fmean(finite) if finite else math.nan})
+                    "mdd_mean": statistics.fmean(finite) if finite else math.nan,
+                    "effect_mean": statistics.fmean(effects) if effects else math.nan})
     return out

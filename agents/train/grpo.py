@@ -13,6 +13,7 @@ Run: ``python -m rsigym.agents.train.grpo --filter dropout --steps 60 --log-dir 
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from pathlib import Path
 import torch
 
 from . import sft
+from .digitsum import DigitSumTask
 from .entropy_control import clip_cov_mask, kl_cov_mask, token_covariance
 from .filters import RolloutGroup, group_advantages, make_filter
 from .rollouts import generate, greedy_accuracy, sampled_metrics, token_log_probs
@@ -90,6 +92,9 @@ class Args:
     """the favoured digitsum path: canonical (one rule) or per_target (a memorised answer per target)"""
     held_out_every: int = 0
     """digitsum targets t % held_out_every == 1 never enter training; evaluation uses only them (0: no split)"""
+    train_held_out: bool = False
+    """a positive control, not a method: GRPO's problems are the held-out targets (the warm start and the evaluation
+    set stay as they are), so the run trains on what it is scored on"""
     cache_dir: str = ""
     """checkpoint cache of the warm start; empty: train it in-process"""
     log_dir: str = ""
@@ -149,6 +154,12 @@ def group_statistics(responses: torch.Tensor, kept: list[torch.Tensor], group_si
             "dropped_probability": dropped_probability}
 
 
+def held_out_problems(task: DigitSumTask, count: int, generator: torch.Generator) -> torch.Tensor:
+    """(count, 1) targets, uniform on the held-out targets (``train_held_out``: the positive control)."""
+    targets = torch.tensor(task.held_out_targets())
+    return targets[torch.randint(0, len(targets), (count,), generator=generator)].view(-1, 1)
+
+
 def favoured_share(responses: torch.Tensor, problems: torch.Tensor,
                    favoured_answer: Callable[[int], list[int]] | None) -> float | None:
     """Share of (N, R) rollouts that are their target's favoured answer (the mode the warm start was
@@ -184,6 +195,11 @@ def _main(args: Args, injected: VerifiableTask | None = None) -> dict:
     rollout_filter = make_filter(args.filter, args.drop_share, torch.Generator().manual_seed(args.seed + 1))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
     eval_problems = task.eval_problems(args.eval_size)
+    sample_problems = task.sample_problems
+    if args.train_held_out:
+        if not isinstance(task, DigitSumTask) or not task.held_out_every:
+            raise ValueError("train_held_out needs a task with held-out targets (digitsum with held_out_every >= 2)")
+        sample_problems = functools.partial(held_out_problems, task)
     name = run_name(args)
     log = JsonlLog(Path(args.log_dir) / f"{name}.jsonl" if args.log_dir else None)
     P, R, G = task.prompt_length, task.response_length, args.group_size
@@ -195,7 +211,7 @@ def _main(args: Args, injected: VerifiableTask | None = None) -> dict:
 
     for step in range(1, args.steps + 1):
         # 1. rollouts: G samples per prompt from the current (old) policy
-        problems = task.sample_problems(args.prompts_per_step, generator)
+        problems = sample_problems(args.prompts_per_step, generator)
         prompts = task.prompts(problems).repeat_interleave(G, dim=0)  # (B*G, P)
         model.eval()
         sequences = generate(model, prompts, R, generator)  # (B*G, P+R)

@@ -62,3 +62,22 @@ def test_power_rows_say_met_or_not_met_against_their_targets():
     assert posttrain_tables.power_met(null, {"total": 0, "rate": math.nan}) == "none"
     # 0 calls in 72 replications: the exact upper bound first falls below 5%
     assert posttrain_tables._clean_replications(0.05) == 72
+
+
+def test_a_claimed_metric_meets_its_targets_only_with_a_detected_control_and_a_quiet_null():
+    def arm(kind: str, variant: str, metric: str, count: int) -> dict:
+        rate = {"count": count, "total": 20, "rate": count / 20, "ci": [0.0, 1.0]}
+        return {"arm": kind, "variant": variant, "baseline": "none", "metric": metric, "per_block": rate,
+                "two_blocks": rate, "mdd_mean": 0.1, "effect_mean": 0.2}
+
+    claims = [{"id": "G1", "metric": "mean_at_k"}, {"id": "G2", "metric": "pass_at_k"},
+              {"id": "G3", "metric": "entropy_end"}, {"id": "G4", "metric": "mean_at_k"}]
+    power = [arm("positive control", "weak", "mean_at_k", 3), arm("positive control", "strong", "mean_at_k", 20),
+             arm("null", "reseed", "mean_at_k", 1),
+             arm("positive control", "strong", "pass_at_k", 20), arm("null", "reseed", "pass_at_k", 2),
+             arm("null", "reseed", "entropy_end", 0)]
+    rows = posttrain_tables.claim_metric_targets({"claims": claims, "power": power})[2:]
+    assert [row.split(" | ")[0] for row in rows] == ["| Mean@k", "| Pass@k", "| entropy (last 10%)"]
+    assert rows[0].startswith("| Mean@k | G1, G4 |") and rows[0].endswith("| met |")  # the strong control counts
+    assert rows[1].endswith("| not met |")  # the null called in 2 of 20 blocks
+    assert rows[2].endswith("| not met |") and "| none |" in rows[2]  # no positive control on entropy

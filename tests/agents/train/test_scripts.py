@@ -122,10 +122,12 @@ def test_the_power_study_grows_by_its_missing_blocks_and_gives_what_a_full_run_g
     first = grpo_dropout.main(dataclasses.replace(quick, out_dir=str(tmp_path / "a"), results=str(tmp_path / "a.json"),
                                                   power_blocks=2, power_store=store))
     assert list(json.loads(Path(store).read_text())["blocks"]) == ["A", "B"]
-    # a fresh run cache: only block C runs (3 variants x 3 warm starts)
+    # a fresh run cache: only block C runs (the power arms' variants x 3 warm starts)
     grown = grpo_dropout.main(dataclasses.replace(quick, out_dir=str(tmp_path / "b"), results=str(tmp_path / "a.json"),
                                                   power_blocks=3, power_store=store, power_only=True))
-    assert len(list((tmp_path / "b" / "run-cache").glob("*.json"))) == 3 * 3
+    arm_variants = {a["variant"] for a in grpo_dropout.POWER_ARMS} | {"none"}
+    assert len(arm_variants) == 4  # none, kl_strong, train_on_held_out, none_reseed
+    assert len(list((tmp_path / "b" / "run-cache").glob("*.json"))) == len(arm_variants) * 3
     assert list(json.loads(Path(store).read_text())["blocks"]) == ["A", "B", "C"]
     scratch = grpo_dropout.main(dataclasses.replace(quick, out_dir=str(tmp_path / "c"), results="", power_blocks=3))
     assert json.dumps(grown) == json.dumps(scratch)  # the tables as they were, the power study of 3 blocks
