@@ -22,8 +22,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +32,7 @@ import yaml
 
 from rsigym.records import to_jsonable
 from rsigym.registry import register_gym_envs
+from rsigym.serve import start_server_process
 
 SESSIONS = (1, 16, 64)
 
@@ -140,20 +139,6 @@ def _rss_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
-def _start_server(env_id: str, sets: list[str], run_dir: Path, max_sessions: int) -> tuple[subprocess.Popen[str], str]:
-    argv = [sys.executable, "-m", "rsigym", "serve", env_id, "--port", "0", "--out", str(run_dir),
-            "--max-sessions", str(max_sessions)]
-    for item in sets:
-        argv += ["--set", item]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if " at http://" not in line:
-        process.kill()
-        raise SystemExit(f"the server did not start: {line!r}")
-    return process, line.split(" at ")[1].split()[0]
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="rsigym/BlackBox-v0")
@@ -169,7 +154,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     load_start = os.getloadavg()[0]  # a shared machine: the load says how far to trust absolute rates
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        process, url = _start_server(args.env, args.set, Path(tmp) / "served", max(args.sessions))
+        process, url = start_server_process(args.env, Path(tmp) / "served", sets=args.set, max_sessions=max(args.sessions))
         try:
             idle_mb = _rss_mb(process.pid)
             for n in args.sessions:

@@ -38,7 +38,6 @@ import math
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -144,16 +143,9 @@ def served(args: Args, url: str, seed: int) -> dict[str, Any]:
 
 def start_server(run_dir: Path) -> tuple[subprocess.Popen[str], str]:
     """``rsigym serve`` in a subprocess on a free loopback port; returns it and its URL."""
-    argv = [sys.executable, "-m", "rsigym", "serve", ENV_ID, "--port", "0", "--out", str(run_dir)]
-    for key, value in ENV_KWARGS.items():
-        argv += ["--set", f"{key}={value}"]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if " at http://" not in line:
-        process.kill()
-        raise SystemExit(f"the server did not start: {line!r}")
-    return process, line.split(" at ")[1].split()[0]
+    from rsigym.serve import start_server_process
+
+    return start_server_process(ENV_ID, run_dir, sets=[f"{key}={value}" for key, value in ENV_KWARGS.items()])
 
 
 def records_match(run_dir: Path, runs: list[dict[str, Any]]) -> dict[str, Any]:

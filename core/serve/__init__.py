@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .config import ServeConfig
     from .server import ServerThread, serve
+    from .spawn import start_server_process
 
-__all__ = ["ServeConfig", "serve", "ServerThread"]
+__all__ = ["ServeConfig", "serve", "ServerThread", "start_server_process"]
 
-_WHERE = {"ServeConfig": ".config", "serve": ".server", "ServerThread": ".server"}
+_WHERE = {"ServeConfig": ".config", "serve": ".server", "ServerThread": ".server", "start_server_process": ".spawn"}
 
 
 def __getattr__(name: str) -> Any:
