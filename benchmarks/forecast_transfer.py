@@ -159,7 +159,7 @@ def render(result: dict[str, Any], calibration: dict[str, Any] | None = None) ->
         reference = next((b["best_reference"] for (a, _), b in budget.items() if a == agent), math.nan)
         lines.append(f"| {agent} | {reference:.2f} | " + " | ".join(cells) + " |")
     lines += ["", "**Leave-one-group-out transfer**: pre-training experience from every group of environments "
-              "but the target's (groups: " + ", ".join(f"{g} ({len(m)})" for g, m in _groups().items()) +
+              "but the target's (groups: " + ", ".join(f"{g} ({n})" for g, n in _group_sizes(result).items()) +
               "); selection regret (Regret@3 / the blind picker's) with and without it, and the cut "
               f"1 - regret(with) / regret(without) (paper: cross-environment pre-training cut selection regret by "
               f"{100 * paper['transfer_regret_cut']:.0f}%). Round 1 = the one-shot pick before any feedback:", "",
@@ -225,9 +225,11 @@ def render_files(results: Path = RESULTS, calibration: Path = CALIBRATION) -> st
                   json.loads(calibration.read_text()) if calibration.exists() else None)
 
 
-def _groups() -> dict[str, tuple[str, ...]]:
+def _group_sizes(result: dict[str, Any]) -> dict[str, int]:
+    """Targets per group as the results file counted them (the code's groups may have grown since)."""
     from rsigym.envs.forecast.research import ENVIRONMENT_GROUPS
-    return ENVIRONMENT_GROUPS
+    counted = {t["group"]: t["targets"] for t in result["transfer"] if t["group"] != "all"}
+    return {g: counted.get(g, len(members)) for g, members in ENVIRONMENT_GROUPS.items()}
 
 
 def main(argv: list[str] | None = None) -> int:

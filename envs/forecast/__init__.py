@@ -1,6 +1,6 @@
 """``rsigym/ExperimentForecast-v0``: forecast the gains of interventions from an archive of real experiments.
 
-The family: thirty-two small research environments in five groups with real seeded trainings
+The family: forty-six small research environments in five groups with real seeded trainings
 (``research``; trainers ``charlm``, ``digits``, ``tabular_mlp`` on the shared torch recipe ``nets``, and ``classify``, ``text_bow``, ``regression``, ``sequence`` on the shared
 scikit-learn recipe ``sklearn_recipe``), an intervention catalogue with near-duplicate group keys
 (``catalogue``, ``catalogue_small``, ``catalogue_studies``, ``interventions``), the archive of paired-seed gains built by

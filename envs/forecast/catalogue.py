@@ -234,6 +234,18 @@ _BY_ENV: dict[str, list[Entry]] = {
     "regress-uncorrelated": REGRESSION, "seq-chaos": SEQUENCE, "seq-arma": SEQUENCE, "seq-period7": SEQUENCE,
     "svm-moons": svm_study(SVM_BASELINE), "svm-bc": svm_study(SVM_BASELINE), "knn-wine": knn_study(KNN_BASELINE, (2, 5)),
     "clf-quantiles": logistic_study(LOGREG_BASELINE),
+    # round six: new data or another model family on the studies above (cheap runs: more targets, bigger small groups)
+    "text-sentiment": text_study(TEXT_LOGREG_BASELINE, probabilistic=False),
+    "text-authors": text_study(TEXT_NB_BASELINE, probabilistic=True),
+    "text-topics-lr": text_study(TEXT_LOGREG_BASELINE, probabilistic=True),
+    "text-spam-nb": text_study(TEXT_NB_BASELINE, probabilistic=False),
+    "knn-patches": knn_study(KNN_BASELINE, (5, 10, 20)),
+    # polynomial features of 64 pixels are 2,144 columns: left out on the patches
+    "svm-patches": [e for e in svm_study(SVM_BASELINE) if "poly2" not in e[0]],
+    "logreg-patches": [e for e in logistic_study(LOGREG_BASELINE) if not e[0].startswith("poly")],
+    "clf-iris": logistic_study(LOGREG_BASELINE),
+    "regress-scurve": REGRESSION, "regress-swissroll": REGRESSION, "regress-linnerud": REGRESSION,
+    "seq-walk": SEQUENCE, "seq-twoseason": SEQUENCE, "seq-resonant": SEQUENCE,
 }
 
 

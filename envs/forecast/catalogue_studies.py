@@ -4,7 +4,8 @@
 ``boosting_study`` (``clf-hastie``), ``knn_study`` (``knn-blobs``, ``knn-digits``) and ``text_study``
 (``text-topics``, ``text-spam``); ``seq-threshold`` and the two new regressions take theirs from
 ``catalogue_small``. Entries are
-``(slug, text, diff, group)`` as in ``catalogue``; ``applicable`` drops the entries that would set
+``(slug, text, diff, group)`` as in ``catalogue``; Round six reuses them on new data or another baseline model (``catalogue._BY_ENV``).
+``applicable`` drops the entries that would set
 a knob to its baseline value (a model swap to the model already used), so a study serves
 environments with different baselines. Placebos are chosen by their diff alone (a run name, a model
 or split seed, a logging interval), never by their outcome.

@@ -47,7 +47,11 @@ RELATED = {"charlm-pydoc": ("charlm-stdlib",), "charlm-stdlib": ("charlm-pydoc",
            "regress-lowrank": ("regress-sparse",), "regress-uncorrelated": ("regress-sparse",),
            "seq-chaos": ("seq-threshold",), "seq-arma": ("seq-ar",), "seq-period7": ("seq-season",),
            "svm-moons": ("clf-moons",), "svm-bc": ("tabular-bc",), "knn-wine": ("tabular-wine",),
-           "clf-quantiles": ("clf-circles",)}
+           "clf-quantiles": ("clf-circles",), "text-sentiment": ("text-spam",), "text-authors": ("text-topics",),
+           "text-topics-lr": ("text-topics",), "text-spam-nb": ("text-spam",), "knn-patches": ("knn-digits",), "svm-patches": ("knn-patches",), "logreg-patches": ("knn-patches",),
+           "clf-iris": ("clf-moons",), "regress-scurve": ("regress-friedman",), "regress-swissroll": ("regress-scurve",),
+           "regress-linnerud": ("regress-diabetes",), "seq-walk": ("seq-ar",), "seq-twoseason": ("seq-period7",),
+           "seq-resonant": ("seq-ar",)}
 
 
 @dataclass(frozen=True)

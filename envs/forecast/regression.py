@@ -1,5 +1,5 @@
 """scikit-learn regressors scored by repeated 5-fold CV MSE (``regress-diabetes``, ``-friedman``, ``-friedman2``,
-``-friedman3``, ``-sparse``, ``-lowrank``, ``-uncorrelated``).
+``-friedman3``, ``-sparse``, ``-lowrank``, ``-uncorrelated``, ``-scurve``, ``-swissroll``, ``-linnerud``).
 
 ``diabetes`` is scikit-learn's shipped diabetes data (442 patients, 10 features, disease
 progression after a year); ``friedman`` is ``make_friedman1`` drawn once (400 rows, 10 features of
@@ -11,7 +11,11 @@ linearly, noise 20): more features than a fold's fit can spare, where penalties 
 products, noise 30); ``lowrank`` is ``make_regression`` with ``effective_rank=4`` (300 rows, 20
 strongly collinear features of which 10 matter, noise 5); ``uncorrelated`` is
 ``make_sparse_uncorrelated`` (300 rows, 10 independent features of which 4 matter linearly, unit
-noise). A seed sets the folds (2 repeats of 5 folds) and the models' random state;
+noise); ``scurve`` and ``swissroll`` are ``make_s_curve`` (400 points, noise 0.3) and
+``make_swiss_roll`` (400 points, noise 1): a point's position along a curled 2-d sheet from its
+3-d coordinates, a non-linear map no linear fit follows; ``linnerud`` is scikit-learn's shipped
+linnerud data (20 men; waist size from chins, sit-ups and jumps): so few rows that variance, not
+bias, decides. A seed sets the folds (2 repeats of 5 folds) and the models' random state;
 the metric is the pooled out-of-fold MSE of ``sklearn_recipe.cross_validated`` (a loss: lower is
 better).
 """
@@ -61,6 +65,15 @@ def _data(dataset: str) -> tuple[np.ndarray, np.ndarray]:
     if dataset == "uncorrelated":
         x, y = datasets.make_sparse_uncorrelated(n_samples=300, n_features=10, random_state=0)
         return x, y
+    if dataset == "scurve":          # the position along an S-shaped sheet from noisy 3-d coordinates
+        x, y = datasets.make_s_curve(n_samples=400, noise=0.3, random_state=0)
+        return x, y
+    if dataset == "swissroll":       # the position along a rolled sheet from noisy 3-d coordinates
+        x, y = datasets.make_swiss_roll(n_samples=400, noise=1.0, random_state=0)
+        return x, y
+    if dataset == "linnerud":        # waist (inches) from chins, sit-ups and jumps: 20 athletes
+        data = datasets.load_linnerud()
+        return data.data, data.target[:, 1]
     raise ValueError(f"unknown regression dataset {dataset!r}")
 
 

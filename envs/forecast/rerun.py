@@ -30,6 +30,14 @@ RERUN_ROWS = {
     "seq-chaos": "seq-chaos/knn", "seq-arma": "seq-arma/lags_8", "seq-period7": "seq-period7/lags_12",
     "svm-moons": "svm-moons/gamma_1", "svm-bc": "svm-bc/C_div10", "knn-wine": "knn-wine/no_scaling",
     "clf-quantiles": "clf-quantiles/poly2",
+    "text-sentiment": "text-sentiment/C_div3", "text-authors": "text-authors/alpha_01",
+    "text-topics-lr": "text-topics-lr/C_x10", "text-spam-nb": "text-spam-nb/binary",
+    "knn-patches": "knn-patches/k15",
+    "svm-patches": "svm-patches/C_x10", "logreg-patches": "logreg-patches/C_div10",
+    "clf-iris": "clf-iris/C_div10", "regress-scurve": "regress-scurve/knn",
+    "regress-swissroll": "regress-swissroll/forest", "regress-linnerud": "regress-linnerud/alpha_x10",
+    "seq-walk": "seq-walk/difference", "seq-twoseason": "seq-twoseason/lags_12",
+    "seq-resonant": "seq-resonant/difference",
 }
 
 

@@ -1,5 +1,6 @@
 """One-step-ahead forecasting of synthetic sequences with lag-window regressors (``seq-ar``, ``-season``,
-``-threshold``, ``-chaos``, ``-arma``, ``-period7``).
+``-threshold``, ``-chaos``, ``-arma``, ``-period7``, ``-walk``, ``-twoseason``,
+``-resonant``).
 
 A seed draws a fresh realisation of the process (800 steps; its innovations are the run-to-run
 noise) and sets the models' random state; the first 70% of the lag windows train, the last 30%
@@ -14,7 +15,13 @@ x_{t-1}) + 0.01 e_t``, clipped to (0, 1)): deterministic but non-linear, so tree
 beat any linear fit. ``arma`` is an ARMA(1, 2) (``x_t = 0.7 x_{t-1} + e_t + 0.6 e_{t-1} - 0.3
 e_{t-2}``): the moving-average part reaches further back than a few lags. ``period7`` has a
 7-step season (``x_t = 0.5 x_{t-1} + 1.2 sin(2 pi t / 7) + e_t``) that the 12-step phase features
-miss and 8 or more lags catch. Models come from ``sklearn_recipe.regressor``. The
+miss and 8 or more lags catch. ``walk`` is a random walk with drift whose steps are
+autocorrelated (``x_t = x_{t-1} + 0.05 + 0.5 (x_{t-1} - x_{t-2}) + e_t``): the test span leaves the
+training range, so differencing wins and trees and neighbours, which cannot extrapolate, lose.
+``twoseason`` adds a 5-step season to a 12-step one (``x_t = 0.4 x_{t-1} + sin(2 pi t / 12) + 0.8
+sin(2 pi t / 5) + e_t``): the phase features catch one of them, long lag windows both. ``resonant`` is a lightly damped linear oscillation (``x_t = 1.8 x_{t-1} -
+0.9 x_{t-2} + e_t``, a quasi-period of about 20 steps): the linear baseline already matches it, so
+most changes can only lose. Models come from ``sklearn_recipe.regressor``. The
 metric is the test MSE (a loss); a crash is scored as the series' variance.
 """
 
@@ -43,7 +50,8 @@ PERIOD = 12
 
 
 def series(process: str, seed: int) -> np.ndarray:
-    """One realisation of ``process`` (``ar``, ``season``, ``threshold``, ``chaos``, ``arma`` or ``period7``)
+    """One realisation of ``process`` (``ar``, ``season``, ``threshold``, ``chaos``, ``arma``, ``period7``, ``walk``,
+    ``twoseason`` or ``resonant``)
     of ``SERIES_LENGTH`` steps."""
     rng = np.random.default_rng(seed * 2909 + 17)
     noise = rng.normal(0.0, 0.5, SERIES_LENGTH + 50)
@@ -61,6 +69,13 @@ def series(process: str, seed: int) -> np.ndarray:
             x[t] = 0.7 * x[t - 1] + noise[t] + 0.6 * noise[t - 1] - 0.3 * noise[t - 2]
         elif process == "period7":       # a 7-step season the 12-step phase features do not match
             x[t] = 0.5 * x[t - 1] + 1.2 * math.sin(2 * math.pi * t / 7) + noise[t]
+        elif process == "walk":          # a random walk with drift whose steps are autocorrelated
+            x[t] = x[t - 1] + 0.05 + 0.5 * (x[t - 1] - x[t - 2]) + noise[t]
+        elif process == "twoseason":     # a 12-step and a 5-step season on top of an autoregression
+            x[t] = (0.4 * x[t - 1] + 1.0 * math.sin(2 * math.pi * t / PERIOD) + 0.8 * math.sin(2 * math.pi * t / 5)
+                    + noise[t])
+        elif process == "resonant":      # a lightly damped linear oscillation (AR(2), quasi-period ~20 steps)
+            x[t] = 1.8 * x[t - 1] - 0.9 * x[t - 2] + noise[t]
         else:
             raise ValueError(f"unknown process {process!r}")
     return x[50:]                                       # drop the burn-in

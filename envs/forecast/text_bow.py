@@ -1,11 +1,15 @@
-"""Bag-of-words text classification on generated corpora (``text-topics``, ``text-spam``).
+"""Bag-of-words text classification on generated corpora (``text-topics``, ``text-spam``,
+``text-topics-lr``, ``text-spam-nb``, ``text-sentiment``, ``text-authors``).
 
 No corpus is downloaded: documents are drawn once (fixed ``random_state``) from a topic model over a
 400-word vocabulary whose background frequencies follow Zipf's law, as word counts do in real text.
 ``topics``: 600 documents of 5-85 words from 4 topics; each class mixes its own topic's words
 (Dirichlet 0.05 over the vocabulary, a third of the mass) into the background, and a fifth of each
 document comes from another random topic. ``spam``: 700 short messages (3-33 words), a quarter of
-them positive, whose signal is a weak shift towards 30 indicative words. Counts are a sparse
+them positive, whose signal is a weak shift towards 30 indicative words. ``sentiment``: 800 reviews (20-120 words), half positive, each leaning
+by a random amount towards 40 words of its side and by half as much towards the other side's 40.
+``authors``: 600 documents (30-150 words) by 5 authors with no topic words, who differ only in a
+log-normal factor (spread 0.35) on each word's frequency, as function-word style does. Counts are a sparse
 matrix; the recipe's extra steps (``weighting``: raw counts, binary presence, TF-IDF or sublinear
 TF-IDF; ``select_k``: keep the k words with the highest chi-square score on the training fold) run
 inside each fold, then ``sklearn_recipe`` fits and scores the model.
@@ -41,7 +45,9 @@ def _background(rng: np.random.Generator) -> np.ndarray:
 @functools.lru_cache(maxsize=None)
 def _corpus(name: str) -> tuple[Any, np.ndarray]:
     from scipy import sparse
-    rng = np.random.default_rng({"topics": 101, "spam": 202}[name])
+    if name not in ("topics", "spam", "sentiment", "authors"):
+        raise ValueError(f"unknown corpus {name!r}")
+    rng = np.random.default_rng({"topics": 101, "spam": 202, "sentiment": 303, "authors": 404}[name])
     background = _background(rng)
     if name == "topics":
         topics = rng.dirichlet(np.full(VOCABULARY, 0.05), size=4)            # (K, V)
@@ -57,8 +63,22 @@ def _corpus(name: str) -> tuple[Any, np.ndarray]:
         labels = (rng.random(700) < 0.25).astype(int)
         lengths = rng.integers(3, 34, 700)
         rows = [rng.multinomial(n, shifted if k else background) for k, n in zip(labels, lengths)]
-    else:
-        raise ValueError(f"unknown corpus {name!r}")
+    elif name == "sentiment":      # two opposed sets of 40 words; each review leans one way, with noise
+        positive, negative = rng.choice(VOCABULARY, (2, 40), replace=False)
+        labels = rng.integers(0, 2, 800)
+        lengths = rng.integers(20, 121, 800)
+        rows = []
+        for k, n in zip(labels, lengths):
+            lean = background.copy()
+            lean[positive if k else negative] += rng.uniform(0.0, 0.006)
+            lean[negative if k else positive] += rng.uniform(0.0, 0.003)
+            rows.append(rng.multinomial(n, lean / lean.sum()))
+    else:                           # authors: 5 writers who differ only in how often they use common words
+        labels = rng.integers(0, 5, 600)
+        lengths = rng.integers(30, 151, 600)
+        styles = background * np.exp(rng.normal(0.0, 0.35, (5, VOCABULARY)))         # (5, V)
+        styles /= styles.sum(axis=1, keepdims=True)
+        rows = [rng.multinomial(n, styles[k]) for k, n in zip(labels, lengths)]
     return sparse.csr_matrix(np.array(rows, dtype=float)), labels           # (N, V) counts
 
 

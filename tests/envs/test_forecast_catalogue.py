@@ -76,3 +76,32 @@ def test_the_shared_cv_recipe_pools_errors_over_ten_folds_and_a_refused_config_c
     assert 500 * 2 * result.metric == pytest.approx(round(500 * 2 * result.metric))   # whole wrong rows of 1,000
     crashed = train_classifier("moons", "error", {**LOGREG_BASELINE, "penalty": "l1"}, 0)   # lbfgs refuses L1
     assert crashed.crashed
+
+
+def test_round_six_data_are_what_the_descriptions_say():
+    import numpy as np
+
+    from rsigym.envs.forecast.classify import _data as classification_data
+    from rsigym.envs.forecast.regression import _data as regression_data
+    from rsigym.envs.forecast.sequence import SERIES_LENGTH, series
+    from rsigym.envs.forecast.text_bow import _corpus
+    x, y = classification_data("patches")
+    assert x.shape == (600, 64) and np.bincount(y).tolist() == [150, 150, 150, 150]
+    assert np.allclose(x.mean(axis=1), 0.0)                       # texture only: every patch at mean 0
+    x, y = classification_data("iris")
+    assert x.shape == (150, 4) and np.bincount(y).tolist() == [50, 50, 50]
+    for name, (rows, classes) in {"sentiment": (800, 2), "authors": (600, 5)}.items():
+        counts, labels = _corpus(name)
+        assert counts.shape == (rows, 400) and labels.max() + 1 == classes, name
+    counts, labels = _corpus("authors")
+    # the authors differ in style only: no word is missing from any author's documents among the 50 commonest
+    common = np.argsort(-np.asarray(counts.sum(axis=0)).ravel())[:50]
+    assert all(np.asarray(counts[labels == k][:, common].sum(axis=0)).min() > 0 for k in range(5))
+    assert {name: regression_data(name)[0].shape for name in ("scurve", "swissroll", "linnerud")} == {
+        "scurve": (400, 3), "swissroll": (400, 3), "linnerud": (20, 3)}
+    walk = series("walk", 0)
+    assert len(walk) == SERIES_LENGTH and walk[-240:].min() > walk[:560].max() - 5   # the test span drifts away
+    resonant = series("resonant", 0)
+    assert abs(np.corrcoef(resonant[:-1], resonant[1:])[0, 1]) > 0.9     # a slow oscillation: neighbours agree
+    with pytest.raises(ValueError):
+        series("garch", 0)
