@@ -100,3 +100,21 @@ def test_targets_are_judged_by_the_two_block_rule_with_one_block_beside_it():
     assert [r.split(" | ")[5] for r in rows] == ["**not met**", "**met**"]  # judged on the pairs
     assert [r.split(" | ")[7] for r in rows] == ["met", "not met"]  # one block beside it
     assert rows[0].split(" | ")[2] == "10 (20)"
+
+
+def test_power_gap_pools_each_blocks_runs_and_counts_blocks_at_the_target():
+    import dial_opd
+
+    def run(end: float) -> dict:
+        return {"start_mean_at_k_in": 0.2, "teacher_mean_at_k_in": 0.6, "mean_at_k_in": end}
+
+    per_run = {"A": {"all": {"w0_s100": run(0.4), "w1_s100": run(0.4)}},  # (0.8 - 0.4) / (1.2 - 0.4) = 0.5
+               "B": {"all": {"w2_s200": run(0.3), "w3_s200": run(0.3)}}}  # (0.6 - 0.4) / 0.8 = 0.25
+    gap = dial_opd.power_gap(per_run)
+    assert gap["per_block"] == pytest.approx({"A": 0.5, "B": 0.25})
+    assert gap["pooled"] == pytest.approx(0.375)  # (1.4 - 0.8) / (2.4 - 0.8)
+    assert gap["reaching_target"] == 1 and gap["blocks"] == 2 and gap["target"] == 0.4
+    line = posttrain_tables.power_gap_line({"power_gap": gap})
+    assert "37.5% pooled, 25% to 50% per block, 1 of 2 blocks at or above the 40% target" in line
+    assert dial_opd.power_gap({}) is None
+    assert posttrain_tables.power_gap_line({}).endswith("not measured.")
