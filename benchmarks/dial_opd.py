@@ -203,6 +203,29 @@ def gap_curve(base_runs: list[dict]) -> list[list[float]]:
     return out
 
 
+GAP_TARGET = 0.4
+"""share of the in-distribution teacher gap all-token distillation is to close (the issue's target for the design)"""
+
+
+def power_gap(per_run: dict[str, dict[str, dict[str, dict[str, float]]]]) -> dict[str, Any] | None:
+    """The in-distribution teacher gap all-token distillation closed on every power block (each a replication of
+    one table block: its warm starts' pooled share, as the tables' gap column computes it), pooled over all of
+    them, and how many blocks reach ``GAP_TARGET``. ``per_run``: ``power_runs``'s; None without blocks."""
+    if not per_run:
+        return None
+    shares: dict[str, float] = {}
+    totals = [0.0, 0.0, 0.0]  # start, teacher, end: summed over every block's runs
+    for name, block in per_run.items():
+        runs = [block["all"][k] for k in sorted(block["all"])]
+        start, teacher, end = (sum(r[key] for r in runs)
+                               for key in ("start_mean_at_k_in", "teacher_mean_at_k_in", "mean_at_k_in"))
+        shares[name] = (end - start) / (teacher - start) if teacher > start else math.nan
+        totals = [totals[0] + start, totals[1] + teacher, totals[2] + end]
+    pooled = (totals[2] - totals[0]) / (totals[1] - totals[0]) if totals[1] > totals[0] else math.nan
+    return {"target": GAP_TARGET, "blocks": len(shares), "pooled": pooled, "per_block": shares,
+            "reaching_target": sum(share >= GAP_TARGET for share in shares.values())}
+
+
 REGIME_TOKEN_KEYS = ("low_low_share", "low_low_error_share", "error_share", "low_low_share_fixed_01",
                      "teacher_sure_share", "top_signal_low_low_share")
 
@@ -246,8 +269,8 @@ def main(args: Args | None = None) -> dict:
         return opd.main, run_args(args, variant, warm_start, seed)
 
     if args.power_only:
-        results = update_power(args, power_summary(args, power_runs(args, POWER_ARMS, make_run, run_metrics),
-                                                   POWER_ARMS, METRICS))
+        power = power_runs(args, POWER_ARMS, make_run, run_metrics)
+        results = update_power(args, {**power_summary(args, power, POWER_ARMS, METRICS), "power_gap": power_gap(power)})
         print(dial_tables(results))
         write_results(args.results, results)
         return results
@@ -258,6 +281,7 @@ def main(args: Args | None = None) -> dict:
     results = summarise_blocks(args, runs, run_metrics, lambda block: regime(task_of(args), block), "all",
                                METRICS, CLAIMS)
     results.update(power_summary(args, power, POWER_ARMS, METRICS))
+    results["power_gap"] = power_gap(power)
     print(dial_tables(results))
     write_results(args.results, results)
     return results

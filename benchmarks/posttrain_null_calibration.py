@@ -13,7 +13,7 @@ over the power blocks of the committed results (``benchmarks/results/*_power.jso
   above 1, the warm starts of a block share something (under ``"block"`` seeding they share the RL or distillation
   seed: ``posttrain_grid.block_units``) and the within-block interval misses that block-level part, so a null is
   called more often than 5%. GRPO's blocks have been ``"unit"``-seeded (a seed per warm start) since round three,
-  when this ratio was 2.35 on entropy (p = 0.005); distillation's stay ``"block"``-seeded (ratios 0.74 and 0.71).
+  when this ratio was 2.35 on entropy (p = 0.005); distillation's stay ``"block"``-seeded (ratios 0.69 and 0.70 over 40 blocks).
 
 Unit of inference: the warm start within a block, the block across blocks. Reads only committed files.
 Run: ``python benchmarks/posttrain_null_calibration.py [--draws N]``.

@@ -102,7 +102,9 @@ def test_new_family_refuses_bad_names_and_existing_folders_in_one_line(tmp_path)
 # Small settings beyond tests/security/env_fuzz_support.py's: the episodes' task where the first
 # listed one is large, HyperparamSearch's episodes on the tiny preset (a record stores JSON kwargs,
 # not the analytic trial runner), the LLM judge on an offline model.
-TASKS = {"rsigym/ProgramEvolution-v0": "bin_packing_online"}
+# DataSelection's episodes run the pool its kwargs make small (digits, 400 items); its first task
+# (function_calling) would run at the full default size, which its own tests cover
+TASKS = {"rsigym/ProgramEvolution-v0": "bin_packing_online", "rsigym/DataSelection-v0": "digits"}
 EPISODES = {"rsigym/HyperparamSearch-v0": {"preset": "tiny", "budget": 2}}
 GRADERS = {"llm_judge": {"model": "rsigym/judge_lenient"}, "evolution_heldout": {"sandbox": "auto"}}  # auto: local where no engine
 

@@ -16,9 +16,15 @@ from rsigym.sandbox.paths import work_relative
 LIMITS = SandboxLimits(memory_mb=256, pids=64, output_bytes=64_000, file_size_mb=16)
 
 
-@pytest.fixture
-def sandbox():
+@pytest.fixture(params=["prlimit", "preexec"])
+def sandbox(request):
+    """Both ways of setting the limits: util-linux's prlimit (the default where the host has it) and
+    the fork-time ``preexec_fn`` (where it does not)."""
     with LocalSandbox(LIMITS) as sb:
+        if request.param == "preexec":
+            sb._prlimit = None
+        elif sb._prlimit is None:
+            pytest.skip("no prlimit on this host")
         yield sb
 
 
@@ -54,6 +60,26 @@ def test_exec_reports_exit_code_and_stderr(sandbox):
 def test_missing_program_is_exit_127_not_an_exception(sandbox):
     result = sandbox.exec(["no-such-program-rsigym"])
     assert result.exit_code == 127 and "no-such-program-rsigym" in result.stderr
+
+
+def test_a_file_that_is_not_executable_or_a_directory_is_exit_126(sandbox):
+    sandbox.write_files({"script.sh": "echo hi\n"}, mode=0o644)
+    assert sandbox.exec(["./script.sh"]).exit_code == 126
+    sandbox.write_files({"sub/x": ""})
+    assert sandbox.exec(["./sub"]).exit_code == 126
+    sandbox.write_files({"run.sh": "#!/bin/sh\necho \"$0\"\n"}, mode=0o755)
+    result = sandbox.exec(["./run.sh"])  # found relative to the work dir, its argv[0] as given
+    assert (result.exit_code, result.stdout) == (0, "./run.sh\n")
+
+
+def test_the_command_runs_under_the_limits_in_its_own_session(sandbox):
+    probe = ("import os, resource as r; print([r.getrlimit(x) for x in (r.RLIMIT_AS, r.RLIMIT_CPU, r.RLIMIT_FSIZE, "
+             "r.RLIMIT_CORE)], os.getsid(0) == os.getpid())")
+    result = sandbox.exec(["python3", "-c", probe], timeout=7)
+    assert result.ok, result
+    mib = 2**20
+    expected = [(LIMITS.memory_mb * mib,) * 2, (8, 9), (LIMITS.file_size_mb * mib,) * 2, (0, 0)]
+    assert result.stdout == f"{expected} True\n"
 
 
 def test_timeout_kills_the_process_group_including_grandchild(sandbox):

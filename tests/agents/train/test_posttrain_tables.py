@@ -64,20 +64,57 @@ def test_power_rows_say_met_or_not_met_against_their_targets():
     assert posttrain_tables._clean_replications(0.05) == 72
 
 
-def test_a_claimed_metric_meets_its_targets_only_with_a_detected_control_and_a_quiet_null():
-    def arm(kind: str, variant: str, metric: str, count: int) -> dict:
-        rate = {"count": count, "total": 20, "rate": count / 20, "ci": [0.0, 1.0]}
-        return {"arm": kind, "variant": variant, "baseline": "none", "metric": metric, "per_block": rate,
-                "two_blocks": rate, "mdd_mean": 0.1, "effect_mean": 0.2}
+def _arm(kind: str, variant: str, metric: str, count: int, pair_count: int | None = None) -> dict:
+    """A power arm over 20 blocks (10 pairs): ``count`` blocks and ``pair_count`` pairs detected or called."""
+    per_block = {"count": count, "total": 20, "rate": count / 20, "ci": [0.0, 1.0]}
+    pair_count = count // 2 if pair_count is None else pair_count
+    pairs = {"count": pair_count, "total": 10, "rate": pair_count / 10, "ci": [0.0, 1.0]}
+    return {"arm": kind, "variant": variant, "baseline": "none", "metric": metric, "per_block": per_block,
+            "two_blocks": pairs, "mdd_mean": 0.1, "effect_mean": 0.2}
 
+
+def test_a_claimed_metric_meets_its_targets_only_with_a_detected_control_and_a_quiet_null():
     claims = [{"id": "G1", "metric": "mean_at_k"}, {"id": "G2", "metric": "pass_at_k"},
               {"id": "G3", "metric": "entropy_end"}, {"id": "G4", "metric": "mean_at_k"}]
-    power = [arm("positive control", "weak", "mean_at_k", 3), arm("positive control", "strong", "mean_at_k", 20),
-             arm("null", "reseed", "mean_at_k", 1),
-             arm("positive control", "strong", "pass_at_k", 20), arm("null", "reseed", "pass_at_k", 2),
-             arm("null", "reseed", "entropy_end", 0)]
+    power = [_arm("positive control", "weak", "mean_at_k", 3), _arm("positive control", "strong", "mean_at_k", 20),
+             _arm("null", "reseed", "mean_at_k", 1),
+             _arm("positive control", "strong", "pass_at_k", 20), _arm("null", "reseed", "pass_at_k", 4, 1),
+             _arm("null", "reseed", "entropy_end", 0)]
     rows = posttrain_tables.claim_metric_targets({"claims": claims, "power": power})[2:]
     assert [row.split(" | ")[0] for row in rows] == ["| Mean@k", "| Pass@k", "| entropy (last 10%)"]
     assert rows[0].startswith("| Mean@k | G1, G4 |") and rows[0].endswith("| met |")  # the strong control counts
-    assert rows[1].endswith("| not met |")  # the null called in 2 of 20 blocks
+    assert rows[1].endswith("| not met |")  # the null called in 1 of 10 pairs
     assert rows[2].endswith("| not met |") and "| none |" in rows[2]  # no positive control on entropy
+
+
+def test_targets_are_judged_by_the_two_block_rule_with_one_block_beside_it():
+    # a null called in 2 of 20 single blocks (0.10) but in no pair, a control detected in 17 of 20 blocks (0.85)
+    # but 7 of 10 pairs: the tables' rule is the pair's, so the null meets its target and the control misses it
+    claims = [{"id": "G1", "metric": "mean_at_k"}]
+    null, control = _arm("null", "reseed", "mean_at_k", 2, 0), _arm("positive control", "strong", "mean_at_k", 17, 7)
+    row = posttrain_tables.claim_metric_targets({"claims": claims, "power": [control, null]})[2]
+    assert "`reseed` 0/10 = 0.00 [0.00, 1.00]: met (one block 2/20 = 0.10 [0.00, 1.00])" in row
+    assert "`strong` 7/10 = 0.70 [0.00, 1.00]: not met (one block 17/20 = 0.85 [0.00, 1.00]; mean Δ +0.200)" in row
+    assert row.endswith("| not met |")
+    rows = posttrain_tables.power_table({"power": [control, null]})[2:4]
+    assert [r.split(" | ")[5] for r in rows] == ["**not met**", "**met**"]  # judged on the pairs
+    assert [r.split(" | ")[7] for r in rows] == ["met", "not met"]  # one block beside it
+    assert rows[0].split(" | ")[2] == "10 (20)"
+
+
+def test_power_gap_pools_each_blocks_runs_and_counts_blocks_at_the_target():
+    import dial_opd
+
+    def run(end: float) -> dict:
+        return {"start_mean_at_k_in": 0.2, "teacher_mean_at_k_in": 0.6, "mean_at_k_in": end}
+
+    per_run = {"A": {"all": {"w0_s100": run(0.4), "w1_s100": run(0.4)}},  # (0.8 - 0.4) / (1.2 - 0.4) = 0.5
+               "B": {"all": {"w2_s200": run(0.3), "w3_s200": run(0.3)}}}  # (0.6 - 0.4) / 0.8 = 0.25
+    gap = dial_opd.power_gap(per_run)
+    assert gap["per_block"] == pytest.approx({"A": 0.5, "B": 0.25})
+    assert gap["pooled"] == pytest.approx(0.375)  # (1.4 - 0.8) / (2.4 - 0.8)
+    assert gap["reaching_target"] == 1 and gap["blocks"] == 2 and gap["target"] == 0.4
+    line = posttrain_tables.power_gap_line({"power_gap": gap})
+    assert "37.5% pooled, 25% to 50% per block, 1 of 2 blocks at or above the 40% target" in line
+    assert dial_opd.power_gap({}) is None
+    assert posttrain_tables.power_gap_line({}).endswith("not measured.")
