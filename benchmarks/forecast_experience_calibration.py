@@ -125,21 +125,30 @@ def main(argv: list[str] | None = None) -> int:
                   f"{arm['median_mdd']:.3f}")
         positive = next(a for a in arms if a["effect"] == POSITIVE_CONTROL)
         null = next(a for a in arms if a["effect"] == 0.0)
-        passed = positive["found"] >= 0.8 * positive["designs"] and null["called"] <= 0.05 * null["designs"]
         design_mdd = statistics.median(a["median_mdd"] for a in arms if a["effect"] > 0)
-        ok = ok and passed
-        print(f"  positive control (effect {POSITIVE_CONTROL}): {positive['found']}/{positive['designs']} found; "
-              f"null: {null['called']}/{null['designs']} called -> {'calibrated' if passed else 'NOT calibrated'}; "
-              f"MDD at the design (median over the arms with an effect) {design_mdd:.3f} "
-              f"({'<=' if design_mdd <= MDD_BOUND else '>'} {MDD_BOUND})")
         size = None
         if args.null_designs:
             big = calibrate(args.null_designs, sigma, tau, targets, seeds, seed=1, effects=(0.0,))[0]
             size = {k: big[k] for k in ("designs", "called", "called_ci", "found", "found_ci")}
             print(f"  null again on {big['designs']} designs (the verdict's size): {big['called']} called "
                   f"= {big['called'] / big['designs']:.3f} [{big['called_ci'][0]:.3f}, {big['called_ci'][1]:.3f}]")
+        # The size is judged on every null design (60 designs cannot tell 5% from 7%: the larger arm is
+        # there to measure it); the positive control on its own arm.
+        null_called = null["called"] + (size["called"] if size else 0)
+        null_designs = null["designs"] + (size["designs"] if size else 0)
+        passed = positive["found"] >= 0.8 * positive["designs"] and null_called <= 0.05 * null_designs
+        ok = ok and passed
+        low, high = exact_ci(null_called, null_designs)
+        print(f"  positive control (effect {POSITIVE_CONTROL}): {positive['found']}/{positive['designs']} found; "
+              f"null: {null_called}/{null_designs} called = {null_called / null_designs:.3f} [{low:.3f}, {high:.3f}] "
+              f"(every null design; {null['called']}/{null['designs']} in the first arm) -> "
+              f"{'calibrated' if passed else 'NOT calibrated'}; "
+              f"MDD at the design (median over the arms with an effect) {design_mdd:.3f} "
+              f"({'<=' if design_mdd <= MDD_BOUND else '>'} {MDD_BOUND})")
         result["readings"][reading] = {"sigma": sigma, "tau": tau, "targets": targets, "seeds": seeds, "arms": arms,
                                        "measured_mdd": sorted(measured), "calibrated": passed,
+                                       "null_pooled": {"called": null_called, "designs": null_designs,
+                                                       "called_ci": [low, high]},
                                        "design_mdd": design_mdd, "null_size": size}
     if args.json:
         RESULTS.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")

@@ -216,6 +216,14 @@ def render(result: dict[str, Any], calibration: dict[str, Any] | None = None) ->
                           f"{r['null_size']['called'] / r['null_size']['designs']:.3f} "
                           f"[{r['null_size']['called_ci'][0]:.3f}, {r['null_size']['called_ci'][1]:.3f}]"
                           for reading, r in sized) + "."]
+        pooled = [(reading, r) for reading, r in calibration["readings"].items() if r.get("null_pooled")]
+        if pooled:
+            lines += ["", "The calibration's rule (positive control found in >= 80% of its designs; the null called in "
+                      "<= 5% of every null design, both arms): " + "; ".join(
+                          f"{reading} null {r['null_pooled']['called']}/{r['null_pooled']['designs']} = "
+                          f"{r['null_pooled']['called'] / r['null_pooled']['designs']:.3f} "
+                          f"[{r['null_pooled']['called_ci'][0]:.3f}, {r['null_pooled']['called_ci'][1]:.3f}], "
+                          + ("calibrated" if r["calibrated"] else "NOT calibrated") for reading, r in pooled) + "."]
     return "\n".join(lines)
 
 
