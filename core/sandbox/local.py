@@ -180,14 +180,18 @@ def _launch_error(command: Sequence[str], env: Mapping[str, str], cwd: str) -> O
     starting it through ``prlimit``, so that a missing program still reads as the command's own."""
     program = command[0]
     if os.sep in program:
-        path: str | None = os.path.join(cwd, program)
-    else:
-        path = shutil.which(program, mode=os.F_OK, path=env.get("PATH", os.defpath))
-    if path is None or not os.path.exists(path):
-        return FileNotFoundError(2, os.strerror(2), program)
-    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        path = os.path.join(cwd, program)
+        if not os.path.exists(path):
+            return FileNotFoundError(2, os.strerror(2), program)
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            return PermissionError(13, os.strerror(13), program)
+        return None
+    search = env.get("PATH", os.defpath)
+    if shutil.which(program, path=search) is not None:  # an executable file on PATH, as execvp finds it
+        return None
+    if shutil.which(program, mode=os.F_OK, path=search) is not None:  # only a directory or a non-executable
         return PermissionError(13, os.strerror(13), program)
-    return None
+    return FileNotFoundError(2, os.strerror(2), program)
 
 
 class LocalSandbox:

@@ -70,6 +70,13 @@ def test_a_file_that_is_not_executable_or_a_directory_is_exit_126(sandbox):
     sandbox.write_files({"run.sh": "#!/bin/sh\necho \"$0\"\n"}, mode=0o755)
     result = sandbox.exec(["./run.sh"])  # found relative to the work dir, its argv[0] as given
     assert (result.exit_code, result.stdout) == (0, "./run.sh\n")
+    # on PATH, a non-executable file does not hide an executable one further on (as execvp searches)
+    sandbox.write_files({"a/tool": "echo first\n", "b/tool": "#!/bin/sh\necho second\n"}, mode=0o644)
+    os.chmod(os.path.join(sandbox.work_dir, "b", "tool"), 0o755)
+    path = os.pathsep.join(os.path.join(sandbox.work_dir, d) for d in ("a", "b"))
+    assert sandbox.exec(["tool"], env={"PATH": path}).stdout == "second\n"
+    os.chmod(os.path.join(sandbox.work_dir, "b", "tool"), 0o644)
+    assert sandbox.exec(["tool"], env={"PATH": path}).exit_code == 126
 
 
 def test_the_command_runs_under_the_limits_in_its_own_session(sandbox):
