@@ -20,11 +20,18 @@ from .recorder import RunRecorder
 __all__ = ["serve", "ServerThread"]
 
 
+BACKLOG = 2048
+"""uvicorn's default listen backlog"""
+
+
 def _bind(host: str, port: int) -> socket.socket:
+    """A socket bound and already listening: the address is announced before uvicorn starts, and a
+    client that connects in between waits in the backlog instead of being refused."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 

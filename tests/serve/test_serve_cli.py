@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,24 @@ def _start(out: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     line = process.stdout.readline()
     assert line.startswith("serving rsigym/Probe-v0 at http://127.0.0.1:"), (line, process.stderr.read() if process.poll() is not None else "")
     return process, line.split(" at ")[1].split()[0]
+
+
+def test_the_announced_address_takes_connections_before_the_server_starts(tmp_path):
+    """``rsigym serve`` prints its URL before uvicorn starts; a client that connects at once must be
+    queued, not refused (a bound socket that did not listen yet refused it: a flaky first request)."""
+    from rsigym.serve import ServeConfig
+    from rsigym.serve.server import serve
+
+    class Announced(Exception):
+        pass
+
+    def ready(url: str) -> None:
+        host, port = url.split("//", 1)[1].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5):
+            raise Announced(url)  # stops serve() before uvicorn runs
+
+    with pytest.raises(Announced):
+        serve(ServeConfig("rsigym/Probe-v0", {"sandbox": "local"}, run_dir=tmp_path / "served", port=0), on_ready=ready)
 
 
 def _bisect(url: str) -> None:
