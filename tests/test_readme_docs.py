@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import os
 import re
 import subprocess
 import sys
@@ -99,24 +98,29 @@ def _look_at_a_run_commands() -> list[str]:
     return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip().startswith("rsigym ")]
 
 
-def test_the_look_at_a_run_commands_all_run(tmp_path):
+def test_the_look_at_a_run_commands_all_run(tmp_path, monkeypatch, capsys):
     """Each command of "Look at a run" (docs/guides/viewer.md), as written, in a folder holding
     runs/trace_quickstart (one task of it). The trace_llm command runs against the fake provider
     (--api-base; one task): its --cost-limit and --episode-timeout with the default 16 episodes in
-    flight are what is checked."""
+    flight are what is checked. The commands go through the CLI's entry point in this process (the
+    words after ``rsigym`` are its argv): a process of its own costs 2-5 CPU-seconds of imports each
+    and checks nothing more here (the console script and fresh-process runs are tests/core/test_cli_contract.py's)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     from fake_provider import FakeProvider
 
+    from rsigym.cli import main
+
     commands = _look_at_a_run_commands()
     assert [c.split()[1] for c in commands] == ["view", "export", "run"]
-    cli = [sys.executable, "-m", "rsigym.cli.commands"]
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-    def run(args: list[str]) -> subprocess.CompletedProcess:
-        proc = subprocess.run(cli + args, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
-        assert proc.returncode == 0, f"rsigym {' '.join(args)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-        assert "Traceback" not in proc.stderr
-        return proc
+    def run(args: list[str]) -> tuple[str, str]:
+        status = main(args)
+        out, err = capsys.readouterr()
+        assert status == 0, f"rsigym {' '.join(args)}:\n{out[-2000:]}\n{err[-3000:]}"
+        assert "Traceback" not in err
+        return out, err
 
     run(["run", "trace_quickstart", "--limit", "1", "--workers", "0", "--no-progress"])
     with FakeProvider(latency_s=0.02) as provider:
@@ -124,7 +128,7 @@ def test_the_look_at_a_run_commands_all_run(tmp_path):
             args = command.split()[1:]
             if args[0] == "run":
                 args += ["--api-base", provider.api_base, "--limit", "1", "--workers", "1", "--no-progress"]
-            proc = run(args)
+            out, err = run(args)
     assert (tmp_path / "runs" / "trace_quickstart" / "view.html").exists()
     assert list((tmp_path / "runs" / "trace_quickstart").glob("*.parquet"))
-    assert "endpoint check: 1 endpoint answered" in proc.stderr and "0 infra errors" in proc.stdout
+    assert "endpoint check: 1 endpoint answered" in err and "0 infra errors" in out
