@@ -65,18 +65,17 @@ MARKER_VAR = "RSIGYM_SANDBOX"
 _MAX_SWEEPS = 50
 
 
-def _own_processes() -> list[int]:
-    """Pids of live processes of this real uid, except this one."""
-    uid, me, pids = os.getuid(), os.getpid(), []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid == uid:
-                pids.append(int(name))
-        except OSError:
-            continue  # exited while we looked
-    return pids
+def _other_pids() -> list[int]:
+    """Pids of live processes, except this one."""
+    me = os.getpid()
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != me]
+
+
+def _owned(pid: int, uid: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == uid
+    except OSError:
+        return False  # exited while we looked
 
 
 def kill_marked(markers: Sequence[str], dirs: Sequence[str] = ()) -> int:
@@ -84,23 +83,25 @@ def kill_marked(markers: Sequence[str], dirs: Sequence[str] = ()) -> int:
     ``markers``, or whose cwd lies in one of ``dirs``; sweep until none is left. Returns how many.
 
     Reading another process's environ needs ptrace read access, which a process of the same uid
-    has unless the target made itself non-dumpable (then it is not found).
+    has unless the target made itself non-dumpable (then it is not found). This runs after every
+    command, over every process of the host: the environ is searched as bytes (an entry is the
+    text between two NULs) and the owner is looked up only for a process that matches.
     """
-    wanted = [f"{MARKER_VAR}={marker}".encode() for marker in markers]
-    killed = 0
+    wanted = [f"\0{MARKER_VAR}={marker}\0".encode() for marker in markers]
+    uid, killed = os.getuid(), 0
     for _ in range(_MAX_SWEEPS):
         found = 0
-        for pid in _own_processes():
+        for pid in _other_pids():
             try:
                 with open(f"/proc/{pid}/environ", "rb") as fh:
-                    environ = fh.read().split(b"\0")
+                    environ = b"\0" + fh.read() + b"\0"
                 cwd = os.readlink(f"/proc/{pid}/cwd") if dirs else ""
             except OSError:
                 continue  # gone, or not ours to read
-            hit = any(entry in wanted for entry in environ) or any(
+            hit = any(entry in environ for entry in wanted) or any(
                 cwd == d or cwd.startswith(d + os.sep) for d in dirs
             )
-            if hit:
+            if hit and _owned(pid, uid):
                 try:
                     os.kill(pid, signal.SIGKILL)
                     found += 1

@@ -186,3 +186,26 @@ def test_capped_buffer_counts_what_it_drops():
     for chunk in (b"abc", b"def", b"gh"):
         buf.write(chunk)
     assert buf.getvalue() == b"abcde" and buf.dropped == 3 and buf.truncated
+
+
+def test_kill_marked_kills_an_exact_marker_entry_only():
+    """The environ is matched entry by entry: the marker as a prefix of another value, inside
+    another variable's value, or under another name is not this sandbox's process."""
+    import subprocess
+
+    from rsigym.sandbox.local import MARKER_VAR, kill_marked
+
+    marker = f"kill-test-{os.getpid()}"
+    environs = {"exact": {MARKER_VAR: marker}, "prefix": {MARKER_VAR: marker + "-other"},
+                "inside": {"OTHER": f"{MARKER_VAR}={marker}"}, "renamed": {"X" + MARKER_VAR: marker}}
+    procs = {name: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                    env={"PATH": os.environ.get("PATH", ""), **extra})
+             for name, extra in environs.items()}
+    try:
+        assert kill_marked([marker]) == 1
+        assert procs["exact"].wait(timeout=10) == -9
+        assert all(procs[name].poll() is None for name in ("prefix", "inside", "renamed"))
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
