@@ -13,7 +13,7 @@ from rsigym.records import AgentSpec, EnvRef, Trajectory, Usage
 from rsigym.runner import RECORDS_FILE, run_episode, run_scenario
 from rsigym.scenario import EpisodeSpec, NamedSpec, expand, load_scenario
 
-from ..conftest import rsigym_cmd, write_scenario
+from ..conftest import cli_here, rsigym_cmd, write_scenario
 
 
 class CrashingAgent:
@@ -240,9 +240,9 @@ def test_cli_run_report_regrade_end_to_end(tmp_path):
     assert "24 episodes: 0 already recorded, 24 run now, 0 infra errors" in run.stdout
     before = read_records(out / RECORDS_FILE).records
     # A looser ruler on the same trajectories: only the grade changes, never the behaviour.
-    regrade = subprocess.run([*rsigym_cmd(), "regrade", str(out), "--grader", "probe_answer",
-                              "--param", "tolerance=100", "--param", "sandbox=local", "--in-place"],
-                             capture_output=True, text=True, timeout=300)
+    # regrade and report through the CLI's entry point in this process (the run above is the process)
+    regrade = cli_here("regrade", str(out), "--grader", "probe_answer",
+                       "--param", "tolerance=100", "--param", "sandbox=local", "--in-place")
     assert regrade.returncode == 0, regrade.stderr
     assert "regraded 24 records with probe_answer v1: mean 1.000" in regrade.stdout
     after = read_records(out / RECORDS_FILE).records
@@ -250,7 +250,7 @@ def test_cli_run_report_regrade_end_to_end(tmp_path):
         assert new.grades[:len(old.grades)] == old.grades
         assert new.grades[-1].source == "regrade" and new.grades[-1].params["tolerance"] == 100
         assert new.steps == old.steps and new.final == old.final
-    report = subprocess.run([*rsigym_cmd(), "report", str(out)], capture_output=True, text=True, timeout=300)
+    report = cli_here("report", str(out))
     assert report.returncode == 0, report.stderr
     text = (out / "report.md").read_text()
     assert "### probe_answer (v1, sandbox=auto, tolerance=0)" in text

@@ -21,7 +21,7 @@ from rsigym.graders.trace import pair_records
 from rsigym.graders.trace_report import trace_analysis
 from rsigym.records.jsonl import RecordWriter, move_bad_lines, read_records, remove_stale_temporaries, rewrite_records
 from rsigym.report import summary
-from tests.conftest import rsigym_cmd, write_scenario
+from tests.conftest import cli_here, rsigym_cmd, write_scenario
 from tests.core.test_records import make_record
 from tests.graders.test_trace import behaviour_battery
 
@@ -40,8 +40,10 @@ def run_folder(tmp_path: Path) -> tuple[Path, list[bytes]]:
     return folder, lines
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*rsigym_cmd(), *args], capture_output=True, text=True, timeout=timeout)
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command in this process: what these tests check is the folder and the messages (the
+    regrade killed midway below is a process of its own)."""
+    return cli_here(*args)
 
 
 def moved_lines(path: Path) -> dict[int, bytes]:
