@@ -291,7 +291,9 @@ def probe_battery(episodes: int, sandbox: str, max_guesses: int) -> dict[str, An
                     "params": {"temperature": 0.0, "max_tokens": 64}}],
         "seeds": list(range(math.ceil(episodes / min(episodes, 100)))),
         "max_steps": max_guesses + 2,
-        "graders": ["probe_answer", "probe_efficiency"],
+        # the answer check in the same kind of sandbox as the env (its default, auto, is docker
+        # wherever an engine answers: a local-sandbox row would still create containers)
+        "graders": [{"name": "probe_answer", "params": {"sandbox": sandbox}}, "probe_efficiency"],
     }
 
 

@@ -18,13 +18,23 @@ one transport of ours:
 
 Compression is asked off (``Accept-Encoding: identity``); a server that compresses anyway is
 decompressed here, under the same cap.
+
+Each thread gets its own connection pool (``_PerThreadTransport``). One pool shared by 32 episode
+threads serialises every request and every response close on the pool's lock, and its holder drops
+the GIL inside (a poll per pooled connection): with the other threads busy (replies parsed,
+sandboxes driven) the lock is held across GIL hand-offs and the threads queue behind it. At 32 in
+flight a 500 ms call then took about 1 s; with a pool per thread, 0.55 s
+(``benchmarks/concurrency.py --pool-lock``). A thread reuses its own keep-alive connections, so
+connections still number about the calls in flight.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import threading
 import time
+import weakref
 import zlib
 from typing import Any, Callable, Iterator
 
@@ -177,14 +187,66 @@ class GuardedTransport(httpx.BaseTransport):
         self._inner.close()
 
 
-def _transport(deadline: Deadline, verify: Any, proxy: str | None = None) -> GuardedTransport:
+class _PerThreadTransport(httpx.BaseTransport):
+    """A transport (and so a connection pool) per calling thread, made by ``make`` on first use:
+    no lock shared between threads on the request path (see the module's docstring). A thread that
+    has ended has its transport closed when the next thread's is made, and ``close`` closes all."""
+
+    def __init__(self, make: Callable[[], httpx.HTTPTransport]) -> None:
+        self._make = make
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._by_thread: list[tuple[weakref.ref[threading.Thread], httpx.HTTPTransport]] = []
+        self._closed = False
+        # made here, so that an httpcore the guard cannot wrap fails now, not at the first call;
+        # the first thread to call takes it
+        self._spare: httpx.HTTPTransport | None = make()
+
+    def _own(self) -> httpx.HTTPTransport:
+        transport: httpx.HTTPTransport | None = getattr(self._local, "transport", None)
+        if transport is not None:
+            return transport
+        with self._lock:
+            transport, self._spare = self._spare, None
+        transport = transport or self._make()
+        with self._lock:
+            if self._closed:
+                transport.close()
+                raise RuntimeError("the transport is closed")
+            ended = [t for ref, t in self._by_thread if (ref() is None or not ref().is_alive())]  # type: ignore[union-attr]
+            self._by_thread = [(ref, t) for ref, t in self._by_thread if t not in ended]
+            self._by_thread.append((weakref.ref(threading.current_thread()), transport))
+        for old in ended:
+            old.close()
+        self._local.transport = transport
+        return transport
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._own().handle_request(request)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            transports, self._by_thread = [t for _, t in self._by_thread], []
+            if self._spare is not None:
+                transports.append(self._spare)
+                self._spare = None
+        for transport in transports:
+            transport.close()
+
+
+def _pooled(deadline: Deadline, verify: Any, proxy: str | None) -> httpx.HTTPTransport:
     inner = httpx.HTTPTransport(verify=verify, proxy=proxy,
                                 limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100))
     pool = inner._pool  # httpx passes no network backend through; the pool keeps it here
     if not hasattr(pool, "_network_backend"):  # an httpcore that moved it: say so, never run unguarded
         raise RuntimeError("rsigym.llm.http_guard: httpcore's pool keeps no _network_backend; the deadline cannot be set")
     pool._network_backend = _DeadlineBackend(pool._network_backend, deadline)
-    return GuardedTransport(inner)
+    return inner
+
+
+def _transport(deadline: Deadline, verify: Any, proxy: str | None = None) -> GuardedTransport:
+    return GuardedTransport(_PerThreadTransport(lambda: _pooled(deadline, verify, proxy)))
 
 
 def guarded_client(deadline: Deadline, verify: Any = True) -> tuple[httpx.Client, GuardedTransport]:
