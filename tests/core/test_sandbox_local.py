@@ -202,7 +202,7 @@ def test_kill_marked_kills_an_exact_marker_entry_only():
                                     env={"PATH": os.environ.get("PATH", ""), **extra})
              for name, extra in environs.items()}
     try:
-        assert kill_marked([marker]) == 1
+        assert kill_marked([marker]) >= 1  # a process killed but not yet gone is found again by the next sweep
         assert procs["exact"].wait(timeout=10) == -9
         assert all(procs[name].poll() is None for name in ("prefix", "inside", "renamed"))
     finally:
