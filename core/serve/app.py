@@ -23,6 +23,7 @@ from typing import Any, Awaitable, Callable
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from . import openenv_server  # noqa: F401 - first: OpenEnv without Gradio (see openenv_server)
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.types import ConcurrencyConfig
 from starlette.exceptions import HTTPException as StarletteHTTPException

@@ -97,7 +97,7 @@ def serve_command(args: argparse.Namespace) -> int:
     if not args.env_id:
         raise UserError("serve: name an env id (rsigym list envs), e.g. rsigym serve rsigym/Probe-v0")
     try:
-        import openenv.core  # noqa: F401
+        from . import openenv_server  # noqa: F401 - OpenEnv, without the Gradio it does not need
     except ImportError:
         raise UserError("serve needs the 'serve' extra: pip install 'rsigym[serve]'") from None
     import gymnasium as gym

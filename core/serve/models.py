@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 from gymnasium import spaces
+from . import openenv_server  # noqa: F401 - first: OpenEnv without Gradio (see openenv_server)
 from openenv.core.env_server.types import Action, Observation
 from pydantic import ConfigDict, Field, WithJsonSchema, create_model
 

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Optional
 
+from . import openenv_server  # noqa: F401 - first: OpenEnv without Gradio (see openenv_server)
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata, State
 from pydantic import Field

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-pytest.importorskip("openenv.core", reason="needs the 'serve' extra")
+pytest.importorskip("rsigym.serve.openenv_server", reason="needs the 'serve' extra")
 
 import httpx  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402

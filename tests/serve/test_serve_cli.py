@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("openenv.core", reason="needs the 'serve' extra")
+pytest.importorskip("rsigym.serve.openenv_server", reason="needs the 'serve' extra")
 
 import rsigym.remote as remote  # noqa: E402
 from rsigym.records.jsonl import read_records  # noqa: E402

@@ -15,7 +15,7 @@ import asyncio
 
 import pytest
 
-pytest.importorskip("openenv.core", reason="needs the 'serve' extra")
+pytest.importorskip("rsigym.serve.openenv_server", reason="needs the 'serve' extra")
 
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("openenv.core", reason="needs the 'serve' extra")
+pytest.importorskip("rsigym.serve.openenv_server", reason="needs the 'serve' extra")
 pytest.importorskip("torch")
 
 import gymnasium as gym  # noqa: E402

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-pytest.importorskip("openenv.core", reason="needs the 'serve' extra")
+pytest.importorskip("rsigym.serve.openenv_server", reason="needs the 'serve' extra")
 
 import httpx  # noqa: E402
 
