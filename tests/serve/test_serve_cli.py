@@ -118,3 +118,14 @@ def test_serve_prints_a_dockerfile_that_serves_on_the_containers_port():
     assert done.returncode == 0
     assert 'ENTRYPOINT ["rsigym", "serve", "--host", "0.0.0.0", "--port", "8000"' in done.stdout
     assert 'pip install --no-cache-dir ".[serve]"' in done.stdout and "USER rsigym" in done.stdout
+
+
+def test_the_served_app_imports_openenv_without_gradio_and_gradio_still_imports_after():
+    """OpenEnv's web interface (Gradio, 2.8 CPU-s an import) is not loaded for the app rsigym serves;
+    a later ``import gradio`` in the same process still gets the real module."""
+    code = ("import json, sys\nimport rsigym.serve.app\n"
+            "before = 'gradio' in sys.modules\nimport gradio\n"
+            "print(json.dumps([before, hasattr(gradio, 'Blocks')]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[false, true]"
