@@ -10,10 +10,12 @@ message. Offline ``rsigym/...`` models need no call. A rate limit or a 5xx after
 warning (the endpoint exists and the run's own retries may see it through). Its usage (tokens,
 cost) is returned so that the run counts it.
 
-For an ``llm`` agent with ``tool_mode: auto`` a second call offers one function and requires it:
-a reply that calls it means native tools work at that endpoint (``tools``), anything else (text,
-a refusal of the request) means JSON (``json``). LiteLLM's map would guess from the model's name,
-which a local server's model is not in.
+For an ``llm`` agent with ``tool_mode: auto`` the call offers one function and requires it: a
+reply that calls it means native tools work at that endpoint (``tools``), a reply in text means
+JSON (``json``), and either shows the endpoint answers (no second call: it cost 0.5 s of every
+run's start against a 500 ms provider). A probe that fails is followed by the plain call: an
+endpoint that answers it refused the tools (``json``), one that does not is a problem as above.
+LiteLLM's map would guess from the model's name, which a local server's model is not in.
 
 Each endpoint has one overall deadline (``deadline_s``, both calls and the retry together): the
 request timeout applies per read, and a server that trickles its answer a byte at a time would
@@ -124,6 +126,11 @@ def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: M
         key = environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
         end = time.monotonic() + deadline_s
         with call_deadline(end):
+            if endpoint.auto_agents:  # an answered tool probe shows the endpoint answers: no ping then
+                mode = _probe_tools(call, endpoint, key, timeout_s, retry, result)
+                if mode is not None:
+                    result.tool_modes.update({agent: mode for agent in endpoint.auto_agents})
+                    continue
             try:
                 reply = call(PING, model=endpoint.model, role=endpoint.role, api_base=endpoint.api_base,
                              api_key=key, params={"max_tokens": 5, "temperature": 0.0}, timeout_s=timeout_s,
@@ -145,9 +152,8 @@ def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: M
                     result.problems.append(line + " (--no-endpoint-check skips this check)")
                 continue
             result.usage = result.usage + reply.usage
-            if endpoint.auto_agents:
-                mode = _probe_tools(call, endpoint, key, timeout_s, retry, result)
-                result.tool_modes.update({agent: mode for agent in endpoint.auto_agents})
+            if endpoint.auto_agents:  # it answers, but refused the probe's tools: JSON it is
+                result.tool_modes.update({agent: "json" for agent in endpoint.auto_agents})
     return result
 
 
@@ -157,8 +163,10 @@ _PROBE_TOOL = {"type": "function", "function": {
 
 
 def _probe_tools(call: Callable[..., Any], endpoint: Endpoint, key: str | None, timeout_s: float,
-                 retry: Any, result: EndpointCheck) -> str:
-    """``tools`` when the endpoint answers a required function with a call of it, else ``json``."""
+                 retry: Any, result: EndpointCheck) -> str | None:
+    """``tools`` when the endpoint answers a required function with a call of it, ``json`` when it
+    answers in text; None when the call failed (a server that refuses ``tools``, or one that is
+    down: the ping then tells which, and says why)."""
     from .client import LLMError
 
     try:
@@ -167,8 +175,8 @@ def _probe_tools(call: Callable[..., Any], endpoint: Endpoint, key: str | None, 
                      params={"max_tokens": 32, "temperature": 0.0}, tools=[_PROBE_TOOL],
                      tool_choice={"type": "function", "function": {"name": "act"}}, timeout_s=timeout_s,
                      retry=retry)
-    except LLMError as exc:  # e.g. a server that refuses `tools`: JSON it is
+    except LLMError as exc:
         result.usage = result.usage + exc.usage
-        return "json"
+        return None
     result.usage = result.usage + reply.usage
     return "tools" if getattr(reply.message, "tool_calls", None) else "json"

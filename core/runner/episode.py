@@ -14,7 +14,7 @@ import threading
 import time
 import warnings
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from rsigym.records.action_limits import short_repr
 from rsigym.agent import task_info
@@ -120,8 +120,11 @@ def _short_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc} [{where}]"
 
 
-def run_episode(spec: EpisodeSpec) -> Trajectory:
+def run_episode(spec: EpisodeSpec, on_first_step: Callable[[], None] | None = None) -> Trajectory:
     """Run one episode and return its graded record. Never raises for agent or env failures.
+
+    ``on_first_step`` is called once the first step is recorded (env made and reset, agent built,
+    its first action taken and stepped): what happens once per process has happened by then.
 
     With ``spec.timeout_s``, the episode's timer covers the agent's reset, its turns and the env's
     steps. Before it: ``prepare`` (imports, unbounded: they never run under a timer), then the
@@ -161,7 +164,7 @@ def run_episode(spec: EpisodeSpec) -> Trajectory:
                                  rep=spec.rep), "env_id": spec.env.id}
         stage, limit_s, started = "the episode", spec.timeout_s, time.monotonic()
         with deadline(spec.timeout_s):
-            _play(env, agent, spec, record, observation, about, reset_s)
+            _play(env, agent, spec, record, observation, about, reset_s, on_first_step)
     except EpisodeTimeout as exc:  # an infrastructure limit, not the agent's failure
         record.termination, record.error = "infra_error", timeout_message(limit_s or 0.0, stage)
         _note_damage(record, exc, modules_before)
@@ -253,7 +256,7 @@ def _agent_failed(record: Trajectory, exc: Exception) -> bool:
 
 
 def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory, observation: Any,
-          about: dict[str, Any], reset_s: float) -> None:
+          about: dict[str, Any], reset_s: float, on_first_step: Callable[[], None] | None = None) -> None:
     try:
         agent.reset(about, spec.seed)
     except Exception as exc:  # e.g. an optimiser given an action space it cannot search
@@ -290,6 +293,8 @@ def _play(env: Any, agent: Any, spec: EpisodeSpec, record: Trajectory, observati
         record.steps.append(Step(t, _storable(observation), _storable(action),
                                  float(reward), bool(terminated), bool(truncated),
                                  _storable(info), usage))
+        if t == 0 and on_first_step is not None:
+            on_first_step()
         observation, t = next_observation, t + 1
         if observe_error is not None:
             record.termination, record.error = "agent_error", observe_error

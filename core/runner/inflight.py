@@ -14,10 +14,12 @@ those not started, and a fresh worker takes its place. Either way ``on_record`` 
 called in the calling thread only, once per episode: the single writer keeps records whole,
 fsynced and resumable, exactly as with one episode per worker.
 
-The first episode of an env in a process runs alone: it pays the imports and one-time caches
-(LiteLLM, the env's catalogue) once. Started cold on every thread at once, those took a worker
-to 1.1 GiB and 30 s before its first request; warm, 32 episodes in flight cost about 10% more
-memory than one.
+The first episode of an env in a process runs alone until its first step is recorded: by then
+it has paid the imports and one-time caches (LiteLLM and its first call, the env's catalogue,
+its first sandbox) once, and the others start while it plays on. Started cold on every thread at
+once, those took a worker to 1.1 GiB and 30 s before its first request; warm, 32 episodes in
+flight cost about 10% more memory than one. (Held back for the whole first episode, the others
+waited 2 s of a 16 s run of 64 Probe episodes at 500 ms per call; for its first step, 0.6 s.)
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ __all__ = ["StartedWorkers", "WorkerStats", "drain", "run_in_process", "run_in_w
 log = logging.getLogger(__name__)
 OnRecord = Callable[[Trajectory], None]
 POLL_S = 0.2  # how often the parent looks for dead workers while it waits for records
-_warm_envs: set[str] = set()  # env ids that have finished an episode in this process
+_warm_envs: set[str] = set()  # env ids whose first episode in this process made its first step (or ended)
+_warming: dict[str, threading.Event] = {}  # env id -> set when its first episode has warmed it
+_warming_lock = threading.Lock()
 
 
 @dataclass
@@ -65,14 +69,41 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
 
 
-def _safe_episode(spec: EpisodeSpec) -> Trajectory:
-    """``run_episode``, with anything it lets escape turned into the episode's infra_error record."""
+def _safe_episode(spec: EpisodeSpec, warming: threading.Event | None = None) -> Trajectory:
+    """``run_episode``, with anything it lets escape turned into the episode's infra_error record.
+
+    The env counts as warm in this process once the episode's first step is recorded, or the
+    episode ended without one (it ran, so it warmed what it could); ``warming`` is set then too.
+    """
+    def warmed() -> None:
+        _warm_envs.add(spec.env.id)
+        if warming is not None:
+            warming.set()
+
     try:
-        record = run_episode(spec)
+        record = run_episode(spec, on_first_step=warmed)
     except Exception as exc:
         return infra_error_record(spec, f"runner: {type(exc).__name__}: {redacted_excerpt(str(exc), 300)}")
-    _warm_envs.add(spec.env.id)
+    finally:
+        if warming is not None:
+            warming.set()  # whatever happened: nobody waits on it for ever
+    warmed()
     return record
+
+
+def wait_or_warm(env_id: str) -> threading.Event | None:
+    """For runners whose episodes arrive on several threads at once (Ray's): None once ``env_id``
+    is warm (waiting while another thread's episode warms it); else an event for the caller, the
+    first of its env, to hand to ``_safe_episode``, which sets it at the first step."""
+    with _warming_lock:
+        if env_id in _warm_envs:
+            return None
+        event = _warming.get(env_id)
+        if event is None or event.is_set():  # none yet, or its warming episode ended without warming
+            _warming[env_id] = threading.Event()
+            return _warming[env_id]
+    event.wait()
+    return None
 
 
 
@@ -106,7 +137,9 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
     try:
         fill()
         while running:
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            warming = any(spec.env.id not in _warm_envs for spec in running.values())
+            # while a first episode warms its env, look every 50 ms: the others start at its first step
+            done, _ = wait(running, timeout=0.05 if warming else None, return_when=FIRST_COMPLETED)
             for future in done:
                 running.pop(future)
             fill()  # refill first: no slot idles during the fsyncs
@@ -167,8 +200,8 @@ def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: i
 
     retiring = threading.Event()
 
-    def run(spec: EpisodeSpec) -> None:
-        send(("record", worker_id, _safe_episode(spec)))
+    def run(spec: EpisodeSpec, warming: threading.Event | None = None) -> None:
+        send(("record", worker_id, _safe_episode(spec, warming)))
         if worker_damaged() and not retiring.is_set():  # a half-made module: no further episode here
             retiring.set()
             send(("retire", worker_id, None))
@@ -179,8 +212,10 @@ def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: i
                 send(("give_back", worker_id, spec.key))  # not started: another worker runs it
             elif spec.env.id in _warm_envs:
                 pool.submit(run, spec)
-            else:
-                run(spec)  # the first one alone, in this thread: see the module's docstring
+            else:  # the first of its env: the next ones wait for its first step (the module's docstring)
+                warming = threading.Event()
+                pool.submit(run, spec, warming)
+                warming.wait()
     send(("stats", worker_id, WorkerStats(limits.snapshot(), _peak_rss_mb())))
     results.close()
     gc.freeze()  # the process ends next (its pools' finalizers still run): no last walk of every object

@@ -18,7 +18,6 @@ import inspect
 import os
 import socket
 import sys
-import threading
 from typing import Any
 
 from rsigym.llm import limits
@@ -80,7 +79,6 @@ class EpisodeRunner:
             watch_pid(driver_pid)
         register_gym_envs()  # once, before the threads: Gymnasium's registry is not made for races
         self.use_limiter(holder, limiter, config, concurrency)
-        self._cold = threading.Lock()
         print(f"rsigym: runner {holder} on node {self._node_id} (pid {os.getpid()}, rsigym build {build_hash()})",
               file=sys.stderr, flush=True)  # the first line of its log, which the driver copies into the run folder
 
@@ -103,13 +101,8 @@ class EpisodeRunner:
 
     def run(self, spec: EpisodeSpec) -> Trajectory:
         """One episode, its record returned to the driver (which alone writes it), with this node's id."""
-        if spec.env.id not in inflight._warm_envs:  # the first of an env runs alone (see ``inflight``)
-            with self._cold:
-                if spec.env.id not in inflight._warm_envs:
-                    record = inflight._safe_episode(spec)
-                    record.node_id = self._node_id
-                    return record
-        record = inflight._safe_episode(spec)
+        # the first of an env runs alone until its first step (see ``inflight``); the others wait here
+        record = inflight._safe_episode(spec, inflight.wait_or_warm(spec.env.id))
         record.node_id = self._node_id
         return record
 

@@ -291,9 +291,10 @@ def test_tool_mode_auto_is_decided_by_a_probe_call_and_said(capsys, tmp_path, ca
         path = llm_scenario(tmp_path, server.api_base, tasks={"split": "test", "limit": 1}, seeds=[0])
         path.write_text(path.read_text().replace("tool_mode: tools", "tool_mode: auto"))
         status, out, err = run_cli(capsys, tmp_path, path, "--concurrency", "1")
-        probe = server.requests[1]
+        probe = server.requests[0]
     assert status == 0 and probe["tools"][0]["function"]["name"] == "act"
-    assert "endpoint check: 1 endpoint answered before the first episode (2 calls" in err
+    # the answered probe is the check's only call: it shows the endpoint answers
+    assert "endpoint check: 1 endpoint answered before the first episode (1 calls" in err
     chose = f"rsigym: agent llm: tool_mode auto chose {used} (probe call)"
     assert chose in err
     # said before the first episode (once only after the run, beside the endpoint check's line)
@@ -303,6 +304,36 @@ def test_tool_mode_auto_is_decided_by_a_probe_call_and_said(capsys, tmp_path, ca
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["tool_modes"] == {"llm": f"{used} (auto: probe call)"}
     assert [w["lines"] for w in manifest["warnings"]] == [[chose.removeprefix("rsigym: ")]]
+
+
+def test_tool_mode_auto_at_a_server_that_refuses_tools_falls_back_to_the_ping_and_json(capsys, tmp_path):
+    """A probe that fails is followed by the plain call: the endpoint answers it, so it refused the
+    tools (JSON); a server that refuses every call is a problem, in the plain call's words."""
+    def no_tools(request):
+        if request.get("tools"):
+            return Behaviour(status=400, message="tools are not supported by this server")
+        return Behaviour(content='{"guess": 50}')
+
+    with FakeOpenAI(default=no_tools) as server:
+        path = llm_scenario(tmp_path, server.api_base, tasks={"split": "test", "limit": 1}, seeds=[0])
+        path.write_text(path.read_text().replace("tool_mode: tools", "tool_mode: auto"))
+        status, out, err = run_cli(capsys, tmp_path, path, "--concurrency", "1")
+        first, second = server.requests[:2]
+    assert status == 0 and first.get("tools") and not second.get("tools")
+    assert "endpoint check: 1 endpoint answered before the first episode (2 calls" in err
+    assert "tool_mode auto chose json_schema (probe call)" in err
+    [record] = read_records(tmp_path / "out" / RECORDS_FILE).records
+    assert record.tool_mode == "json_schema" and record.termination != "infra_error"
+
+    refusing = Behaviour(status=401, message="Incorrect API key provided: sk-test-***-key.")
+    with FakeOpenAI(default=lambda request: refusing) as server:
+        (tmp_path / "down").mkdir()
+        path = llm_scenario(tmp_path / "down", server.api_base)
+        path.write_text(path.read_text().replace("tool_mode: tools", "tool_mode: auto"))
+        status, out, err = run_cli(capsys, tmp_path / "down", path)
+        assert len(server.requests) == 2  # the probe and the plain call; no episode asked anything
+    assert status == 2 and err.count("\n") == 1 and "(auth): Incorrect API key provided" in err
+    assert not (tmp_path / "down" / "out").exists()
 
 
 def test_early_warnings_reach_the_caller_before_the_first_episode(tmp_path):

@@ -264,3 +264,28 @@ def test_started_workers_prepare_their_episodes_before_the_first_arrives(provide
     started.close()  # taken by the run: a no-op, no kill
     assert sorted(r.episode_key for r in records) == sorted(e.key for e in episodes)
     assert {f"{r.env.task_id}/{r.seed}": signature(r) for r in records} == sequential[1]
+
+
+@pytest.mark.parametrize("workers", [0, 1], ids=["in-process", "worker"])
+def test_the_first_episode_of_an_env_runs_alone_only_until_its_first_step(provider, tmp_path, monkeypatch, workers):
+    """The first episode of an env warms the process (imports, LiteLLM's first call, the env's
+    caches) alone; the others start at its first step, not at its end (held back for all of it,
+    they waited 2 s of a 16 s run of 64 Probe episodes at 500 ms per call)."""
+    from datetime import datetime
+
+    from rsigym.runner import inflight
+
+    monkeypatch.setattr(inflight, "_warm_envs", set())  # a fresh process as far as warmth goes
+    monkeypatch.setattr(inflight, "_warming", {})
+    summary = run_scenario(small_battery(provider.api_base), tmp_path, workers=workers, concurrency=8,
+                           progress=False, report=False)
+    assert summary.ran == 8 and summary.infra_errors == 0
+    records = sorted(read_records(tmp_path / RECORDS_FILE).records, key=lambda r: r.started_at)
+    first, others = records[0], records[1:]
+    assert len(first.steps) >= 2  # it plays on after its first step
+    start = datetime.fromisoformat(first.started_at).timestamp()
+    next_start = min(datetime.fromisoformat(r.started_at).timestamp() for r in others)
+    # none started before the first had its first model call answered (0.1 s here) ...
+    assert next_start >= start + first.steps[0].usage.latency_s - 0.002  # started_at has ms resolution
+    # ... and they did not wait for it to end
+    assert next_start < datetime.fromisoformat(first.finished_at).timestamp()
