@@ -122,7 +122,6 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
     register_gym_envs()  # once, before the threads: Gymnasium's registry is not made for races
     limits.configure(limits_config or limits.LimitsConfig(), default_cap=concurrency)
     pending = deque(episodes)
-    sandboxes_before = _expect_sandboxes(min(concurrency, len(pending)))
     # Not a `with` block: its exit waits for the episodes in flight, which must not hold up a Ctrl-C.
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rsigym-episode")
     running: dict[Future[Trajectory], EpisodeSpec] = {}
@@ -149,18 +148,8 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
-    finally:
-        _expect_sandboxes(sandboxes_before)
     pool.shutdown(wait=True)
     return WorkerStats(limits.snapshot(), _peak_rss_mb())
-
-
-def _expect_sandboxes(n: int) -> int:
-    """Tell this process's docker sandbox pools that ``n`` episodes run at once (they grow from
-    their first use: ``rsigym.sandbox.pool.expect_leases``); returns the previous value."""
-    from rsigym.sandbox.pool import expect_leases
-
-    return expect_leases(n if n > 1 else 0)
 
 
 def _room(spec: EpisodeSpec, concurrency: int) -> int:
@@ -169,21 +158,19 @@ def _room(spec: EpisodeSpec, concurrency: int) -> int:
 
 
 def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: int,
-                 limits_config: limits.LimitsConfig, warm: Sequence[EpisodeSpec] = (), expected: int = 0) -> None:
+                 limits_config: limits.LimitsConfig, warm: Sequence[EpisodeSpec] = ()) -> None:
     """A worker process: run what arrives in ``inbox`` (None ends) on ``concurrency`` threads.
 
     ``warm``: episodes whose imports (``prepare``: the env's and agent's modules, LiteLLM) it does
     before reading its inbox, while the parent is still busy (the endpoint check). An import that
-    fails here fails again in its episode, where it is recorded. ``expected``: the episodes it
-    will have in flight at once, for its sandbox pools (``_expect_sandboxes``). Messages go back
-    over this worker's own pipe, one writer thread at a time.
+    fails here fails again in its episode, where it is recorded. Messages go back over this
+    worker's own pipe, one writer thread at a time.
     """
     exit_with_parent()
     from rsigym.registry import register_gym_envs
 
     register_gym_envs()
     limits.configure(limits_config, default_cap=concurrency)
-    _expect_sandboxes(min(concurrency, expected))
     for spec in warm:
         try:
             prepare(spec)
@@ -230,14 +217,13 @@ class _Worker:
     """
 
     def __init__(self, context: Any, worker_id: int, concurrency: int, limits_config: limits.LimitsConfig,
-                 warm: Sequence[EpisodeSpec] = (), expected: int = 0) -> None:
+                 warm: Sequence[EpisodeSpec] = ()) -> None:
         self.id, self.inbox = worker_id, context.Queue()
         self.results, writer = context.Pipe(duplex=False)
         # not a daemon: an episode may start processes of its own (multiprocessing forbids that to
         # daemons); a worker ends with its inbox's None, a kill, or its parent (``orphans.exit_with_parent``)
         self.process = context.Process(target=_worker_main, name=f"rsigym-worker-{worker_id}",
-                                       args=(worker_id, self.inbox, writer, concurrency, limits_config, tuple(warm),
-                                             expected))
+                                       args=(worker_id, self.inbox, writer, concurrency, limits_config, tuple(warm)))
         self.process.start()
         writer.close()  # the worker holds the only write end: its death reads as EOF here
         self.in_flight: dict[str, EpisodeSpec] = {}
@@ -265,12 +251,10 @@ class StartedWorkers:
         self.context = multiprocessing.get_context("spawn")  # see run_in_workers
         self.watchdog = RunWatchdog()
         self.warm = _distinct_preparations(warm)
-        self.expected = -(-len(warm) // max(1, count))  # each worker's share of the episodes
         self.workers: list[_Worker] = []
         try:
             for worker_id in range(max(1, count)):
-                self.workers.append(_Worker(self.context, worker_id, concurrency, self.config, self.warm,
-                                            self.expected))
+                self.workers.append(_Worker(self.context, worker_id, concurrency, self.config, self.warm))
                 self.watchdog.add([self.workers[-1].process.pid])
         except BaseException:
             self.close()
@@ -337,7 +321,7 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
     def start() -> _Worker:
         nonlocal next_id
         next_id += 1
-        worker = _Worker(context, next_id - 1, concurrency, config, expected=-(-len(pending) // max(1, workers)))
+        worker = _Worker(context, next_id - 1, concurrency, config)
         watchdog.add([worker.process.pid])
         return worker
 

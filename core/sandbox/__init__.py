@@ -15,7 +15,7 @@ from rsigym.sandbox.docker import DockerSandbox
 from rsigym.sandbox.factory import docker_available, open_sandbox, resolve_provider
 from rsigym.sandbox.image import build_image, image_tag
 from rsigym.sandbox.local import LocalSandbox
-from rsigym.sandbox.pool import DockerPool, clean_containers, expect_leases, shared_pool
+from rsigym.sandbox.pool import DockerPool, clean_containers, shared_pool
 
 __all__ = [
     "Sandbox",
@@ -27,7 +27,6 @@ __all__ = [
     "DockerSandbox",
     "DockerPool",
     "shared_pool",
-    "expect_leases",
     "open_sandbox",
     "resolve_provider",
     "docker_available",

@@ -8,13 +8,6 @@ container's INIT server), through a new handle: the previous user's handle stops
 release. A container whose reset fails its verification is removed, never
 handed on.
 
-A process that will lease many containers at once says so with ``expect_leases(n)`` (the in-flight
-runner: a worker's episodes in flight): each pool of the process then keeps up to ``n`` idle and,
-from its next use, creates containers in the background until ``n`` exist. Created one by one as
-32 episodes start together, they took 9 s on a 2-core machine (the engine's create and start, not
-the episodes, set the pace); started while the process's first episode runs alone, most are ready
-when the rest begin. Only a pool some episode used grows: a pool of other limits costs nothing.
-
 Containers are labelled with the owning process id and host; a pool removes its containers at
 interpreter exit (``atexit``, and ``multiprocessing.util.Finalize`` because multiprocessing
 workers leave through ``os._exit`` and skip atexit) and, when it starts, removes those of dead
@@ -28,7 +21,6 @@ import multiprocessing.util
 import os
 import socket
 import threading
-import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -41,14 +33,12 @@ from rsigym.sandbox.engine import LABEL, connect
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["DockerPool", "shared_pool", "clean_containers", "close_live_pools", "expect_leases"]
+__all__ = ["DockerPool", "shared_pool", "clean_containers", "close_live_pools"]
 
 _LIVE_POOLS: "weakref.WeakSet[DockerPool]" = weakref.WeakSet()
 _SHARED: dict[tuple[int, str, SandboxLimits], "DockerPool"] = {}
 _SHARED_LOCK = threading.Lock()
 _HOOKS_PID: int | None = None
-_EXPECTED = 0  # containers this process expects to lease at once (``expect_leases``)
-_GROW_THREADS = 8  # containers created at once in the background: the engine gains little past that
 # Early among multiprocessing's finalizers (higher runs first): the engine client must still work.
 _EXIT_PRIORITY = 50
 
@@ -60,16 +50,6 @@ def close_live_pools() -> None:
     for pool in list(_LIVE_POOLS):
         if pool.owner_pid == os.getpid():
             pool.close()
-
-
-def expect_leases(n: int) -> int:
-    """Say that up to ``n`` sandboxes of a pool may be leased at once in this process; returns the
-    previous value (set it back when the burst is over). A pool used from now on (created, or its
-    next ``acquire``) keeps up to ``n`` idle and grows to ``n`` containers in the background; a
-    pool nobody uses does not grow. 0: no growth."""
-    global _EXPECTED
-    previous, _EXPECTED = _EXPECTED, max(0, int(n))
-    return previous
 
 
 def _install_exit_hooks() -> None:
@@ -145,12 +125,9 @@ class DockerPool:
     ) -> None:
         self.image, self.limits, self.size, self.max_idle = image, limits, size, max(size, max_idle)
         self._peak_leased = 0
-        self._expected = 0  # ``expect``: containers to reach in the background
-        self._growing = 0   # background creations under way
         self.owner_pid = os.getpid()
         self._client = client or connect()
         self._lock = threading.Lock()
-        self._grown = threading.Condition(self._lock)  # a background creation ended (``expect``)
         self._idle: list[DockerSandbox] = []
         self._leased: dict[str, DockerSandbox] = {}
         self.closed = False
@@ -165,52 +142,6 @@ class DockerPool:
             if failures:
                 self.close()  # no half-warm pool: remove what did start
                 raise failures[0]
-        if _EXPECTED:
-            self.expect(_EXPECTED)
-
-    def expect(self, n: int) -> None:
-        """Keep up to ``n`` idle (within ``max_idle``) and create containers in the background
-        until ``n`` exist, idle or leased. A creation that fails ends the growth (the next
-        ``acquire`` reports the error); a container made after ``close`` is removed."""
-        with self._lock:
-            self._expected = min(self.max_idle, max(0, n))
-            starts = max(0, min(_GROW_THREADS - self._growing, self._missing()))
-            self._growing += starts
-        for _ in range(starts):
-            try:
-                threading.Thread(target=self._grow, name="rsigym-pool-grow", daemon=True).start()
-            except RuntimeError:  # interpreter exit: no growth
-                with self._lock:
-                    self._growing -= 1
-
-    def _missing(self) -> int:
-        return self._expected - len(self._idle) - len(self._leased) - self._growing
-
-    def _grow(self) -> None:
-        while True:
-            try:
-                sandbox = self._new()
-            except Exception:  # noqa: BLE001 - acquire creates on demand and reports the engine's error
-                with self._lock:
-                    self._growing -= 1
-                    self._grown.notify_all()
-                return
-            with self._lock:
-                keep = not self.closed
-                if keep:
-                    self._idle.append(sandbox)
-                    more = self._missing() + 1 > 0  # +1: this thread still counts as growing
-                    if not more:
-                        self._growing -= 1
-                    self._grown.notify_all()
-                    if not more:
-                        return
-                    continue
-            sandbox.remove()  # made after close: removed before close returns (it waits for this)
-            with self._lock:
-                self._growing -= 1
-                self._grown.notify_all()
-            return
 
     def _new(self) -> DockerSandbox:
         return DockerSandbox(self.image, self.limits, client=self._client)
@@ -228,7 +159,7 @@ class DockerPool:
             return self._keep_idle()
 
     def _keep_idle(self) -> int:
-        return min(self.max_idle, max(self.size, self._peak_leased, self._expected))
+        return min(self.max_idle, max(self.size, self._peak_leased))
 
     @property
     def leased_count(self) -> int:
@@ -236,20 +167,14 @@ class DockerPool:
             return len(self._leased)
 
     def acquire(self) -> DockerSandbox:
-        """A running, clean container; a new one when none is idle (while the pool grows in the
-        background, the next one it makes: fewer creations at once go faster). Close it to give
-        it back.
+        """A running, clean container; a new one when none is idle. Close it to give it back.
 
         Raises:
             SandboxUnavailable: The engine is gone.
             SandboxError: The pool is closed, or a new container failed to start.
         """
-        if self._expected != _EXPECTED:  # the process's expectation changed since this pool's last use
-            self.expect(_EXPECTED)
         while True:
             with self._lock:
-                while not self._idle and self._growing and not self.closed:
-                    self._grown.wait(1.0)
                 if self.closed:
                     raise SandboxError("sandbox pool is closed")
                 candidate = self._idle.pop() if self._idle else None
@@ -295,10 +220,6 @@ class DockerPool:
             if self.closed:
                 return
             self.closed = True
-            self._grown.notify_all()
-            waited_until = time.monotonic() + 60.0
-            while self._growing and time.monotonic() < waited_until:  # each removes what it makes now
-                self._grown.wait(1.0)
             victims = self._idle + list(self._leased.values())
             self._idle, self._leased = [], {}
         _remove_all(victims)

@@ -11,7 +11,6 @@ import os
 import pathlib
 import socket
 import subprocess
-import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,7 +24,6 @@ from rsigym.sandbox import (
     SandboxLimits,
     check_sandbox,
     clean_containers,
-    expect_leases,
     open_sandbox,
 )
 
@@ -263,57 +261,6 @@ def test_a_round_of_concurrent_leases_reuses_the_containers_of_the_round_before(
     assert round_of(4) == first  # every container of the second round is one of the first's, reset
     with pool.acquire() as sb:
         assert sb.exec(["sh", "-c", "ls -A /work | wc -l"]).stdout.strip() == "0"
-
-
-def _mine(docker_client) -> set[str]:
-    labels = {"label": ["rsigym.sandbox=1", f"rsigym.owner_pid={os.getpid()}"]}
-    return {c["Id"] for c in docker_client.api.containers(all=True, filters=labels)}
-
-
-def _grown(pool: DockerPool) -> None:
-    """Wait for the pool's background creations to end (each takes about half a second)."""
-    for _ in range(600):
-        with pool._lock:
-            if not pool._growing:
-                return
-        time.sleep(0.1)
-    raise AssertionError("the pool kept growing for a minute")
-
-
-def test_expected_leases_grow_a_pool_from_its_first_use_and_the_burst_creates_none(docker_client, sandbox_image, pool):
-    """``expect_leases(n)`` (the in-flight runner: n episodes at once): a pool grows to n
-    containers in the background once it is used, keeps n idle, and n leases at once then take
-    those (32 created on demand at once took 9 s on 2 cores; grown meanwhile, most are ready).
-    A live pool that nobody uses meanwhile does not grow."""
-    untouched = _mine(docker_client)
-    previous = expect_leases(4)
-    try:
-        with DockerPool(sandbox_image, LIMITS, size=1, client=docker_client) as grown:
-            _grown(grown)
-            assert grown.idle_count == 4 and grown.keep_idle == 4
-            ready = {sb.container_id for sb in grown._idle}
-            with ThreadPoolExecutor(max_workers=4) as workers:
-                leases = list(workers.map(lambda _: grown.acquire(), range(4)))
-            assert {sb.container_id for sb in leases} == ready  # the burst created none
-            for sb in leases:
-                sb.close()
-            assert grown.idle_count == 4  # all kept for the next round
-            assert _mine(docker_client) - ready == untouched  # this module's pool, unused, grew none
-    finally:
-        expect_leases(previous)
-    with DockerPool(sandbox_image, LIMITS, size=1, client=docker_client) as plain:
-        _grown(plain)
-        assert plain.idle_count == 1  # no expectation, no growth
-
-
-def test_a_pool_closed_while_it_grows_leaves_no_container(docker_client, sandbox_image):
-    before = _mine(docker_client)
-    growing = DockerPool(sandbox_image, LIMITS, size=1, client=docker_client)
-    growing.expect(6)
-    assert growing._growing > 0  # creations under way in the background
-    growing.close()
-    assert growing._growing == 0
-    assert _mine(docker_client) - before == set()  # what was made during close was removed before it returned
 
 
 def test_clean_containers_removes_orphans_and_a_process_own(docker_client, sandbox_image, own_sandbox):
