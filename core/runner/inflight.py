@@ -19,7 +19,8 @@ it has paid the imports and one-time caches (LiteLLM and its first call, the env
 its first sandbox) once, and the others start while it plays on. Started cold on every thread at
 once, those took a worker to 1.1 GiB and 30 s before its first request; warm, 32 episodes in
 flight cost about 10% more memory than one. (Held back for the whole first episode, the others
-waited 2 s of a 16 s run of 64 Probe episodes at 500 ms per call; for its first step, 0.6 s.)
+waited about 2 s of a 16 s run of 64 Probe episodes at 500 ms per call; until its first step,
+about 1.3 s, most of it the step's own model call.)
 """
 
 from __future__ import annotations
