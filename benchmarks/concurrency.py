@@ -393,7 +393,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--episodes", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=None, help="runs per row (default 3; 1 with --whole-process)")
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--levels", default="1,8,32,64")
     parser.add_argument("--storm", type=float, default=10.0, help="seconds of 429 storm (0: skip)")
@@ -410,11 +410,11 @@ if __name__ == "__main__":
     if args.whole_process:
         levels = tuple(int(c) for c in args.levels.split(",")) if args.levels != "1,8,32,64" else (1, 32)
         found = whole_process(args.episodes, args.latency, levels, tuple(args.backend or ["local", "ray"]),
-                              args.sandbox, args.max_guesses, args.repeats if args.repeats != 3 else 1)
+                              args.sandbox, args.max_guesses, args.repeats or 1)
         if args.json:
             Path(args.json).write_text(json.dumps(found, indent=2) + "\n")
     elif args.child:
         print(json.dumps(measure(json.loads(args.child))))
     else:
-        main(args.episodes, args.repeats, args.latency, tuple(int(c) for c in args.levels.split(",")), args.storm,
+        main(args.episodes, args.repeats or 3, args.latency, tuple(int(c) for c in args.levels.split(",")), args.storm,
              not args.no_pool, tuple(args.backend or ["local"]))
