@@ -83,7 +83,10 @@ def _run(plugin, path, *extra):
     env = {**os.environ, "ISSUE38_IMPORTED": str(plugin / "imported"), "PYTHONPATH": str(plugin),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     return subprocess.run([*rsigym_cmd(), "run", str(path), "--out", str(plugin / "out"), "--no-progress",
-                           "--import", "issue38_plugin", "--episode-timeout", "1", *extra],
+                           # 2 s: the slow imports take 3 s, so the clock still runs out inside them; at 1 s
+                           # a resumed episode (a fresh worker, sandboxed guesses) ran past it once in a full
+                           # loaded make test
+                           "--import", "issue38_plugin", "--episode-timeout", "2", *extra],
                           capture_output=True, text=True, cwd=plugin, env=env, timeout=600)
 
 
