@@ -95,7 +95,8 @@ def check_deterministic(make: EnvFactory, *, steps: int = 4, seed: int = 3) -> N
 
 
 def check_invalid_actions(make: EnvFactory) -> None:
-    """Each of ``INVALID_ACTIONS`` (and a few huge ones) gives ``info["error"]``, never an exception."""
+    """Each of ``INVALID_ACTIONS`` (and a few huge ones) gives ``info["error"]``, never an exception;
+    an integer too long to print under any key of a valid-shaped action raises nothing either."""
     from .steps import step_checked
 
     with _made(make) as env:
@@ -106,6 +107,20 @@ def check_invalid_actions(make: EnvFactory) -> None:
             if terminated or truncated:  # the per-episode limit of invalid actions
                 assert info.get("termination") == "agent_error", info
                 env.reset(seed=0)
+        for action in _with_huge_ints(env):  # Python refuses to print ints past 4,300 digits
+            _, _, terminated, truncated, _ = step_checked(env, action)
+            if terminated or truncated:
+                env.reset(seed=0)
+
+
+def _with_huge_ints(env: Any) -> list[Any]:
+    """A sampled typed action and each example action with each top-level value swapped for an
+    integer too long to print (``str`` raises ValueError past 4,300 digits): every error message
+    that quotes the value must cope."""
+    env.action_space.seed(0)
+    shapes = [env.action_space.sample(), *(getattr(env.unwrapped, "example_actions", None) or [])]
+    return [{**shape, key: huge} for shape in shapes if isinstance(shape, dict)
+            for key in shape for huge in (10**5000, -(10**5000))]
 
 
 def check_example_actions(make: EnvFactory) -> None:

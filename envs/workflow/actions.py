@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from rsigym.records.action_limits import short_repr
 from rsigym.spaces import JsonActions, text_space
 
 __all__ = ["OPS", "PATHS", "ACTION_SCHEMA", "action_space", "parse_action", "MAX_ACTION_CHARS"]
@@ -63,7 +64,8 @@ def _typed(action: dict[str, Any], roles: list[str]) -> dict[str, Any] | str:
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         return f"invalid typed action: {type(exc).__name__}: {str(exc)[:100]}"
     if not (0 <= op < len(OPS) and 0 <= role < len(roles) and 0 <= path < len(PATHS)):
-        return f"invalid typed action: index out of range (op {op}, role {role}, path {path})"
+        return (f"invalid typed action: index out of range (op {short_repr(op)}, role {short_repr(role)}, "
+                f"path {short_repr(path)})")
     name = OPS[op]
     if name == "delegate":
         return {"op": name, "role": roles[role], "instruction": text}
