@@ -40,9 +40,12 @@ def test_paired_verdict_reports_direction_detectable_difference_and_unstable_blo
 
 
 @pytest.mark.slow
-def test_the_equal_budget_search_benchmark_runs_every_arm_at_a_tiny_budget(tmp_path):
+def test_the_equal_budget_search_benchmark_runs_every_arm_at_a_tiny_budget(tmp_path, monkeypatch):
     import workflow_evolution
 
+    # a fixed salt: with a fresh one per run, one of the three constant answers hits 30 or more of
+    # the 60 instances in 1.7% of runs (Binomial(60, 1/3)), and the check below failed once that way
+    monkeypatch.setattr(workflow_evolution, "new_salt", lambda: "0123456789abcdef0123456789abcdef")
     result = workflow_evolution.main(workflow_evolution.Args(seeds=[0], budget=1, test_per_family=1, sandbox="local",
                                                              out=str(tmp_path)))
     assert set(result["pooled"]) == set(workflow_evolution.ARMS)
