@@ -192,6 +192,11 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
     # (a second core's worth of start-up off the path to the first episode); killed if that fails.
     early = (StartedWorkers(min(plan.workers, len(episodes)), plan.concurrency, limits_config, warm=episodes)
              if in_flight and plan.workers > 0 and episodes else None)
+    if backend == "ray":  # the same for Ray's runners: they import and prepare while this process checks
+        from .ray_backend import start_early
+
+        start_early(episodes, address=address, workers=plan.workers, concurrency=plan.concurrency,
+                    limits_config=limits_config, cpu_heavy=plan.cpu_heavy)
     try:
         checked = None
         if endpoint_check:

@@ -14,6 +14,7 @@ the runner's own Ray log files (its stdout and stderr), which the driver copies 
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import os
 import socket
@@ -90,12 +91,22 @@ class EpisodeRunner:
 
         limits.use_shared_gates(lambda provider: SharedGate(limiter, provider, holder, own_gate))
 
-    def probe(self, image: str | None = None) -> dict[str, Any]:
+    def probe(self, image: str | None = None, warm: tuple[EpisodeSpec, ...] = ()) -> dict[str, Any]:
         """Where this runner is, its rsigym build, and whether its node's Docker engine answers and
-        has the image."""
+        has the image; answered once ``warm``'s imports are done (``episode.prepare``: an import that
+        fails here fails again in its episode, where it is recorded)."""
         from rsigym.sandbox.factory import resolve_provider
 
+        from .episode import prepare
+
         provider, reason = resolve_provider("auto", image)
+        for spec in warm:
+            try:
+                prepare(spec)
+            except Exception:  # noqa: BLE001 - recorded by the episode that needs it
+                pass
+        if warm:
+            gc.freeze()  # the imports' objects live as long as the runner (as in a local worker)
         return {"node_id": self._node_id, "host": socket.gethostname(), "pid": os.getpid(),
                 "build": build_hash(), "docker": provider == "docker", "reason": reason}
 

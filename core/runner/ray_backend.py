@@ -21,8 +21,13 @@ hide different code). At the end the driver gathers each live runner's Ray log (
 stderr) into the run folder, and counts nodes and runners at the start and at the end
 (``RayStats``), naming every node lost mid-run.
 
-Runners outlive a run in this driver process and serve the next run with the same shape (a sweep,
-a benchmark): their imports and one-time caches are paid once. They end with the driver.
+Runners outlive a run in this driver process and serve the next run with the same shape and limits
+(a sweep, a benchmark): their imports and one-time caches are paid once. They end with the driver.
+
+``start_early`` connects and starts the runners before the driver checks the endpoints (as the
+local backend starts its workers): each runner imports what the run's episodes need (the env's and
+the agent's modules, LiteLLM: ``episode.prepare``) before it answers its probe, while the driver is
+still busy, so no first episode pays a runner's imports.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from ..scenario.spec import EpisodeSpec
 from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
 from .build import build_hash
 
-__all__ = ["RayStats", "run_ray", "runners_for_node"]
+__all__ = ["RayStats", "run_ray", "runners_for_node", "start_early"]
 
 log = logging.getLogger(__name__)
 OnRecord = Callable[[Trajectory], None]
@@ -143,9 +148,11 @@ class _Pool:
     refused: dict[str, str] = field(default_factory=dict)  # node id -> the line that refused it
     failed: set[str] = field(default_factory=set)  # nodes whose runner did not start: no new one there
     addresses: dict[str, str] = field(default_factory=dict)  # node id -> its address
+    warm: tuple[EpisodeSpec, ...] = ()  # one episode per distinct preparation: each new runner prepares them
 
 
 _pool: _Pool | None = None  # the runners kept for the next run of this driver
+_here_pid: int | None = None  # this driver's pid while it is connected to a Ray it started itself
 
 
 def runners_for_node(cpus: float, workers: int, cpu_heavy: bool) -> int:
@@ -169,19 +176,22 @@ def _connect(ray: Any, address: str | None) -> int | None:
     pid runners must end with (a Ray started here), else None."""
     import os
 
+    global _here_pid
     if ray.is_initialized():
-        return None
+        return _here_pid
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         hint = ("; a cluster started by `ray start` may use token authentication: set RAY_AUTH_MODE=token "
                 "here too" if "auth" in str(exc).lower() else "")
         raise UserError(f"cannot connect to Ray at {address!r}: {str(exc)[:300]}{hint}") from exc
-    return os.getpid() if address is None else None
+    _here_pid = os.getpid() if address is None else None
+    return _here_pid
 
 
 def _start_pool(ray: Any, key: tuple[Any, ...], workers: int, concurrency: int, cpu_heavy: bool,
-                limits_config: limits.LimitsConfig, driver_pid: int | None) -> _Pool:
+                limits_config: limits.LimitsConfig, driver_pid: int | None,
+                warm: tuple[EpisodeSpec, ...] = ()) -> _Pool:
     """Start the limiter and every runner; returns at once (each runner answers its probe later)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -213,7 +223,7 @@ def _start_pool(ray: Any, key: tuple[Any, ...], workers: int, concurrency: int, 
         ).remote(holder, limiter, limits_config, concurrency, driver_pid)
 
     pool = _Pool(key, limiter, [], make, max(1, workers), cpu_heavy, len(plan),
-                 addresses={i: _address(n) for i, n in nodes.items()})
+                 addresses={i: _address(n) for i, n in nodes.items()}, warm=warm)
     for holder, node_id in enumerate(plan):
         _launch(pool, holder, node_id)
     return pool
@@ -224,17 +234,20 @@ def _launch(pool: _Pool, holder: int, node_id: str, *, replacement: bool = False
 
     runner = _Runner(pool.make(holder, node_id), holder, node_id, started_at=time.monotonic(),
                      replacement=replacement)
-    runner.probe = runner.actor.probe.remote(image_tag())
+    runner.probe = runner.actor.probe.remote(image_tag(), pool.warm)
     pool.runners.append(runner)
     return runner
 
 
 def _pool_for(ray: Any, workers: int, concurrency: int, cpu_heavy: bool, limits_config: limits.LimitsConfig,
-              driver_pid: int | None) -> _Pool:
-    """This driver's runners when they fit the run and all answer, else new ones."""
+              driver_pid: int | None, episodes: Sequence[EpisodeSpec] = ()) -> _Pool:
+    """This driver's runners when they fit the run and all answer, else new ones (which prepare
+    ``episodes``' imports before they answer their probe)."""
     global _pool
     nodes = tuple(sorted(_live_nodes(ray)))
-    key = (ray.get_runtime_context().get_job_id(), nodes, workers, concurrency, cpu_heavy)
+    # the limits too: Ray restarts a lost limiter with the arguments it was made with, so a limiter
+    # made for another run's limits would come back with those
+    key = (ray.get_runtime_context().get_job_id(), nodes, workers, concurrency, cpu_heavy, repr(limits_config))
     if _pool is not None and _pool.key == key:
         pool = _pool
         ready = [r for r in pool.runners if r.alive and r.ready]
@@ -248,7 +261,10 @@ def _pool_for(ray: Any, workers: int, concurrency: int, cpu_heavy: bool, limits_
             _drop_pool(ray)
     elif _pool is not None:
         _drop_pool(ray)
-    _pool = _start_pool(ray, key, workers, concurrency, cpu_heavy, limits_config, driver_pid)
+    from .inflight import _distinct_preparations
+
+    _pool = _start_pool(ray, key, workers, concurrency, cpu_heavy, limits_config, driver_pid,
+                        _distinct_preparations(episodes))
     return _pool
 
 
@@ -280,6 +296,27 @@ def _gather_logs(ray: Any, runners: Sequence[_Runner], folder: Path) -> str | No
     return str(folder) if written else None
 
 
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise UserError("the ray backend needs ray: " + install_hint("ray", "'ray[default]'")) from exc
+    return ray
+
+
+def start_early(episodes: Sequence[EpisodeSpec], *, address: str | None = None, workers: int = 1,
+                concurrency: int = 1, limits_config: limits.LimitsConfig | None = None,
+                cpu_heavy: bool = False) -> None:
+    """Connect to Ray and start the runners ``run_ray`` will take (same arguments), each preparing
+    ``episodes``' imports before it answers its probe; returns without waiting for them."""
+    if not episodes:
+        return
+    ray = _import_ray()
+    driver_pid = _connect(ray, address)
+    _pool_for(ray, max(1, workers), concurrency, cpu_heavy, limits_config or limits.LimitsConfig(), driver_pid,
+              episodes)
+
+
 def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: str | None = None,
             workers: int = 1, concurrency: int = 1, limits_config: limits.LimitsConfig | None = None,
             cpu_heavy: bool = False, stop: Callable[[], bool] = never_stop,
@@ -291,10 +328,7 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
     starts; those in flight finish and are recorded. An episode is sent only once ``admit(spec)``
     says yes. The runners' logs are copied into ``log_dir`` at the end (None: not copied).
     """
-    try:
-        import ray
-    except ImportError as exc:
-        raise UserError("the ray backend needs ray: " + install_hint("ray", "'ray[default]'")) from exc
+    ray = _import_ray()
     from .ray_actors import needs_docker
 
     if not episodes:  # a resume with nothing left to run starts no runner
@@ -302,7 +336,7 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
     driver_pid = _connect(ray, address)
     config = limits_config or limits.LimitsConfig()
     mine = build_hash()
-    pool = _pool_for(ray, max(1, workers), concurrency, cpu_heavy, config, driver_pid)
+    pool = _pool_for(ray, max(1, workers), concurrency, cpu_heavy, config, driver_pid, episodes)
     first = list(pool.runners)  # the runners this run began with
     stats = RayStats(build=mine)
     pending, attempts = deque(episodes), Counter[str]()

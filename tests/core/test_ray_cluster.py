@@ -75,6 +75,31 @@ def test_the_429_cap_holds_for_the_whole_cluster(cluster, tmp_path):
     assert "cap 4 -> " in format_stats(gate)
 
 
+def test_the_runners_start_and_import_the_episodes_needs_while_the_driver_checks_the_endpoints(
+        cluster, tmp_path, monkeypatch):
+    import rsigym.runner as runner_module
+
+    ray_backend._drop_pool(ray)  # runners made for this run
+    real_check, seen = runner_module.check_endpoints, {}
+
+    def check(raw, source=""):
+        # no episode has gone to a runner yet: whatever a runner imported, it imported to warm up
+        pool = ray_backend._pool
+        seen["runners"] = len(pool.runners) if pool else 0
+        if pool:
+            ray.get([r.probe for r in pool.runners], timeout=300)
+            seen["litellm"] = ray.get([r.actor.__ray_call__.remote(lambda _: "litellm" in sys.modules)
+                                       for r in pool.runners], timeout=60)
+        return real_check(raw, source=source)
+
+    monkeypatch.setattr(runner_module, "check_endpoints", check)
+    with FakeProvider(latency_s=0.01) as server:
+        summary = run_scenario(scenario(server.api_base, 6), tmp_path, backend="ray", address=cluster.address,
+                               workers=1, concurrency=2, endpoint_check=True, progress=False, report=False)
+    assert seen["runners"] == 3 and seen["litellm"] == [True, True, True], seen
+    assert summary.ran == summary.total and summary.infra_errors == 0 and summary.workers == 3  # the same runners ran them
+
+
 def test_the_episode_timeout_holds_on_ray_threads(cluster, tmp_path):
     # three calls of 5 s each: without the deadline every episode would finish, after 15 s
     with FakeProvider(latency_s=5.0) as slow:
