@@ -24,8 +24,6 @@ __all__ = [
     "WRAPPER",
     "SHARED_DIRS",
     "REAPER",
-    "SETUP_INIT",
-    "SETUP_HARNESS",
     "WRAP",
     "OOM_READ",
     "KILL_ALL",
@@ -40,6 +38,7 @@ __all__ = [
 INIT_UID, HARNESS_UID, USER_UID = 65532, 65533, 65534
 HARNESS_DIR = "/harness"
 WRAPPER_DIR = "/rsigym"
+# The exec wrapper: a copy of dash in the image, owned by INIT_UID, mode 0711 (``image.RECIPE``)
 WRAPPER = f"{WRAPPER_DIR}/sh"
 # Writable by both identities (mode 1777): each identity's reset removes what it owns there.
 SHARED_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
@@ -58,13 +57,6 @@ while True:
         pass
     signal.sigwait({signal.SIGCHLD})
 """
-
-# Run as INIT_UID once the container (re)starts. The wrapper is a copy of dash that only its
-# owner may read (0711): the kernel marks a process that execs a binary it cannot read as
-# non-dumpable, so the user cannot ptrace its own wrapper to skip the kill at its end. The
-# tmpfs mounts come up 1777 (runc ignores mode= on a fresh mount point): close them to others.
-SETUP_INIT = ["sh", "-c", f"cp /bin/dash {WRAPPER} && chmod 0711 {WRAPPER} && chmod 0755 {WRAPPER_DIR}"]
-SETUP_HARNESS = ["chmod", "0755", HARNESS_DIR]
 
 # The exec wrapper, run by WRAPPER as the exec's identity: run the command (through env, so a
 # shell builtin such as `exit` cannot stand in for it), then kill every other process of the

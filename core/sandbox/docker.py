@@ -49,15 +49,13 @@ from rsigym.sandbox.container_scripts import (
     KILL_ALL,
     OOM_READ,
     READ,
-    SETUP_HARNESS,
-    SETUP_INIT,
     SHARED_DIRS,
     VERIFY,
     WIPE,
     WRAP,
     WRAPPER,
 )
-from rsigym.sandbox.engine import HARNESS, IDENTITY_USERS, INIT, NOBODY, connect, engine_errors
+from rsigym.sandbox.engine import IDENTITY_USERS, INIT, NOBODY, connect, engine_errors
 from rsigym.sandbox.exec_stream import buffered_output, new_mark, pump_exec_socket, raw_socket, strip_start_mark, unframe
 from rsigym.sandbox.output import CappedBuffer
 from rsigym.sandbox.paths import work_relative
@@ -150,22 +148,10 @@ class DockerSandbox:
         # The container's INIT server for the reset's verification: shared by every handle of the
         # container (a one-item list, copied by reference at handoff), closed with the container.
         self._init_server: list[InitServer | None] = [None]
+        # ready as started: the wrapper and the closed dirs come with the image (no setup exec)
         self.container_id, self._image_id = engine.create_container(self._api, image, limits)
-        try:
-            self._setup()
-        except BaseException:
-            self.remove()
-            raise
 
     # -- container lifecycle -----------------------------------------------------------------
-
-    def _setup(self) -> None:
-        """Install the exec wrapper and close the harness dir; after every (re)start."""
-        for argv, user in ((SETUP_INIT, INIT), (SETUP_HARNESS, HARNESS)):
-            raw = self._raw_exec(argv, None, 30.0, 4096, user=user, kill_on_timeout=False)
-            if raw.exit_code != 0:
-                detail = (raw.stdout + raw.stderr).decode(errors="replace").strip()
-                raise SandboxError(f"container setup failed (exit {raw.exit_code}): {detail}")
 
     def is_running(self) -> bool:
         """One inspect: True when the container exists and runs."""
@@ -179,7 +165,6 @@ class DockerSandbox:
 
     def _restart(self) -> None:
         engine.restart(self._api, self.container_id)
-        self._setup()
         self._oom_kills = _oom_kill_count(self._raw_exec(OOM_READ, None, 10.0, 4096, user=INIT).stdout.decode())
 
     def _kill_all(self, user: str) -> bool:

@@ -20,7 +20,6 @@ from rsigym.sandbox.container_scripts import (
     INIT_UID,
     REAPER,
     USER_UID,
-    WRAPPER_DIR,
 )
 
 if TYPE_CHECKING:
@@ -111,7 +110,6 @@ def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits)
     (``benchmarks/sandbox_mutation_check.py`` removes them one at a time): no network, read-only
     root with tmpfs work, harness and /tmp dirs, memory limit without swap, pids limit, every
     capability dropped, ``no-new-privileges``, and PID 1 running as INIT, a uid no exec uses.
-    The caller must run the setup (``DockerSandbox._setup``) before the first exec.
 
     Raises:
         SandboxError: The image is missing, or the container did not start.
@@ -122,18 +120,20 @@ def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits)
 
     file_bytes = limits.file_size_mb * _MIB
 
-    # uid/gid as well as mode: runc 1.1 chmods a tmpfs to the mode of the directory it is
-    # mounted on (0755 root; 1777 for one it creates), ignoring mode=, so ownership decides who
-    # writes there. /tmp (1777 in the image) is owned by INIT so neither identity can lock the
-    # other out of it; the harness dir and the wrapper dir are closed to others at setup.
-    def tmpfs(uid: int, size_mb: int) -> str:
-        return f"rw,exec,nosuid,nodev,size={size_mb}m,mode=1777,uid={uid},gid={uid}"
+    # uid/gid as well as mode: runc chmods a tmpfs to the mode of a directory the image has there,
+    # ignoring mode= (/usr/local, 0755 in the image, comes up 0755 with mode=1777), and gives one
+    # it creates mode=, so ownership decides who writes there. The image has the work and harness
+    # dirs as 0755 (``image.RECIPE``) and mode= says 0755 too: either way they come up closed to
+    # others, with no setup exec. /tmp (1777 in
+    # the image) is owned by INIT so neither identity can lock the other out of it. The exec
+    # wrapper is in the image (``WRAPPER``, read-only root).
+    def tmpfs(uid: int, size_mb: int, mode: str) -> str:
+        return f"rw,exec,nosuid,nodev,size={size_mb}m,mode={mode},uid={uid},gid={uid}"
 
     mounts = {
-        limits.work_dir: tmpfs(USER_UID, limits.file_size_mb),
-        "/tmp": tmpfs(INIT_UID, limits.file_size_mb),
-        HARNESS_DIR: tmpfs(HARNESS_UID, limits.file_size_mb),
-        WRAPPER_DIR: tmpfs(INIT_UID, 1),
+        limits.work_dir: tmpfs(USER_UID, limits.file_size_mb, "0755"),
+        "/tmp": tmpfs(INIT_UID, limits.file_size_mb, "1777"),
+        HARNESS_DIR: tmpfs(HARNESS_UID, limits.file_size_mb, "0755"),
     }
     host_config = api.create_host_config(
         network_mode="none",

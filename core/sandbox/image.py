@@ -46,6 +46,14 @@ RECIPE: dict[str, Any] = {
         "usr/share/locale",
         "var/log",
     ],
+    # Made in the root tree after the prune: the mount points of the work and harness dirs as
+    # 0755 (runc gives a tmpfs the mode of the dir it is mounted on, whatever mode= says, so the
+    # mounts come up closed to others, with no setup exec), and the exec wrapper: a copy of dash
+    # owned by the INIT uid that only its owner may read (0711; the kernel marks a process that
+    # execs a binary it cannot read as non-dumpable, so the user cannot ptrace its own wrapper to
+    # skip the kill at its end), on the read-only root where no identity can change it.
+    "dirs": {"work": "0755", "harness": "0755", "rsigym": "0755"},
+    "wrapper": {"path": "rsigym/sh", "copy_of": "usr/bin/dash", "uid": 65532, "mode": "0711"},
     # Image config set at import time (an imported tarball has none).
     "changes": [
         "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -117,6 +125,7 @@ def _debootstrap(root: str, mirror: str, log: Callable[[str], None]) -> None:
 
 
 def _prune(root: str) -> None:
+    """Remove RECIPE's ``prune`` paths, then make its ``dirs`` and its ``wrapper``."""
     for rel in RECIPE["prune"]:
         path = os.path.join(root, rel)
         if os.path.isdir(path):
@@ -127,7 +136,14 @@ def _prune(root: str) -> None:
                     shutil.rmtree(full)
                 else:
                     os.unlink(full)
-    os.makedirs(os.path.join(root, "work"), exist_ok=True)
+    for rel, mode in RECIPE["dirs"].items():
+        os.makedirs(os.path.join(root, rel), exist_ok=True)
+        os.chmod(os.path.join(root, rel), int(mode, 8))
+    wrapper = RECIPE["wrapper"]
+    target = os.path.join(root, wrapper["path"])
+    shutil.copyfile(os.path.join(root, wrapper["copy_of"]), target)
+    os.chown(target, wrapper["uid"], wrapper["uid"])
+    os.chmod(target, int(wrapper["mode"], 8))
 
 
 def build_image(

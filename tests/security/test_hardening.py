@@ -83,3 +83,39 @@ def test_commands_run_unprivileged_as_their_identity(own_sandbox):
     assert own_sandbox.exec(["id", "-u"], as_user="harness").stdout.strip() == "65533"
     # Root-owned parts of the image stay closed even where the mount would allow writing.
     assert own_sandbox.exec(["sh", "-c", "echo x > /dev/rsigym"]).exit_code != 0
+
+
+FRESH_ATTACK = r"""
+import os, sys
+other, wrapper = sys.argv[1], sys.argv[2]
+attempts = {
+    "write the other identity's dir": lambda: open(os.path.join(other, "planted"), "w").close(),
+    "read the wrapper": lambda: open(wrapper, "rb").read(1),
+    "overwrite the wrapper": lambda: open(wrapper, "wb").close(),
+    "chmod the wrapper": lambda: os.chmod(wrapper, 0o755),
+    "add a file next to the wrapper": lambda: open(os.path.join(os.path.dirname(wrapper), "sh2"), "w").close(),
+}
+for name, act in attempts.items():
+    try:
+        act()
+        print(name, "allowed")
+    except OSError:
+        print(name, "refused")
+"""
+
+
+@pytest.mark.parametrize("as_user", ["user", "harness"])
+def test_a_fresh_container_is_closed_before_its_first_reset(own_sandbox, as_user):
+    # No setup exec closes a new container's dirs or installs the wrapper: the image's modes do
+    # (``image.RECIPE``). The attack runs on a container that has never been reset.
+    from rsigym.sandbox.container_scripts import HARNESS_DIR, WRAPPER
+
+    other = HARNESS_DIR if as_user == "user" else LIMITS.work_dir
+    result = own_sandbox.exec(["python3", "-c", FRESH_ATTACK, other, WRAPPER], as_user=as_user)
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 5 and all(line.endswith(" refused") for line in lines), result
+    # and INIT's verification, which checks the two dirs' owners and modes, passes as it is
+    code, found, _ = own_sandbox._verify()
+    assert code == 0, found
+    ran = own_sandbox.exec(["true"], as_user=as_user)  # the wrapper runs for both identities
+    assert ran.exit_code == 0, ran
