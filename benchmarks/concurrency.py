@@ -37,26 +37,34 @@ local at 32.
 ``--whole-process`` measures what a user pays instead: ``rsigym run --workers 1 --concurrency C``
 in its own process (imports, endpoint check, worker start, sandboxes, records, grading, report),
 on a Probe-v0 battery (``--episodes``, ``--max-guesses`` checks at most, ``--sandbox``) against the
-same server, for C = 1 and 32 (``--levels``) and each ``--backend`` (default: local, then Ray
-started by the run on this one node): the whole-process wall, user and system CPU of the process
-and every descendant it waited for, CPU per episode, and, in the same run, the ratios 32 vs 1 of
-each backend. Targets: wall 32 vs 1 >= 8x; CPU per episode at 32 <= 1.5x that at 1 (the
-sequential path). The load average before and after is printed: on a shared machine the walls
-move with it, the ratios much less.
+same server, for C = 1 and 32 (``--levels``) and each ``--backend`` (default: local, then Ray):
+the whole-process wall, user and system CPU of the process and every descendant it waited for, CPU
+per episode, and, in the same run, the ratios 32 vs 1 of each backend. The Ray rows run on one node,
+a Ray cluster of 1 CPU that this script starts once (``rsigym run --address``, as on a cluster a
+user keeps running): one runner, so "1 in flight" is one episode at a time, as in the local rows
+(on a node of N CPUs ``--workers 1`` is N runners). ``--ray-own`` adds rows where each run starts
+its own Ray on this machine with all its CPUs (``--workers 1`` then means a runner per CPU). Each
+row also has the machine's CPU during the run (``/proc/stat``: every process, the Ray runners and
+the Docker engine included, which the process's own figure misses); the Ray rows' CPU ratio uses it.
+Targets: wall 32 vs 1 >= 8x; CPU per episode at 32 <= 1.5x that at 1 (the sequential path). The
+load average before and after is printed: on a shared machine the walls move with it, the ratios
+much less.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from rich.console import Console
 from rich.table import Table
@@ -297,15 +305,25 @@ def probe_battery(episodes: int, sandbox: str, max_guesses: int) -> dict[str, An
     }
 
 
-def whole_run(scenario: Path, out: Path, api_base: str, concurrency: int, backend: str) -> dict[str, Any]:
-    """One `rsigym run` in its own process: wall, and user + sys CPU of it and every descendant it
-    waited for (its worker processes; with Ray, the node's processes the driver started)."""
-    import os
+def machine_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy since boot (every CPU, ``/proc/stat``)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def whole_run(scenario: Path, out: Path, api_base: str, concurrency: int, backend: str,
+              address: str | None = None) -> dict[str, Any]:
+    """One `rsigym run` in its own process: wall, user + sys CPU of it and every descendant it
+    waited for (its worker processes; with Ray, the node's processes the driver started), and the
+    machine's CPU over the same time."""
     import shutil
 
     rsigym = shutil.which("rsigym", path=str(Path(sys.executable).parent)) or "rsigym"
     argv = [rsigym, "run", str(scenario), "--out", str(out), "--backend", backend, "--workers", "1",
             "--concurrency", str(concurrency), "--api-base", api_base, "--no-progress"]
+    argv += ["--address", address] if address else []
+    machine = machine_cpu_s()
     started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert process.stdout is not None
@@ -313,79 +331,113 @@ def whole_run(scenario: Path, out: Path, api_base: str, concurrency: int, backen
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
+    machine = machine_cpu_s() - machine
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {process.returncode}:\n{output.decode(errors='replace')[-3000:]}")
     from rsigym.records.jsonl import read_records
 
     records = read_records(out / "records.jsonl").records
-    return {"seconds": seconds, "user_s": usage.ru_utime, "sys_s": usage.ru_stime, "episodes": len(records),
+    episodes = max(len(records), 1)
+    return {"seconds": seconds, "user_s": usage.ru_utime, "sys_s": usage.ru_stime, "machine_s": machine,
+            "cpu_per_episode": (usage.ru_utime + usage.ru_stime) / episodes, "machine_per_episode": machine / episodes,
+            "episodes": len(records),
             "infra_errors": sum(r.termination == "infra_error" for r in records),
             "calls": sum(r.usage.model_calls for r in records),
             "by_task": {f"{r.env.task_id}/{r.seed}": list(signature(r)) for r in records}}
 
 
+@contextlib.contextmanager
+def ray_cluster(cpus: int = 1) -> Iterator[str]:
+    """A Ray of ``cpus`` CPUs started in this process for the Ray rows; yields its address."""
+    import ray
+
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
 def whole_process(episodes: int = 64, latency_s: float = 0.5, levels: tuple[int, ...] = (1, 32),
                   backends: tuple[str, ...] = ("local", "ray"), sandbox: str = "auto", max_guesses: int = 3,
-                  repeats: int = 1) -> dict[str, Any]:
+                  repeats: int = 1, ray_own: bool = False) -> dict[str, Any]:
     """`rsigym run --workers 1 --concurrency C` on a Probe battery, each level and backend in turn
     (interleaved over repeats), against the fake provider at ``latency_s``: wall, CPU, CPU per
-    episode, and the ratios 32 vs 1 of the same backend, all from this one run."""
-    import os
-
+    episode, and the ratios 32 vs 1 of the same row kind, all from this one run. Ray rows: on a
+    1-CPU Ray this script runs (one runner), and with ``ray_own`` also on a Ray each run starts."""
     import yaml
 
-    console = Console(width=160)
+    console = Console(width=170)
     load_before = os.getloadavg()
     runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    with Server(latency_s) as server, tempfile.TemporaryDirectory() as scratch:
+    kinds = [b for b in backends if b != "ray"] + (["ray"] if "ray" in backends else [])
+    kinds += ["ray-own"] if ray_own and "ray" in backends else []
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(Server(latency_s))
+        scratch = stack.enter_context(tempfile.TemporaryDirectory())
+        address = stack.enter_context(ray_cluster(1)) if "ray" in kinds else None
         scenario = Path(scratch) / "probe.yaml"
         scenario.write_text(yaml.safe_dump(probe_battery(episodes, sandbox, max_guesses)))
         for repeat in range(repeats):
-            for backend in backends:
+            for kind in kinds:
                 for level in levels:
-                    out = Path(scratch) / f"{backend}-{level}-{repeat}"
-                    run = whole_run(scenario, out, server.api_base, level, backend)
-                    runs.setdefault((backend, level), []).append(run)
-                    console.log(f"{backend}, {level} in flight: {run['seconds']:.1f} s wall, "
-                                f"{run['user_s']:.1f} s user + {run['sys_s']:.1f} s sys, {run['episodes']} episodes "
-                                f"(load {os.getloadavg()[0]:.1f})")
+                    out = Path(scratch) / f"{kind}-{level}-{repeat}"
+                    backend = "ray" if kind.startswith("ray") else kind
+                    run = whole_run(scenario, out, server.api_base, level, backend,
+                                    address if kind == "ray" else None)
+                    runs.setdefault((kind, level), []).append(run)
+                    console.log(f"{kind}, {level} in flight: {run['seconds']:.1f} s wall, "
+                                f"{run['user_s']:.1f} s user + {run['sys_s']:.1f} s sys, machine {run['machine_s']:.1f} "
+                                f"CPU-s, {run['episodes']} episodes (load {os.getloadavg()[0]:.1f})")
     load_after = os.getloadavg()
     first = next(iter(runs.values()))[0]
     table = Table(title=f"whole process: `rsigym run --workers 1 --concurrency C`, {episodes} Probe-v0 episodes "
                         f"(sandbox {sandbox}), llm agent, {latency_s * 1000:.0f} ms per call, "
                         f"{first['calls'] / max(first['episodes'], 1):.1f} calls per episode; median of {repeats}; "
-                        f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
-    for column in ("backend", "in flight", "wall s", "user s", "sys s", "CPU ms / episode", "wall 1 / wall C",
-                   "CPU/episode vs 1", "records = 1 in flight"):
+                        f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after. ray: a running 1-CPU "
+                        "Ray (one runner); ray-own: each run starts a Ray with this machine's CPUs")
+    for column in ("backend", "in flight", "wall s", "user s", "sys s", "machine CPU s", "CPU ms / episode",
+                   "wall 1 / wall C", "CPU/episode vs 1", "machine CPU/episode vs 1", "records = 1 in flight"):
         table.add_column(column, justify="left" if column == "backend" else "right")
-    results: dict[str, Any] = {"load_before": load_before, "load_after": load_after}
-    for backend in backends:
-        base = runs.get((backend, levels[0]))
+    results: dict[str, Any] = {"load_before": load_before, "load_after": load_after,
+                               "ray": "a running Ray of 1 CPU started by the benchmark (one runner)",
+                               "ray-own": "each run starts its own Ray with the machine's CPUs"}
+    for kind in kinds:
+        base = runs.get((kind, levels[0]))
         for level in levels:
-            rows = runs.get((backend, level))
+            rows = runs.get((kind, level))
             if not rows or not base:
                 continue
-            wall = statistics.median(r["seconds"] for r in rows)
-            cpu = statistics.median((r["user_s"] + r["sys_s"]) / r["episodes"] for r in rows)
-            base_wall = statistics.median(r["seconds"] for r in base)
-            base_cpu = statistics.median((r["user_s"] + r["sys_s"]) / r["episodes"] for r in base)
+
+            def median(key: str, of: list[dict[str, Any]]) -> float:
+                return statistics.median(r[key] for r in of)
+
+            wall, base_wall = median("seconds", rows), median("seconds", base)
+            cpu, base_cpu = median("cpu_per_episode", rows), median("cpu_per_episode", base)
+            machine, base_machine = median("machine_per_episode", rows), median("machine_per_episode", base)
             same = all(r["by_task"] == base[0]["by_task"] and r["infra_errors"] == 0 and r["episodes"] == episodes
                        for r in rows)
-            table.add_row(backend, str(level), f"{wall:.1f}", f"{statistics.median(r['user_s'] for r in rows):.1f}",
-                          f"{statistics.median(r['sys_s'] for r in rows):.1f}", f"{cpu * 1000:.0f}",
-                          f"{base_wall / wall:.1f}x", f"{cpu / base_cpu:.2f}x", "yes" if same else "NO")
-            results[f"{backend} {level}"] = {"wall_s": wall, "cpu_per_episode_s": cpu, "speedup": base_wall / wall,
-                                              "cpu_ratio": cpu / base_cpu, "identical": same}
+            table.add_row(kind, str(level), f"{wall:.1f}", f"{median('user_s', rows):.1f}",
+                          f"{median('sys_s', rows):.1f}", f"{median('machine_s', rows):.1f}", f"{cpu * 1000:.0f}",
+                          f"{base_wall / wall:.1f}x", f"{cpu / base_cpu:.2f}x", f"{machine / base_machine:.2f}x",
+                          "yes" if same else "NO")
+            results[f"{kind} {level}"] = {"wall_s": wall, "cpu_per_episode_s": cpu, "speedup": base_wall / wall,
+                                           "cpu_ratio": cpu / base_cpu, "machine_cpu_per_episode_s": machine,
+                                           "machine_cpu_ratio": machine / base_machine, "identical": same,
+                                           "walls": [r["seconds"] for r in rows]}
     console.print(table)
     top = levels[-1]
-    for backend in backends:
-        row = results.get(f"{backend} {top}")
+    for kind in kinds:
+        row = results.get(f"{kind} {top}")
         if row is None:
             continue
-        console.print(f"{backend}: {top} vs {levels[0]} in flight, whole-process wall {row['speedup']:.1f}x (target >= "
+        # the Ray runners are not this run's children: their CPU shows only in the machine's
+        cpu_ratio = row["machine_cpu_ratio"] if kind.startswith("ray") else row["cpu_ratio"]
+        console.print(f"{kind}: {top} vs {levels[0]} in flight, whole-process wall {row['speedup']:.1f}x (target >= "
                       f"{WALL_TARGET:.0f}x: {'PASS' if row['speedup'] >= WALL_TARGET else 'MISS'}); CPU per episode "
-                      f"{row['cpu_ratio']:.2f}x (target <= {CPU_TARGET}x: {'PASS' if row['cpu_ratio'] <= CPU_TARGET else 'MISS'}); "
-                      f"records identical: {'PASS' if row['identical'] else 'FAIL'}")
+                      f"{cpu_ratio:.2f}x{' (machine)' if kind.startswith('ray') else ''} (target <= {CPU_TARGET}x: "
+                      f"{'PASS' if cpu_ratio <= CPU_TARGET else 'MISS'}); records identical: "
+                      f"{'PASS' if row['identical'] else 'FAIL'}")
     return results
 
 
@@ -405,12 +457,14 @@ if __name__ == "__main__":
                              "(levels from --levels, default 1,32; backends from --backend, default local and ray)")
     parser.add_argument("--sandbox", default="auto", help="Probe's sandbox for --whole-process (auto, docker, local)")
     parser.add_argument("--max-guesses", type=int, default=3, help="Probe's max_guesses for --whole-process")
+    parser.add_argument("--ray-own", action="store_true",
+                        help="--whole-process: also rows where each run starts its own Ray (all CPUs)")
     parser.add_argument("--json", default=None, help="--whole-process: write the numbers to this file")
     args = parser.parse_args()
     if args.whole_process:
         levels = tuple(int(c) for c in args.levels.split(",")) if args.levels != "1,8,32,64" else (1, 32)
         found = whole_process(args.episodes, args.latency, levels, tuple(args.backend or ["local", "ray"]),
-                              args.sandbox, args.max_guesses, args.repeats or 1)
+                              args.sandbox, args.max_guesses, args.repeats or 1, args.ray_own)
         if args.json:
             Path(args.json).write_text(json.dumps(found, indent=2) + "\n")
     elif args.child:
