@@ -7,8 +7,10 @@ engine drift and machine load hit every contender alike:
 
 * ``acquire``: ``pool.acquire()`` of a warm container;
 * ``release``: ``close()`` of a lease (the reset and its verification), for a lease that wrote a
-  file and ran one command as the user, and for a heavier one (files and commands of both
-  identities, both exec servers started);
+  file and ran one command as the user (``light``: plain execs, so the reset wipes from an engine
+  exec), the same through the user's exec server (``served``, as a Probe episode: the server does
+  the wipe and exits, ``ExecServer.wipe``), and a heavier one (files and commands of both
+  identities, both exec servers started: both wipe);
 * the same two releases with the previous reset (``legacy_reset`` below: one engine exec per
   identity, one after the other, each ``python3 -I`` with ctypes loaded, then the verification in
   a fresh engine exec as INIT), so the ratio new / previous is measured in the same run;
@@ -44,11 +46,13 @@ from rsigym.sandbox.container_scripts import HARNESS_DIR, SHARED_DIRS, VERIFY
 from rsigym.sandbox.engine import IDENTITY_USERS, INIT, connect
 
 RELEASE_TARGET_MS = 100.0
+KINDS = ("light", "served", "heavy")  # leases: plain execs; through the user's exec server; both identities' servers
 WARMUP_RUNS = 3
 
 
 def legacy_reset(self: DockerSandbox) -> None:
     """The reset as it was before the INIT server: the reference, same checks, same outcome."""
+    self._close_server()  # as close() did before the servers wiped: they end first
     parts = [("user", self.limits.work_dir)] + ([("harness", HARNESS_DIR)] if self._harness_used else [])
     for identity, home in parts:
         argv = ["python3", "-I", "-c", "import ctypes\n" + docker_provider.WIPE, home, "755", *SHARED_DIRS]
@@ -64,6 +68,13 @@ def legacy_reset(self: DockerSandbox) -> None:
 def _light(sandbox: DockerSandbox) -> None:
     sandbox.write_files({"solution.py": "print(1)\n"})
     assert sandbox.exec(["python3", "-S", "solution.py"]).ok
+
+
+def _served(sandbox: DockerSandbox) -> None:
+    """A Probe episode's lease: the file and the command through the user's exec server."""
+    server = sandbox.exec_server()
+    assert server.run_python("open('solution.py', 'w').write('print(1)')").ok
+    assert server.exec(["python3", "-S", "solution.py"]).ok
 
 
 def _heavy(sandbox: DockerSandbox) -> None:
@@ -90,7 +101,7 @@ def main(runs: int = 30, json_path: str | None = None) -> dict[str, Any]:
             started = time.perf_counter()
             sandbox = pool.acquire()
             acquired = (time.perf_counter() - started) * 1000
-            (_heavy if kind == "heavy" else _light)(sandbox)
+            {"heavy": _heavy, "served": _served, "light": _light}[kind](sandbox)
             if legacy:  # the pool's release calls the handle's _reset: the previous one here
                 sandbox._reset = types.MethodType(legacy_reset, sandbox)  # type: ignore[method-assign]
             started = time.perf_counter()
@@ -120,7 +131,7 @@ def main(runs: int = 30, json_path: str | None = None) -> dict[str, Any]:
 
         for round_ in range(WARMUP_RUNS + runs):
             record = round_ >= WARMUP_RUNS
-            for kind in ("light", "heavy"):
+            for kind in KINDS:
                 for legacy in (False, True):
                     lease(kind, legacy, record)
             if record and round_ % 3 == 0:
@@ -128,7 +139,7 @@ def main(runs: int = 30, json_path: str | None = None) -> dict[str, Any]:
     client.close()
     load_after = os.getloadavg()
     medians = {name: statistics.median(values) for name, values in samples.items()}
-    ratios = {kind: medians[f"release {kind}"] / medians[f"release {kind} (previous)"] for kind in ("light", "heavy")}
+    ratios = {kind: medians[f"release {kind}"] / medians[f"release {kind} (previous)"] for kind in KINDS}
     check_ratio = medians["probe check, exec server"] / medians["probe check, docker exec"]
     table = Table(title=f"docker sandbox: release vs acquire, median of {runs} leases each "
                         f"(load average {load_before[0]:.1f} before, {load_after[0]:.1f} after)")
@@ -137,8 +148,8 @@ def main(runs: int = 30, json_path: str | None = None) -> dict[str, Any]:
     for name, value in medians.items():
         kind = name.split()[1] if name.startswith("release") and "previous" not in name else None
         ratio = f"{ratios[kind]:.2f}x" if kind else (f"{check_ratio:.3f}x" if name == "probe check, exec server" else "")
-        target = f"<= {RELEASE_TARGET_MS:.0f} ms" if kind == "light" else ""
-        verdict = ("PASS" if value <= RELEASE_TARGET_MS else "MISS") if kind == "light" else ""
+        target = f"<= {RELEASE_TARGET_MS:.0f} ms" if kind in ("light", "served") else ""
+        verdict = ("PASS" if value <= RELEASE_TARGET_MS else "MISS") if kind in ("light", "served") else ""
         table.add_row(name, f"{value:.1f}", str(len(samples[name])), ratio, target, verdict)
     Console(width=140).print(table)
     result = {"runs": runs, "load_before": load_before, "load_after": load_after, "medians_ms": medians,

@@ -31,6 +31,7 @@ __all__ = [
     "READ",
     "REMOVE_TREE",
     "WIPE",
+    "WIPE_FUNCTION",
     "VERIFY",
     "EXEC_SERVER",
 ]
@@ -150,44 +151,53 @@ def remove_tree(path):
         os.close(back)
 """
 
-WIPE = r"""
-import os, sys
-for _ in range(2):
-    try:
-        os.kill(-1, 9)
-    except ProcessLookupError:
-        pass
-uid, home = os.getuid(), sys.argv[1]
-""" + REMOVE_TREE + r"""
-left = 0
-os.chmod(home, int(sys.argv[2], 8))
-for top in (home, *sys.argv[3:]):
-    for name in os.listdir(top):
-        path = os.path.join(top, name)
+# ``wipe(home, mode, shared)``: the whole part as a function (returns the count of what it owns
+# and could not remove, and the oom counters' text), for WIPE below and for the exec server, which
+# runs it in its own process at the end of a lease (``ExecServer.wipe``: no engine exec for it).
+WIPE_FUNCTION = REMOVE_TREE + r"""
+def wipe(home, mode, shared):
+    import os
+    for _ in range(2):
         try:
-            if top == home or os.lstat(path).st_uid == uid:
-                remove_tree(path)
+            os.kill(-1, 9)
+        except ProcessLookupError:
+            pass
+    uid, left = os.getuid(), 0
+    os.chmod(home, mode)
+    for top in (home, *shared):
+        for name in os.listdir(top):
+            path = os.path.join(top, name)
+            try:
+                if top == home or os.lstat(path).st_uid == uid:
+                    remove_tree(path)
+            except OSError:
+                left += 1
+    owned = []  # (kind, id) of this uid's System V IPC objects
+    for kind in ("shm", "sem", "msg"):
+        with open("/proc/sysvipc/" + kind) as fh:
+            header = fh.readline().split()
+            for line in fh:
+                row = dict(zip(header, line.split()))
+                if int(row["uid"]) == uid:
+                    owned.append((kind, int(row[kind + "id" if kind != "msg" else "msqid"])))
+    if owned:  # ctypes only when there is something to remove (its import is most of WIPE's start)
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        removers = {"shm": lambda i: libc.shmctl(i, 0, None), "sem": lambda i: libc.semctl(i, 0, 0),
+                    "msg": lambda i: libc.msgctl(i, 0, None)}  # 0 is IPC_RMID
+        left += sum(removers[kind](ident) != 0 for kind, ident in owned)
+    counters = []
+    for name in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            counters.append(open(name).read())
         except OSError:
-            left += 1
-owned = []  # (kind, id) of this uid's System V IPC objects
-for kind in ("shm", "sem", "msg"):
-    with open("/proc/sysvipc/" + kind) as fh:
-        header = fh.readline().split()
-        for line in fh:
-            row = dict(zip(header, line.split()))
-            if int(row["uid"]) == uid:
-                owned.append((kind, int(row[kind + "id" if kind != "msg" else "msqid"])))
-if owned:  # ctypes only when there is something to remove (its import is most of this program's start)
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    removers = {"shm": lambda i: libc.shmctl(i, 0, None), "sem": lambda i: libc.semctl(i, 0, 0),
-                "msg": lambda i: libc.msgctl(i, 0, None)}  # 0 is IPC_RMID
-    left += sum(removers[kind](ident) != 0 for kind, ident in owned)
-for name in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
-    try:
-        print(open(name).read())
-    except OSError:
-        pass
+            pass
+    return left, "\n".join(counters)
+"""
+
+WIPE = "import os, sys\n" + WIPE_FUNCTION + r"""
+left, counters = wipe(sys.argv[1], int(sys.argv[2], 8), sys.argv[3:])
+print(counters)
 sys.exit(1 if left else 0)
 """
 
@@ -477,10 +487,28 @@ def prepare(req):
         except BaseException:
             COMPILED[program] = None
 
+def wipe_and_exit(args):
+    # The lease's end (``ExecServer.wipe``): this identity's part of the reset, run here, in the
+    # server itself (kill(-1) spares the caller): no engine exec and no interpreter start for it.
+    # Then the server exits, so that no process of the uid is left when the host's INIT
+    # verification runs. Anything amiss (a command changed what this process inherits, the wipe
+    # raised) is reported as a failure: the host then wipes from a fresh exec, as without a server.
+    left, counters = 1, ""
+    if inherited() == INHERITED:
+        try:
+            left, counters = wipe(args[0], int(args[1], 8), args[2:])
+        except BaseException:
+            left = 1
+    body = counters.encode()[:4096]
+    send({"wiped": True, "left": left, "out": len(body), "err": 0}, body)
+    os._exit(0)
+""" + WIPE_FUNCTION + r"""
 INHERITED = inherited()
 send({"ready": True, "pid": os.getpid()})
 while True:
     req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
+    if "wipe" in req:
+        wipe_and_exit(req["wipe"])
     if "python" in req:
         prepare(req)
     # {runs: [stdin sizes]}: one command per stdin (a batch: one after another); after one that

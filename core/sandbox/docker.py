@@ -145,6 +145,7 @@ class DockerSandbox:
         self._harness_used = False  # the reset skips the harness part when no harness ran
         self._server: ExecServer | None = None  # made by exec_server(), closed with the sandbox
         self._harness_server: ExecServer | None = None  # exec_server("harness")
+        self.server_wipes = 0  # resets whose part was done by a lease's live exec server (``_wipe``)
         # The container's INIT server for the reset's verification: shared by every handle of the
         # container (a one-item list, copied by reference at handoff), closed with the container.
         self._init_server: list[InitServer | None] = [None]
@@ -439,7 +440,9 @@ class DockerSandbox:
 
         Kills every process of both identities, empties the work dir, the harness dir, /tmp,
         /dev/shm and /dev/mqueue and removes System V IPC objects (each identity removing its
-        own, in an engine exec of its own; the two run at the same time), then verifies that
+        own, the two at the same time: by the identity's exec server where the lease left one
+        live, which then exits, ``ExecServer.wipe``, else in an engine exec of its own; a server
+        that cannot do it whole, for whatever reason, leaves it to the exec), then verifies that
         from a third uid: the INIT uid of PID 1, through the container's INIT server (a fork of a
         long-lived INIT process that neither identity can signal or trace; ``InitServer``), or a
         fresh INIT exec where that server cannot answer. A reset whose programs cannot start (a
@@ -450,30 +453,43 @@ class DockerSandbox:
             SandboxUnavailable: the container is dead.
         """
         self._check_open()
-        self._close_server()
         self._reset()
 
     def _reset(self) -> None:
         parts = [("user", self.limits.work_dir)] + ([("harness", HARNESS_DIR)] if self._harness_used else [])
+        servers = {"user": self._server, "harness": self._harness_server}
+        self._server = self._harness_server = None
         try:
             # The identities' parts touch nothing of each other's: they run at the same time.
-            wiped = _both(lambda: self._wipe(*parts[0]), (lambda: self._wipe(*parts[1])) if len(parts) > 1 else None)
+            wiped = _both(lambda: self._wipe(*parts[0], servers["user"]),
+                          (lambda: self._wipe(*parts[1], servers["harness"])) if len(parts) > 1 else None)
             self._oom_kills = _oom_kill_count(wiped.decode())
         except SandboxUnavailable:
             raise
         except SandboxError:
             self._restart()
+        finally:
+            for server in servers.values():
+                if server is not None:
+                    server.close()
         self._harness_used = False
         code, stdout, stderr = self._verify()
         if code != 0:
             survivors = stdout.split("\n")
             raise SandboxError(f"reset left {', '.join(s for s in survivors if s)[:300] or stderr[:300]!r}")
 
-    def _wipe(self, identity: str, home: str) -> bytes:
-        """One identity's part of the reset, in a fresh exec of it; its stdout (the oom counters)."""
+    def _wipe(self, identity: str, home: str, server: "ExecServer | None" = None) -> bytes:
+        """One identity's part of the reset: by its live exec server where the lease left one
+        (``ExecServer.wipe``: no engine exec), else in a fresh exec of it; the oom counters' text."""
+        args = [home, "755", *SHARED_DIRS]
+        if server is not None:
+            counters = server.wipe(args)
+            if counters is not None:
+                self.server_wipes += 1
+                return counters
         # -I and cwd /: a module the user planted in the work dir (json.py, usercustomize.py)
         # must not run inside the reset, nor inside the check below that runs as INIT.
-        argv = ["python3", "-I", "-S", "-c", WIPE, home, "755", *SHARED_DIRS]  # -S: WIPE needs the stdlib only
+        argv = ["python3", "-I", "-S", "-c", WIPE, *args]  # -S: WIPE needs the stdlib only
         raw = self._raw_exec(argv, None, 30.0, 65536, user=IDENTITY_USERS[identity], workdir="/", kill_on_timeout=False)
         if raw.exit_code != 0:
             raise SandboxError(f"{identity} reset exit {raw.exit_code}")
@@ -538,8 +554,8 @@ class DockerSandbox:
         """Return the container to its pool, or remove it when it has none. Idempotent."""
         if self._closed:
             return
-        self._close_server()
         if self._on_close is not None:
+            # the exec servers stay for the pool's reset, which wipes through them (``_reset``)
             self._closed = True
             self._on_close(self)
         else:

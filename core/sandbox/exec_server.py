@@ -413,6 +413,40 @@ class ExecServer:
                         break  # a timeout: the rest are skipped, as the server would have
         return results
 
+    def wipe(self, args: Sequence[str], timeout: float = 30.0) -> bytes | None:
+        """The reset's part of this identity (``container_scripts.WIPE`` with ``args``: home, mode,
+        shared dirs), run by the live server itself at the end of a lease, which then exits: the
+        reset pays no engine exec and no interpreter start for it. Returns the oom counters' text,
+        or None when the server could not do it whole (none live, a command in flight, it
+        refused: a command changed what it inherits, or it failed, froze or died): the caller
+        then wipes from a fresh exec. The server is closed either way. The INIT verification that
+        follows is the wall; this only saves the engine an exec.
+        """
+        if not self._lock.acquire(blocking=False):
+            self.close()  # a command in flight: its stream is shut down, the caller wipes afresh
+            return None
+        try:
+            if self._closed or self._sock is None or self._idle_dead():
+                return None
+            request = json.dumps({"wipe": list(args)}).encode()
+            deadline = time.monotonic() + timeout
+            try:
+                self._pump(deadline, len(request).to_bytes(4, "big") + request)
+                header, counters, _ = self._read_frame(deadline)
+            except (_Lost, ValueError):
+                return None
+            try:  # the server exits once it replied: wait for its stream to end
+                while True:
+                    self._pump(deadline)
+            except _Lost as end:
+                ended = not end.frozen
+            whole = header.get("wiped") is True and header.get("left") == 0
+            return counters if whole and ended and not self._stdout.data else None
+        finally:
+            self._closed = True
+            self._drop()
+            self._lock.release()
+
     def _holding(self) -> Any:
         """Holds the identity on the sandbox while a request runs (``ExecTracker``)."""
         return self._sandbox._tracker.running(self.identity, False)

@@ -72,11 +72,17 @@ def write_oracle(sandbox: Sandbox, source: str) -> None:
 
 def check_with_source(sandbox: Sandbox, source: str, guesses: list[int], *, timeout_s: float = 10.0) -> list[str]:
     """Write ``source`` as ``oracle.py`` and run it on guesses, in one sandbox exec (retried as
-    ``run_oracle`` is); the grader's check in a fresh sandbox."""
+    ``run_oracle`` is); the grader's check in a fresh sandbox. A docker sandbox runs it through
+    its exec server (one engine exec, the server's start), which then does the release's wipe
+    too (``ExecServer.wipe``): one engine exec per check instead of two."""
     payload = " ".join(str(int(g)) for g in guesses) + "\n" + source
+    open_server = getattr(sandbox, "exec_server", None)
     for attempt in range(1, CHECK_ATTEMPTS + 1):
         try:
-            result = sandbox.exec(["python3", "-S", "-c", _WRITE_AND_CHECK], stdin=payload, timeout=timeout_s)
+            if callable(open_server):
+                result = open_server().run_python(_WRITE_AND_CHECK, stdin=payload, timeout=timeout_s)
+            else:
+                result = sandbox.exec(["python3", "-S", "-c", _WRITE_AND_CHECK], stdin=payload, timeout=timeout_s)
             return _words(result, guesses)
         except InfraError:
             if attempt == CHECK_ATTEMPTS:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import time
 
 import pytest
 
@@ -281,7 +282,13 @@ def test_a_forked_program_keeps_the_exec_contract(own_sandbox):
     assert slow.timed_out and slow.exit_code is None
     pids = json.loads(server.run_python(SPAWN).stdout)
     assert len(pids) == 4
-    assert json.loads(server.run_python(ALIVE.replace("sys.argv[1:]", repr(list(map(str, pids.values()))))).stdout) == []
+    check = ALIVE.replace("sys.argv[1:]", repr(list(map(str, pids.values()))))
+    for _ in range(100):  # a SIGKILLed process may need a moment to die under load; a survivor sleeps 300 s
+        left = json.loads(server.run_python(check).stdout)
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == []
 
 
 def test_a_forked_program_finds_no_later_stdin_of_its_batch_in_its_memory(own_sandbox):

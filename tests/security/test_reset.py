@@ -146,3 +146,73 @@ def test_a_verification_whose_init_server_is_gone_falls_back_to_an_exec_and_stil
     own_sandbox.reset()  # a new INIT server, a clean container
     assert _init_server_pid(own_sandbox) != pid
     assert survey(own_sandbox) == EMPTY
+
+
+# -- the wipe through a lease's live exec server (``ExecServer.wipe``) ------------------------
+
+def _litter_through_servers(sb) -> None:
+    """Litter every writable place of both identities through their exec servers, and leave a
+    background process of each (the server's own sweep kills it at the command's end)."""
+    sb.write_files({"h.txt": "harness file"}, owner="harness")
+    for identity, home in (("user", "/work"), ("harness", "/harness")):
+        server = sb.exec_server(identity)
+        assert server.exec(["python3", "-c", LITTER, home]).ok
+        assert server.exec(["sh", "-c", "nohup sleep 300 >/dev/null 2>&1 &"]).ok
+
+
+def test_a_lease_that_used_its_exec_servers_is_wiped_by_them_and_leaves_nothing(pool):
+    first = pool.acquire()
+    _litter_through_servers(first)
+    container_id, wiped = first.container_id, first.server_wipes
+    first.close()
+    second = pool.acquire()
+    try:
+        # the same container: the INIT verification found no process, file or IPC object left
+        assert second.container_id == container_id
+        assert second.server_wipes == wiped + 2  # both parts by the servers: no engine exec for either
+        assert survey(second) == EMPTY
+    finally:
+        second.close()
+
+
+def test_a_server_whose_inherited_limits_a_command_changed_refuses_the_wipe_and_an_exec_does_it(pool):
+    """A command lowers its server's open-file limit (prlimit on a same-uid process needs no
+    ptrace): the server then refuses the wipe (what it inherits changed) and the reset wipes
+    from a fresh exec, as without a server; the next user finds nothing."""
+    first = pool.acquire()
+    server = first.exec_server()
+    assert server.exec(["python3", "-c", LITTER, "/work"]).ok
+    lowered = server.exec(["python3", "-c", "import os, resource; "
+                           "resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (4, 4))"])
+    assert lowered.ok, lowered
+    container_id, wiped = first.container_id, first.server_wipes
+    first.close()
+    second = pool.acquire()
+    try:
+        assert second.container_id == container_id and second.server_wipes == wiped  # the exec did it
+        assert survey(second) == EMPTY
+    finally:
+        second.close()
+
+
+def test_a_server_wipe_that_leaves_anything_still_fails_the_lease(pool, docker_client, monkeypatch):
+    """The server's wipe saves an exec; the INIT verification stays the wall: a server that
+    answers "wiped" having removed nothing fails the lease, and the container is discarded."""
+    from rsigym.sandbox import exec_server
+
+    lazy = exec_server.EXEC_SERVER.replace("left, counters = wipe(args[0], int(args[1], 8), args[2:])",
+                                           "left, counters = 0, ''")
+    assert lazy != exec_server.EXEC_SERVER
+    monkeypatch.setattr(exec_server, "EXEC_SERVER", lazy)
+    first = pool.acquire()
+    assert first.exec_server().exec(["sh", "-c", "echo previous user > /work/secret.txt"]).ok
+    container_id, wiped = first.container_id, first.server_wipes
+    first.close()
+    monkeypatch.undo()
+    assert container_id not in {c["Id"] for c in docker_client.api.containers(all=True)}
+    second = pool.acquire()
+    try:
+        assert second.container_id != container_id
+        assert second.exec(["ls", "-A", "/work"]).stdout == ""
+    finally:
+        second.close()
