@@ -203,12 +203,15 @@ sys.exit(1 if left else 0)
 
 # The reset's second, independent check, run as INIT_UID: no live process of either identity,
 # every writable dir empty, no System V IPC object, and the two homes owned and moded as set up.
-# Prints what survived, one item a line; exits 1 if anything did.
+# Prints what survived, one item a line; exits 1 if anything did. argv: the work dir, then the
+# pids of the exec servers kept for the next lease (``ExecServer.wipe``), the only processes spared.
 VERIFY = r"""
 import os, sys
-work, uids = sys.argv[1], {%(harness)d, %(user)d}
+work, uids, spared = sys.argv[1], {%(harness)d, %(user)d}, set(sys.argv[2:])
 found = []
 for pid in filter(str.isdigit, os.listdir("/proc")):
+    if pid in spared:  # an exec server the host just saw wipe, start afresh and say it is ready
+        continue
     try:
         status = dict(l.split(":", 1) for l in open("/proc/%%s/status" %% pid).read().splitlines() if ":" in l)
     except OSError:
@@ -487,20 +490,52 @@ def prepare(req):
         except BaseException:
             COMPILED[program] = None
 
-def wipe_and_exit(args):
+def alone():
+    # True when no other process of this uid is alive (zombies are dead): a process killed in the
+    # middle of a system call finishes that call before it dies, so the wipe's kill alone does not
+    # promise that nothing more can change this process
+    me, uid = str(os.getpid()), os.getuid()
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and pid != me:
+            try:
+                status = dict(l.split(":", 1) for l in open("/proc/%s/status" % pid).read().splitlines() if ":" in l)
+            except OSError:
+                continue
+            if int(status["Uid"].split()[0]) == uid and status["State"].split()[0] not in "ZX":
+                return False
+    return True
+
+def wipe_and_exit(args, source):
     # The lease's end (``ExecServer.wipe``): this identity's part of the reset, run here, in the
     # server itself (kill(-1) spares the caller): no engine exec and no interpreter start for it.
-    # Then the server exits, so that no process of the uid is left when the host's INIT
-    # verification runs. Anything amiss (a command changed what this process inherits, the wipe
-    # raised) is reported as a failure: the host then wipes from a fresh exec, as without a server.
+    # Then, with `source`, the server execs a fresh interpreter running `source` (this script) in
+    # this same process for the next lease: execve leaves nothing of this one's memory, and it
+    # keeps only what inherited() checks, checked here once the uid has no other live process.
+    # Else it exits. Anything amiss (something a command changed, a process that would not die,
+    # the wipe raised) is reported as a failure and the server exits: the host then wipes from a
+    # fresh exec, as without a server.
     left, counters = 1, ""
-    if inherited() == INHERITED:
-        try:
-            left, counters = wipe(args[0], int(args[1], 8), args[2:])
-        except BaseException:
-            left = 1
+    try:
+        left, counters = wipe(args[0], int(args[1], 8), args[2:])
+        for _ in range(100):
+            if alone():
+                break
+            time.sleep(0.01)
+        else:
+            left += 1
+        if inherited() != INHERITED:
+            left += 1
+    except BaseException:
+        left += 1
     body = counters.encode()[:4096]
-    send({"wiped": True, "left": left, "out": len(body), "err": 0}, body)
+    again = bool(source) and not left
+    send({"wiped": True, "left": left, "again": again, "out": len(body), "err": 0}, body)
+    if again:
+        try:
+            os.dup2(rd, 0); os.dup2(wr, 1)
+            os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", source])
+        except BaseException:
+            pass
     os._exit(0)
 """ + WIPE_FUNCTION + r"""
 INHERITED = inherited()
@@ -508,7 +543,7 @@ send({"ready": True, "pid": os.getpid()})
 while True:
     req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
     if "wipe" in req:
-        wipe_and_exit(req["wipe"])
+        wipe_and_exit(req["wipe"], req.get("again"))
     if "python" in req:
         prepare(req)
     # {runs: [stdin sizes]}: one command per stdin (a batch: one after another); after one that

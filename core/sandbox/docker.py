@@ -146,6 +146,9 @@ class DockerSandbox:
         self._server: ExecServer | None = None  # made by exec_server(), closed with the sandbox
         self._harness_server: ExecServer | None = None  # exec_server("harness")
         self.server_wipes = 0  # resets whose part was done by a lease's live exec server (``_wipe``)
+        # Exec servers the last reset kept (``ExecServer.wipe(again=True)``), by identity: the next
+        # lease's ``exec_server`` adopts them. The container's, shared by its handles like the INIT server.
+        self._idle_servers: dict[str, ExecServer] = {}
         # The container's INIT server for the reset's verification: shared by every handle of the
         # container (a one-item list, copied by reference at handoff), closed with the container.
         self._init_server: list[InitServer | None] = [None]
@@ -165,6 +168,7 @@ class DockerSandbox:
         return HARNESS_DIR
 
     def _restart(self) -> None:
+        self._drop_idle_servers()  # the restart kills them
         engine.restart(self._api, self.container_id)
         self._oom_kills = _oom_kill_count(self._raw_exec(OOM_READ, None, 10.0, 4096, user=INIT).stdout.decode())
 
@@ -333,15 +337,25 @@ class DockerSandbox:
         from rsigym.sandbox.exec_server import ExecServer
 
         self._check_open()
-        if identity == "harness":
-            if self._harness_server is None:
-                self._harness_server = ExecServer(self, "harness")
-            return self._harness_server
-        if identity != "user":
+        if identity not in ("user", "harness"):
             raise ValueError(f"identity must be 'user' or 'harness', got {identity!r:.80}")
-        if self._server is None:
-            self._server = ExecServer(self)
-        return self._server
+        server = self._harness_server if identity == "harness" else self._server
+        if server is None:
+            server = ExecServer(self, identity)
+            idle = self._idle_servers.pop(identity, None)
+            if idle is not None:  # kept by the last reset: no engine exec for this lease's server
+                server.adopt(idle)
+            if identity == "harness":
+                self._harness_server = server
+            else:
+                self._server = server
+        return server
+
+    def _drop_idle_servers(self) -> None:
+        idle = list(self._idle_servers.values())
+        self._idle_servers.clear()
+        for server in idle:
+            server.close()
 
     def _close_server(self) -> None:
         servers = (self._server, self._harness_server)
@@ -456,36 +470,58 @@ class DockerSandbox:
         self._reset()
 
     def _reset(self) -> None:
-        parts = [("user", self.limits.work_dir)] + ([("harness", HARNESS_DIR)] if self._harness_used else [])
-        servers = {"user": self._server, "harness": self._harness_server}
+        # this lease's servers, else one an earlier reset kept and this lease did not use
+        leased = {"user": self._server, "harness": self._harness_server}
         self._server = self._harness_server = None
+        servers: dict[str, ExecServer | None] = {}
+        for identity, server in leased.items():
+            idle = self._idle_servers.pop(identity, None)
+            servers[identity] = server or idle
+            if server is not None and idle is not None:
+                idle.close()
+        harness = self._harness_used or servers["harness"] is not None
+        parts = [("user", self.limits.work_dir)] + ([("harness", HARNESS_DIR)] if harness else [])
+        kept: dict[str, ExecServer] = {}  # servers that wiped and started afresh for the next lease
         try:
             # The identities' parts touch nothing of each other's: they run at the same time.
-            wiped = _both(lambda: self._wipe(*parts[0], servers["user"]),
-                          (lambda: self._wipe(*parts[1], servers["harness"])) if len(parts) > 1 else None)
+            wiped = _both(lambda: self._wipe(*parts[0], servers["user"], kept),
+                          (lambda: self._wipe(*parts[1], servers["harness"], kept)) if len(parts) > 1 else None)
             self._oom_kills = _oom_kill_count(wiped.decode())
         except SandboxUnavailable:
+            for server in kept.values():
+                server.close()
             raise
         except SandboxError:
+            for server in kept.values():
+                server.close()
+            kept.clear()
             self._restart()
         finally:
             for server in servers.values():
                 if server is not None:
                     server.close()
         self._harness_used = False
-        code, stdout, stderr = self._verify()
+        code, stdout, stderr = self._verify([server.pid for server in kept.values() if server.pid])
         if code != 0:
+            for server in kept.values():
+                server.close()
             survivors = stdout.split("\n")
             raise SandboxError(f"reset left {', '.join(s for s in survivors if s)[:300] or stderr[:300]!r}")
+        self._idle_servers.update(kept)
 
-    def _wipe(self, identity: str, home: str, server: "ExecServer | None" = None) -> bytes:
-        """One identity's part of the reset: by its live exec server where the lease left one
-        (``ExecServer.wipe``: no engine exec), else in a fresh exec of it; the oom counters' text."""
+    def _wipe(self, identity: str, home: str, server: "ExecServer | None" = None,
+              kept: dict[str, "ExecServer"] | None = None) -> bytes:
+        """One identity's part of the reset: by its live exec server where there is one
+        (``ExecServer.wipe``: no engine exec; the server, started afresh, goes into ``kept`` for
+        the next lease), else in a fresh exec of it; the oom counters' text."""
         args = [home, "755", *SHARED_DIRS]
         if server is not None:
-            counters = server.wipe(args)
-            if counters is not None:
+            done = server.wipe(args, again=kept is not None)
+            if done is not None:
+                counters, idle = done
                 self.server_wipes += 1
+                if idle is not None and kept is not None:
+                    kept[identity] = idle
                 return counters
         # -I and cwd /: a module the user planted in the work dir (json.py, usercustomize.py)
         # must not run inside the reset, nor inside the check below that runs as INIT.
@@ -495,13 +531,15 @@ class DockerSandbox:
             raise SandboxError(f"{identity} reset exit {raw.exit_code}")
         return raw.stdout
 
-    def _verify(self) -> tuple[int | None, str, str]:
+    def _verify(self, spared: Sequence[int] = ()) -> tuple[int | None, str, str]:
         """VERIFY as INIT: exit code, stdout, stderr. Through the container's INIT server (one
         fork, ~2 ms, instead of an exec and an interpreter's start); where that server cannot
-        answer for itself (it died, froze or could not start), from a fresh exec, as before."""
+        answer for itself (it died, froze or could not start), from a fresh exec, as before.
+        ``spared``: the pids of the exec servers this reset kept (the only live processes allowed)."""
         from rsigym.sandbox.exec_server import InitServer
 
-        program = f"import sys; sys.argv[1:] = [{self.limits.work_dir!r}]\n" + VERIFY
+        argv = [self.limits.work_dir, *(str(int(pid)) for pid in spared)]
+        program = f"import sys; sys.argv[1:] = {argv!r}\n" + VERIFY
         server = self._init_server[0]
         if server is None:
             server = self._init_server[0] = InitServer(self)
@@ -514,7 +552,7 @@ class DockerSandbox:
             raise
         except SandboxError:
             pass
-        raw = self._raw_exec(["python3", "-I", "-c", VERIFY, self.limits.work_dir], None, 30.0, 65536, user=INIT, workdir="/")
+        raw = self._raw_exec(["python3", "-I", "-c", VERIFY, *argv], None, 30.0, 65536, user=INIT, workdir="/")
         return raw.exit_code, raw.stdout.decode(errors="replace"), raw.stderr.decode(errors="replace")
 
     def _handoff(self, on_close: Any) -> "DockerSandbox":
@@ -531,6 +569,7 @@ class DockerSandbox:
     def remove(self) -> None:
         """Force-remove the container. Idempotent; never raises for a container already gone."""
         self._close_server()
+        self._drop_idle_servers()
         server, self._init_server[0] = self._init_server[0], None
         if server is not None:
             server.close()

@@ -39,6 +39,15 @@ server too, which the next command notices (before it runs: the server acknowled
 before it spawns anything) and replaces. A sandbox has one exec server per identity (the harness
 one, ``exec_server("harness")``, runs trusted programs such as code repair's collector next to
 the user's), each closed with the sandbox.
+
+At the end of a pooled lease the reset asks each live server to do its identity's wipe itself and
+then execve a fresh interpreter in the same process (``wipe(again=True)``): the next lease adopts
+that server (``adopt``), so neither the wipe nor the next server costs an engine exec. What
+carries over is only what an execve keeps, and the server checks that part (``inherited``) once
+no other process of the uid is alive; the reset waits for the fresh server's ready frame (it is
+non-dumpable again by then) before the container goes back to the pool, and the INIT verification
+spares only its pid. Attacks: ``tests/security/test_reset.py`` (``test_a_server_kept_*``,
+``test_the_next_leases_first_plain_exec_*``, ``test_a_server_whose_inherited_limits_*``).
 """
 
 from __future__ import annotations
@@ -413,39 +422,75 @@ class ExecServer:
                         break  # a timeout: the rest are skipped, as the server would have
         return results
 
-    def wipe(self, args: Sequence[str], timeout: float = 30.0) -> bytes | None:
+    def wipe(self, args: Sequence[str], timeout: float = 30.0, *,
+             again: bool = False) -> tuple[bytes, "ExecServer | None"] | None:
         """The reset's part of this identity (``container_scripts.WIPE`` with ``args``: home, mode,
-        shared dirs), run by the live server itself at the end of a lease, which then exits: the
-        reset pays no engine exec and no interpreter start for it. Returns the oom counters' text,
-        or None when the server could not do it whole (none live, a command in flight, it
-        refused: a command changed what it inherits, or it failed, froze or died): the caller
-        then wipes from a fresh exec. The server is closed either way. The INIT verification that
-        follows is the wall; this only saves the engine an exec.
+        shared dirs), done by the live server itself at the end of a lease: the reset pays no
+        engine exec and no interpreter start for it. Then the server exits or, with ``again``,
+        execs a fresh interpreter in the same process (nothing of its memory survives an execve)
+        that says it is ready once it is non-dumpable, for the next lease: returned detached
+        (``adopt`` hands it to that lease), so the next lease pays no engine exec for its server
+        either. The server refuses when a command changed what it inherits or another process of
+        the uid would not die.
+
+        Returns the oom counters' text and the detached server (None without ``again``), or None
+        when the server could not do it whole (none live, a command in flight, a refusal, it
+        failed, froze or died): the caller then wipes from a fresh exec. This object is closed
+        either way. The INIT verification that follows is the wall; this only saves execs.
         """
         if not self._lock.acquire(blocking=False):
             self.close()  # a command in flight: its stream is shut down, the caller wipes afresh
             return None
+        kept: ExecServer | None = None
         try:
             if self._closed or self._sock is None or self._idle_dead():
                 return None
-            request = json.dumps({"wipe": list(args)}).encode()
+            what: dict[str, Any] = {"wipe": list(args)}
+            if again:
+                what["again"] = EXEC_SERVER
+            request = json.dumps(what).encode()
             deadline = time.monotonic() + timeout
             try:
                 self._pump(deadline, len(request).to_bytes(4, "big") + request)
                 header, counters, _ = self._read_frame(deadline)
+                if header.get("wiped") is not True or header.get("left") != 0:
+                    return None
+                if header.get("again"):
+                    ready, _, _ = self._read_frame(time.monotonic() + START_TIMEOUTS_S[0])
+                    if ready.get("ready") is not True or int(ready.get("pid", 0)) != self.pid or self._stdout.data:
+                        return None
+                    kept = self._detach()
+                    return counters, kept
+                try:  # the server exits once it replied: wait for its stream to end
+                    while True:
+                        self._pump(deadline)
+                except _Lost as end:
+                    return (counters, None) if not end.frozen and not self._stdout.data else None
             except (_Lost, ValueError):
                 return None
-            try:  # the server exits once it replied: wait for its stream to end
-                while True:
-                    self._pump(deadline)
-            except _Lost as end:
-                ended = not end.frozen
-            whole = header.get("wiped") is True and header.get("left") == 0
-            return counters if whole and ended and not self._stdout.data else None
         finally:
             self._closed = True
-            self._drop()
+            if kept is None:
+                self._drop()
             self._lock.release()
+
+    _STREAM = ("_sock", "_response", "_stdout", "_stderr", "_demux", "pid", "starts")
+
+    def _detach(self) -> "ExecServer":
+        """A new object holding this one's live stream (this one keeps none)."""
+        other = ExecServer(self._sandbox, self.identity)
+        other.adopt(self)
+        return other
+
+    def adopt(self, idle: "ExecServer") -> None:
+        """Take over ``idle``'s stream: a server kept by the last reset (``wipe(again=True)``),
+        ready and pristine; ``idle`` keeps nothing. One that died since (a plain exec's end-of-exec
+        kill) is noticed on the first command and replaced, as any idle server is."""
+        for name in self._STREAM:
+            setattr(self, name, getattr(idle, name))
+        idle._sock = idle._response = idle._demux = None
+        idle._closed = True
+        self._swept = False
 
     def _holding(self) -> Any:
         """Holds the identity on the sandbox while a request runs (``ExecTracker``)."""

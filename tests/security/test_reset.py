@@ -16,6 +16,8 @@ from rsigym.errors import SandboxError
 from rsigym.sandbox import DockerPool, SandboxLimits
 from rsigym.sandbox import docker as docker_provider
 
+from .test_exec_server import REACH_SERVER, SCAN_MEMORY
+
 pytestmark = pytest.mark.docker
 
 # Leaves something in every writable place an exec user can reach, including a directory it
@@ -185,12 +187,69 @@ def test_a_server_whose_inherited_limits_a_command_changed_refuses_the_wipe_and_
     lowered = server.exec(["python3", "-c", "import os, resource; "
                            "resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (4, 4))"])
     assert lowered.ok, lowered
-    container_id, wiped = first.container_id, first.server_wipes
+    container_id, wiped, pid = first.container_id, first.server_wipes, server.pid
     first.close()
     second = pool.acquire()
     try:
         assert second.container_id == container_id and second.server_wipes == wiped  # the exec did it
         assert survey(second) == EMPTY
+        fresh = second.exec_server()  # not the one whose limit was lowered: a new one, with the container's
+        limit = fresh.exec(["python3", "-c", "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE))"])
+        assert fresh.pid != pid and limit.ok and limit.stdout.strip() != "(4, 4)", (fresh.pid, pid, limit)
+    finally:
+        second.close()
+
+
+def _planted(i: int) -> str:
+    return f"rsigym-planted-{i:032x}"
+
+
+def test_a_server_kept_for_the_next_lease_holds_nothing_of_the_last_ones_commands(pool):
+    """The reset keeps a lease's exec server for the next lease (it wipes, then execs a fresh
+    interpreter in the same process): a program the next lease forks from it finds none of the
+    last lease's argv, environment, stdin, program text or output in its memory (a fork copies the
+    server's memory), and can no more reach the server than a program of the lease that started it."""
+    first = pool.acquire()
+    server = first.exec_server()
+    for _ in range(3):
+        assert server.exec(["sh", "-c", f"for i in $(seq 200); do echo {_planted(1)}; done; cat >/dev/null"],
+                           env={"SECRET": _planted(2)}, stdin="." * 64 + _planted(3) + "." * 4000).ok
+        assert server.exec(["sh", "-c", f"echo {_planted(6)} >&2; true {_planted(7)}"]).ok
+        assert server.run_python(f"print({_planted(4)!r} * 300)", stdin=_planted(5)).ok
+    # the scan sees them in the server that ran them; a server kept without the execve still held
+    # three of them in the next lease (its output, stderr and program text; checked by hand)
+    seen = server.run_python(SCAN_MEMORY, timeout=60)
+    assert seen.ok and int(seen.stdout) >= 3, seen
+    pid, container_id = server.pid, first.container_id
+    first.close()
+    second = pool.acquire()
+    try:
+        assert second.container_id == container_id
+        kept = second.exec_server()
+        scan = kept.run_python(SCAN_MEMORY, timeout=60)
+        assert kept.pid == pid and kept.starts == 1  # the same process: no engine exec for this lease's server
+        assert scan.ok and scan.stdout.strip() == "0", scan
+        reach = kept.run_python(REACH_SERVER)
+        assert set(json.loads(reach.stdout).values()) == {"denied"}, reach.stdout
+    finally:
+        second.close()
+
+
+def test_the_next_leases_first_plain_exec_cannot_reach_the_kept_server(pool):
+    """The kept server is dumpable from its execve until its first line: the reset waits for its
+    ready frame (sent once it is not) before the container goes back to the pool, so the next
+    lease's very first command, a plain exec, finds it closed."""
+    first = pool.acquire()
+    server = first.exec_server()
+    assert server.exec(["true"]).ok
+    pid = server.pid
+    first.close()
+    second = pool.acquire()
+    try:
+        probe = REACH_SERVER.replace("server = os.getppid()", f"server = {pid}")
+        reach = second.exec(["python3", "-c", probe], persist=True)
+        assert reach.ok and set(json.loads(reach.stdout).values()) == {"denied"}, reach
+        assert second.exec_server().pid == pid
     finally:
         second.close()
 
