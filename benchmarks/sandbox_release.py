@@ -9,8 +9,9 @@ engine drift and machine load hit every contender alike:
 * ``release``: ``close()`` of a lease (the reset and its verification), for a lease that wrote a
   file and ran one command as the user (``light``: plain execs, so the reset wipes from an engine
   exec), the same through the user's exec server (``served``, as a Probe episode: the server does
-  the wipe and exits, ``ExecServer.wipe``), and a heavier one (files and commands of both
-  identities, both exec servers started: both wipe);
+  the wipe and starts afresh in the same process, kept for the next lease, ``ExecServer.wipe``; its
+  release includes that fresh interpreter's start, and the next lease starts no server), and a
+  heavier one (files and commands of both identities, both exec servers: both wipe);
 * the same two releases with the previous reset (``legacy_reset`` below: one engine exec per
   identity, one after the other, each ``python3 -I`` with ctypes loaded, then the verification in
   a fresh engine exec as INIT), so the ratio new / previous is measured in the same run;

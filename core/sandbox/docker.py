@@ -454,9 +454,10 @@ class DockerSandbox:
 
         Kills every process of both identities, empties the work dir, the harness dir, /tmp,
         /dev/shm and /dev/mqueue and removes System V IPC objects (each identity removing its
-        own, the two at the same time: by the identity's exec server where the lease left one
-        live, which then exits, ``ExecServer.wipe``, else in an engine exec of its own; a server
-        that cannot do it whole, for whatever reason, leaves it to the exec), then verifies that
+        own, the two at the same time: by the identity's live exec server where there is one,
+        which then starts afresh in the same process and is kept for the next lease,
+        ``ExecServer.wipe``, else in an engine exec of its own; a server that cannot do it whole,
+        for whatever reason, leaves it to the exec), then verifies that
         from a third uid: the INIT uid of PID 1, through the container's INIT server (a fork of a
         long-lived INIT process that neither identity can signal or trace; ``InitServer``), or a
         fresh INIT exec where that server cannot answer. A reset whose programs cannot start (a
