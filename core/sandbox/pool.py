@@ -111,17 +111,18 @@ class DockerPool:
     Args:
         image: Image tag.
         limits: Limits of every container in the pool.
-        size: Containers created up front, and kept idle at least.
+        size: Containers created up front (unless ``warm`` is False), and kept idle at least.
         max_idle: Containers kept idle at most. Between ``size`` and ``max_idle`` the pool keeps as
             many idle as were leased at once so far: with 32 episodes in flight, a round of 32
             leases reuses the 32 containers of the round before instead of removing 30 and
             creating 30 (the engine's create and remove, not the episodes, then set the pace).
         client: A docker client; one from the environment when None.
+        warm: Create the ``size`` containers in the constructor (False: each on its first acquire).
     """
 
     def __init__(
         self, image: str, limits: SandboxLimits = SandboxLimits(), size: int = 2, client: "docker.DockerClient | None" = None,
-        max_idle: int = 64,
+        max_idle: int = 64, warm: bool = True,
     ) -> None:
         self.image, self.limits, self.size, self.max_idle = image, limits, size, max(size, max_idle)
         self._peak_leased = 0
@@ -134,7 +135,7 @@ class DockerPool:
         clean_containers(orphans_only=True, client=self._client)
         _LIVE_POOLS.add(self)
         _install_exit_hooks()
-        if size > 0:
+        if size > 0 and warm:
             with ThreadPoolExecutor(max_workers=size) as workers:
                 futures = [workers.submit(self._new) for _ in range(size)]
             failures = [exc for f in futures if (exc := f.exception()) is not None]
@@ -249,11 +250,13 @@ def _remove_all(sandboxes: list[DockerSandbox]) -> None:
 def shared_pool(image: str, limits: SandboxLimits, size: int = 2) -> DockerPool:
     """The process-wide pool for ``(image, limits)``, created on first use.
 
-    Keyed by process id as well: a forked child must not share its parent's containers.
+    Keyed by process id as well: a forked child must not share its parent's containers. Its
+    containers are made on demand (``warm=False``): the first of 32 episodes that ask at once made
+    two under this function's lock while the other 31 waited, and a lone episode had one it never used.
     """
     key = (os.getpid(), image, limits)
     with _SHARED_LOCK:
         pool = _SHARED.get(key)
         if pool is None or pool.closed:
-            pool = _SHARED[key] = DockerPool(image, limits, size=size)
+            pool = _SHARED[key] = DockerPool(image, limits, size=size, warm=False)
         return pool
