@@ -36,7 +36,7 @@ demo: $(VENV)/.installed
 TEST_WORKERS ?= 3
 test: $(VENV)/.installed-test
 	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile -m "not ray and not image"
-	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -ra --durations=10 -p no:xdist -m ray
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -ra --durations=10 -p no:xdist -m ray tests/core
 
 # The serving image's test builds a 2.5 GB image (about 4 minutes the first time): apart from make test.
 test-image: $(VENV)/.installed-test

@@ -119,7 +119,9 @@ def test_the_same_400_at_32_x_2_in_flight_stops_early_and_resume_runs_the_rest(c
 
     with FakeOpenAI(default=provider) as server:
         server.script(Behaviour(content="OK"))
-        path = llm_scenario(tmp_path, server.api_base, tasks={"split": "test", "limit": 32}, seeds=[0, 1])
+        # two guesses an episode: what is checked is the stop and the resume, not the play
+        env = {"id": "rsigym/Probe-v0", "kwargs": {"sandbox": "local", "low": 0, "high": 100, "max_guesses": 2}}
+        path = llm_scenario(tmp_path, server.api_base, tasks={"split": "test", "limit": 32}, seeds=[0, 1], env=env)
         status = main(["run", str(path), "--out", str(tmp_path / "out"), "--workers", "2", "--concurrency", "32",
                        "--no-progress"])
         err = capsys.readouterr().err

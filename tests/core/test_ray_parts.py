@@ -121,3 +121,13 @@ def test_the_ray_summary_names_lost_and_refused_nodes_and_counts_both_ends():
     none_replaced = RayStats(runners=2, nodes=2, runners_at_end=1, nodes_at_end=1, lost_runners=1).lines()
     assert none_replaced[0].startswith("ray: 1 runner lost, none replaced")
     assert none_replaced[-1] == "ray: 2 runners on 2 nodes at the start (0 with Docker), 1 runner on 1 node at the end"
+
+
+def test_every_ray_test_is_under_tests_core_where_make_test_runs_them():
+    """`make test` runs the Ray tests (marker ``ray``) alone and collects only ``tests/core`` for
+    them (collecting the whole suite again cost 4 s of its 10-minute budget): a Ray test anywhere
+    else would never run there."""
+    tests = Path(__file__).resolve().parents[1]
+    elsewhere = [str(path.relative_to(tests)) for path in tests.rglob("*.py")
+                 if path.relative_to(tests).parts[0] != "core" and re.search(r"mark\.ray\b", path.read_text())]
+    assert elsewhere == []
