@@ -505,15 +505,15 @@ def alone():
                 return False
     return True
 
-def wipe_and_exit(args, source):
+def end_lease(args, source):
     # The lease's end (``ExecServer.wipe``): this identity's part of the reset, run here, in the
     # server itself (kill(-1) spares the caller): no engine exec and no interpreter start for it.
-    # Then, with `source`, the server execs a fresh interpreter running `source` (this script) in
-    # this same process for the next lease: execve leaves nothing of this one's memory, and it
+    # Then the server execs a fresh interpreter running `source` (this script, sent by the host)
+    # in this same process for the next lease: execve leaves nothing of this one's memory, and it
     # keeps only what inherited() checks, checked here once the uid has no other live process.
-    # Else it exits. Anything amiss (something a command changed, a process that would not die,
-    # the wipe raised) is reported as a failure and the server exits: the host then wipes from a
-    # fresh exec, as without a server.
+    # Anything amiss (something a command changed, a process that would not die, the wipe raised)
+    # is reported as a failure and the server exits: the host then wipes from a fresh exec, as
+    # without a server.
     left, counters = 1, ""
     try:
         left, counters = wipe(args[0], int(args[1], 8), args[2:])
@@ -543,7 +543,7 @@ send({"ready": True, "pid": os.getpid()})
 while True:
     req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
     if "wipe" in req:
-        wipe_and_exit(req["wipe"], req.get("again"))
+        end_lease(req["wipe"], req.get("again"))
     if "python" in req:
         prepare(req)
     # {runs: [stdin sizes]}: one command per stdin (a batch: one after another); after one that

@@ -146,7 +146,7 @@ class DockerSandbox:
         self._server: ExecServer | None = None  # made by exec_server(), closed with the sandbox
         self._harness_server: ExecServer | None = None  # exec_server("harness")
         self.server_wipes = 0  # resets whose part was done by a lease's live exec server (``_wipe``)
-        # Exec servers the last reset kept (``ExecServer.wipe(again=True)``), by identity: the next
+        # Exec servers the last reset kept (``ExecServer.wipe``), by identity: the next
         # lease's ``exec_server`` adopts them. The container's, shared by its handles like the INIT server.
         self._idle_servers: dict[str, ExecServer] = {}
         # The container's INIT server for the reset's verification: shared by every handle of the
@@ -510,20 +510,16 @@ class DockerSandbox:
             raise SandboxError(f"reset left {', '.join(s for s in survivors if s)[:300] or stderr[:300]!r}")
         self._idle_servers.update(kept)
 
-    def _wipe(self, identity: str, home: str, server: "ExecServer | None" = None,
-              kept: dict[str, "ExecServer"] | None = None) -> bytes:
+    def _wipe(self, identity: str, home: str, server: "ExecServer | None", kept: dict[str, "ExecServer"]) -> bytes:
         """One identity's part of the reset: by its live exec server where there is one
         (``ExecServer.wipe``: no engine exec; the server, started afresh, goes into ``kept`` for
         the next lease), else in a fresh exec of it; the oom counters' text."""
         args = [home, "755", *SHARED_DIRS]
-        if server is not None:
-            done = server.wipe(args, again=kept is not None)
-            if done is not None:
-                counters, idle = done
-                self.server_wipes += 1
-                if idle is not None and kept is not None:
-                    kept[identity] = idle
-                return counters
+        done = server.wipe(args) if server is not None else None
+        if done is not None:
+            counters, kept[identity] = done
+            self.server_wipes += 1
+            return counters
         # -I and cwd /: a module the user planted in the work dir (json.py, usercustomize.py)
         # must not run inside the reset, nor inside the check below that runs as INIT.
         argv = ["python3", "-I", "-S", "-c", WIPE, *args]  # -S: WIPE needs the stdlib only

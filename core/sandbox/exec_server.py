@@ -41,7 +41,7 @@ one, ``exec_server("harness")``, runs trusted programs such as code repair's col
 the user's), each closed with the sandbox.
 
 At the end of a pooled lease the reset asks each live server to do its identity's wipe itself and
-then execve a fresh interpreter in the same process (``wipe(again=True)``): the next lease adopts
+then execve a fresh interpreter in the same process (``wipe``): the next lease adopts
 that server (``adopt``), so neither the wipe nor the next server costs an engine exec. What
 carries over is only what an execve keeps, and the server checks that part (``inherited``) once
 no other process of the uid is alive; the reset waits for the fresh server's ready frame (it is
@@ -422,21 +422,19 @@ class ExecServer:
                         break  # a timeout: the rest are skipped, as the server would have
         return results
 
-    def wipe(self, args: Sequence[str], timeout: float = 30.0, *,
-             again: bool = False) -> tuple[bytes, "ExecServer | None"] | None:
+    def wipe(self, args: Sequence[str], timeout: float = 30.0) -> tuple[bytes, "ExecServer"] | None:
         """The reset's part of this identity (``container_scripts.WIPE`` with ``args``: home, mode,
         shared dirs), done by the live server itself at the end of a lease: the reset pays no
-        engine exec and no interpreter start for it. Then the server exits or, with ``again``,
-        execs a fresh interpreter in the same process (nothing of its memory survives an execve)
-        that says it is ready once it is non-dumpable, for the next lease: returned detached
-        (``adopt`` hands it to that lease), so the next lease pays no engine exec for its server
-        either. The server refuses when a command changed what it inherits or another process of
-        the uid would not die.
+        engine exec and no interpreter start for it. Then the server execs a fresh interpreter in
+        the same process (nothing of its memory survives an execve), which says it is ready once
+        it is non-dumpable: returned detached, for the next lease to ``adopt``, so that lease pays
+        no engine exec for its server either. The server refuses when a command changed what it
+        inherits or another process of the uid would not die.
 
-        Returns the oom counters' text and the detached server (None without ``again``), or None
-        when the server could not do it whole (none live, a command in flight, a refusal, it
-        failed, froze or died): the caller then wipes from a fresh exec. This object is closed
-        either way. The INIT verification that follows is the wall; this only saves execs.
+        Returns the oom counters' text and the detached server, or None when the server could not
+        do it whole (none live, a command in flight, a refusal, it failed, froze or died): the
+        caller then wipes from a fresh exec. This object is closed either way. The INIT
+        verification that follows is the wall; this only saves execs.
         """
         if not self._lock.acquire(blocking=False):
             self.close()  # a command in flight: its stream is shut down, the caller wipes afresh
@@ -445,29 +443,20 @@ class ExecServer:
         try:
             if self._closed or self._sock is None or self._idle_dead():
                 return None
-            what: dict[str, Any] = {"wipe": list(args)}
-            if again:
-                what["again"] = EXEC_SERVER
-            request = json.dumps(what).encode()
+            request = json.dumps({"wipe": list(args), "again": EXEC_SERVER}).encode()
             deadline = time.monotonic() + timeout
             try:
                 self._pump(deadline, len(request).to_bytes(4, "big") + request)
                 header, counters, _ = self._read_frame(deadline)
-                if header.get("wiped") is not True or header.get("left") != 0:
+                if header.get("wiped") is not True or header.get("left") != 0 or not header.get("again"):
                     return None
-                if header.get("again"):
-                    ready, _, _ = self._read_frame(time.monotonic() + START_TIMEOUTS_S[0])
-                    if ready.get("ready") is not True or int(ready.get("pid", 0)) != self.pid or self._stdout.data:
-                        return None
-                    kept = self._detach()
-                    return counters, kept
-                try:  # the server exits once it replied: wait for its stream to end
-                    while True:
-                        self._pump(deadline)
-                except _Lost as end:
-                    return (counters, None) if not end.frozen and not self._stdout.data else None
+                ready, _, _ = self._read_frame(time.monotonic() + START_TIMEOUTS_S[0])
             except (_Lost, ValueError):
                 return None
+            if ready.get("ready") is not True or int(ready.get("pid", 0)) != self.pid or self._stdout.data:
+                return None
+            kept = self._detach()
+            return counters, kept
         finally:
             self._closed = True
             if kept is None:
@@ -483,7 +472,7 @@ class ExecServer:
         return other
 
     def adopt(self, idle: "ExecServer") -> None:
-        """Take over ``idle``'s stream: a server kept by the last reset (``wipe(again=True)``),
+        """Take over ``idle``'s stream: a server kept by the last reset (``wipe``),
         ready and pristine; ``idle`` keeps nothing. One that died since (a plain exec's end-of-exec
         kill) is noticed on the first command and replaced, as any idle server is."""
         for name in self._STREAM:

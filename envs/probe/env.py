@@ -73,8 +73,9 @@ def write_oracle(sandbox: Sandbox, source: str) -> None:
 def check_with_source(sandbox: Sandbox, source: str, guesses: list[int], *, timeout_s: float = 10.0) -> list[str]:
     """Write ``source`` as ``oracle.py`` and run it on guesses, in one sandbox exec (retried as
     ``run_oracle`` is); the grader's check in a fresh sandbox. A docker sandbox runs it through
-    its exec server (one engine exec, the server's start), which then does the release's wipe
-    too (``ExecServer.wipe``): one engine exec per check instead of two."""
+    its exec server, which the last lease's reset kept (else one engine exec starts it) and which
+    does this lease's wipe too (``ExecServer.wipe``): no engine exec per check after a container's
+    first lease, against two (the check and the wipe) before."""
     payload = " ".join(str(int(g)) for g in guesses) + "\n" + source
     open_server = getattr(sandbox, "exec_server", None)
     for attempt in range(1, CHECK_ATTEMPTS + 1):

@@ -67,13 +67,23 @@ def test_a_command_cannot_ptrace_the_server_or_open_its_stream(own_sandbox):
     assert json.loads(fds.stdout) == [0, 1, 2, 3], fds
 
 
+def still_alive(server, pids) -> list[int]:
+    """The pids still running, seen from commands of ``server``; polled a moment, since a process
+    the server SIGKILLed may still be dying under load (a survivor sleeps 300 s)."""
+    for _ in range(100):
+        left = json.loads(server.exec(["python3", "-c", ALIVE, *map(str, pids)]).stdout)
+        if not left:
+            break
+        time.sleep(0.1)
+    return left
+
+
 def test_leftovers_of_a_command_are_dead_before_the_next_one_runs(own_sandbox):
     server = own_sandbox.exec_server()
     spawned = server.exec(["python3", "-c", SPAWN])
     pids = json.loads(spawned.stdout)
     assert len(pids) == 4, spawned
-    alive = server.exec(["python3", "-c", ALIVE, *map(str, pids.values())])
-    assert json.loads(alive.stdout) == [], f"survived their command: {alive.stdout}"
+    assert still_alive(server, pids.values()) == [], "survived their command"
 
 
 def test_killing_the_server_fails_only_that_command_and_its_daemons_die(own_sandbox):
@@ -85,7 +95,7 @@ def test_killing_the_server_fails_only_that_command_and_its_daemons_die(own_sand
     after = server.exec(["python3", "-c", "import os; print(os.getuid())"])
     assert after.ok and after.stdout.strip() == "65534" and server.starts == 2, after
     if pids:
-        assert json.loads(server.exec(["python3", "-c", ALIVE, *map(str, pids.values())]).stdout) == []
+        assert still_alive(server, pids.values()) == []
 
 
 def test_stopping_the_server_is_a_timeout_of_that_command_only(own_sandbox):
@@ -282,13 +292,7 @@ def test_a_forked_program_keeps_the_exec_contract(own_sandbox):
     assert slow.timed_out and slow.exit_code is None
     pids = json.loads(server.run_python(SPAWN).stdout)
     assert len(pids) == 4
-    check = ALIVE.replace("sys.argv[1:]", repr(list(map(str, pids.values()))))
-    for _ in range(100):  # a SIGKILLed process may need a moment to die under load; a survivor sleeps 300 s
-        left = json.loads(server.run_python(check).stdout)
-        if not left:
-            break
-        time.sleep(0.1)
-    assert left == []
+    assert still_alive(server, pids.values()) == []
 
 
 def test_a_forked_program_finds_no_later_stdin_of_its_batch_in_its_memory(own_sandbox):
