@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import re
 import sys
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -244,11 +245,19 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                                  episode_timeouts={e.agent.id: e.timeout_s for e in todo})
             fallback_warned = False
             in_process = backend == "local" and plan.workers == 0
-            warming = None
-            if report and todo and not in_process:  # this process only waits on its workers meanwhile
-                from ..report.report import warm_report_imports
+            warming: list[threading.Thread] = []
 
-                warming = warm_report_imports()
+            def warm_report() -> None:
+                # The report's imports (about 1.5 s of CPU) on a thread while this process only
+                # waits on its workers; with episodes in flight, once the last is handed out, when
+                # the start-up (imports, the first wave's sandboxes) no longer wants the CPU.
+                if report and todo and not in_process and not warming:
+                    from ..report.report import warm_report_imports
+
+                    warming.append(warm_report_imports())
+
+            if not in_flight:
+                warm_report()
             with RecordWriter(path) as writer, Progress(len(todo), scenario.name, mode=progress) as bar:
                 def on_record(record: Trajectory) -> None:
                     nonlocal fallback_warned
@@ -274,7 +283,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                 elif in_flight:
                     stats = run_in_workers(todo, on_record, workers=plan.workers, concurrency=plan.concurrency,
                                            limits_config=limits_config, stop=guard.stop, admit=guard.admit,
-                                           started=early)
+                                           started=early, on_dispatched=warm_report)
                 elif backend == "local":
                     run_local(todo, on_record, workers=plan.workers, stop=guard.stop)
                 elif backend == "ray":
@@ -303,8 +312,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
                                    f"limit {cost_limit_usd:.4f} USD, no further episode fits under it")
 
             if report:
-                if warming is not None:
-                    warming.join()
+                for thread in warming:
+                    thread.join()
                 records = read_records(path).records
                 summary.report = write_report(out_dir, records, scenario.analyses,
                                               title=f"rsigym report: {scenario.name}",

@@ -303,13 +303,15 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
                    limits_config: limits.LimitsConfig | None = None,
                    stop: Callable[[], bool] = never_stop,
                    admit: Callable[[EpisodeSpec], bool] = admit_all,
-                   started: StartedWorkers | None = None) -> WorkerStats:
+                   started: StartedWorkers | None = None,
+                   on_dispatched: Callable[[], None] | None = None) -> WorkerStats:
     """Run episodes in ``workers`` spawned processes with up to ``concurrency`` in flight in each.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.
     An episode is sent to a worker only once ``admit(spec)`` says yes. ``started``: workers
     started ahead (``StartedWorkers``, of the same concurrency and limits), used instead of new
-    ones; replacements are started as usual.
+    ones; replacements are started as usual. ``on_dispatched``: called once, in this thread, when
+    the last episode has been handed to a worker (or the run stops handing them out).
     """
     config = limits_config or limits.LimitsConfig()
     # spawn, not fork: the parent may hold threads (progress bar, docker client sockets).
@@ -334,7 +336,10 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
     by_id = {w.id: w for w in pool}
     stats: list[WorkerStats] = []
 
+    dispatched = on_dispatched
+
     def feed() -> None:
+        nonlocal dispatched
         if stop():
             pending.clear()
         for worker in pool:
@@ -346,6 +351,9 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
             if not pending and not worker.in_flight and not worker.closed:
                 worker.inbox.put(None)  # nothing left for it: let it report and exit
                 worker.closed = True
+        if not pending and dispatched is not None:
+            dispatched, call = None, dispatched
+            call()
 
     arrived: list[Trajectory] = []
 

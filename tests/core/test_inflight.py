@@ -253,10 +253,13 @@ def test_started_workers_prepare_their_episodes_before_the_first_arrives(provide
     episodes = list(expand(small_battery(provider.api_base)))
     started = StartedWorkers(1, 4, None, warm=episodes)
     assert len(started.warm) == 1  # one env, one agent: one preparation
-    records = []
-    run_in_workers(episodes, records.append, workers=1, concurrency=4, started=started)
+    records, dispatched = [], []
+    run_in_workers(episodes, records.append, workers=1, concurrency=4, started=started,
+                   on_dispatched=lambda: dispatched.append(len(records)))
     started.close()  # taken by the run: a no-op, no kill
     assert sorted(r.episode_key for r in records) == sorted(e.key for e in episodes)
+    # once, when the last episode was handed out: it was still in flight then
+    assert len(dispatched) == 1 and dispatched[0] < len(episodes), dispatched
     assert {f"{r.env.task_id}/{r.seed}": signature(r) for r in records} == sequential[1]
 
 
