@@ -55,24 +55,9 @@ def _docker_marker_needs_an_engine(request):
         request.getfixturevalue("sandbox_image")
 
 
-@pytest.fixture(scope="session")
-def session_cache(tmp_path_factory) -> Path:
-    """The test session's cache (``RSIGYM_CACHE``), empty when the session starts and shared by
-    its xdist processes (it lies in the session's temp root, above each process's own): what one
-    process built (the code repair suite and catalogues, pretrained models, datasets) the others
-    read, as parallel workers on a user's machine share ``~/.cache/rsigym`` (every cache write is
-    atomic; the pretraining takes a lock; the execution memo is SQLite). A test that counts what
-    the cache holds or hits uses a cache of its own."""
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    path = root / "cache"
-    path.mkdir(exist_ok=True)
-    return path
-
-
 @pytest.fixture(autouse=True)
-def _isolated_cache(session_cache, monkeypatch):
-    monkeypatch.setenv("RSIGYM_CACHE", str(session_cache))
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("RSIGYM_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def write_scenario(path: Path, **overrides) -> Path:

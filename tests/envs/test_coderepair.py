@@ -38,10 +38,10 @@ SOURCE = '''def clip_sum(xs: list, cap: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def suite(session_cache):
+def suite(tmp_path_factory):
     # the session's isolated cache (tests/conftest.py), so the env tests reuse this build
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RSIGYM_CACHE", str(session_cache))
+        patch.setenv("RSIGYM_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
         with open_sandbox("local") as sandbox:
             return build_suite(sandbox)
 

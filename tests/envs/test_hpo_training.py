@@ -27,18 +27,6 @@ ADAPTATION = "adv0.4->adv1.0"
 ADAM = TrialConfig(1e-2, "adam", "mse")
 
 
-@pytest.fixture(scope="module")
-def own_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("hpo-training-cache")
-
-
-@pytest.fixture(autouse=True)
-def _own_cache(own_cache, monkeypatch):
-    """This file counts what the trial cache holds and hits (trained once, cached, read from disk):
-    a cache of its own, which no other test process writes (tests/conftest.py ``session_cache``)."""
-    monkeypatch.setenv("RSIGYM_CACHE", str(own_cache))
-
-
 # -- conditions ---------------------------------------------------------------------------------
 
 def test_twelve_conditions_from_two_sources():

@@ -43,9 +43,9 @@ def _program_names_read(problem) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def suite(session_cache):
+def suite(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RSIGYM_CACHE", str(session_cache))
+        patch.setenv("RSIGYM_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
         with open_sandbox("local") as sandbox:
             return build_suite(sandbox)
 
