@@ -352,7 +352,7 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
                 worker.inbox.put(None)  # nothing left for it: let it report and exit
                 worker.closed = True
         if not pending and dispatched is not None:
-            dispatched, call = None, dispatched
+            call, dispatched = dispatched, None  # once
             call()
 
     arrived: list[Trajectory] = []
