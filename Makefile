@@ -29,8 +29,9 @@ demo: $(VENV)/.installed
 # Tests run in TEST_WORKERS processes (pytest-xdist), a test file per process at a time: many
 # tests wait on Docker, subprocesses or sockets, so 4 processes keep 2 cores busy (on the 2-core
 # development machine, clean clone, with Docker: 494 s for that part with 4, 511 s with 3). The Ray tests
-# (marker `ray`) then run alone: their 1-CPU local cluster nodes miss their start-up deadlines
-# beside other test files. TEST_WORKERS=0 runs everything in one process, one after another.
+# (marker `ray`) then run alone: their 1-CPU local cluster nodes missed their start-up deadlines
+# beside other test files, and run beside the xdist part they saved 16 s of 582 while a timing test
+# failed under the load (docs/testing.md). TEST_WORKERS=0 runs everything in one process, one after another.
 # PYTHONDONTWRITEBYTECODE, where the shell sets it, is cleared for the tests: pytest then keeps each
 # test module with its assertions rewritten as bytecode (in __pycache__, ignored by git), and a worker
 # collects the suite in 11.5 CPU-seconds instead of 17.2 from the second run on.
