@@ -20,7 +20,9 @@ its first sandbox) once, and the others start while it plays on. Started cold on
 once, those took a worker to 1.1 GiB and 30 s before its first request; warm, 32 episodes in
 flight cost about 10% more memory than one. (Held back for the whole first episode, the others
 waited about 2 s of a 16 s run of 64 Probe episodes at 500 ms per call; until its first step,
-about 1.3 s, most of it the step's own model call.)
+about 1.3 s, most of it the step's own model call.) Their docker sandboxes need not wait for
+it: the runner tells the pools how many episodes will start (``sandbox.pool.expect_leases``),
+and a pool that lends the first one a container creates the others' meanwhile.
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ def _safe_episode(spec: EpisodeSpec, warming: threading.Event | None = None) -> 
     episode ended without one (it ran, so it warmed what it could); ``warming`` is set then too.
     """
     def warmed() -> None:
+        if spec.env.id not in _warm_envs:
+            from rsigym.sandbox.pool import expect_leases
+
+            expect_leases(0)  # the others start now: no more sandboxes made ahead for them
         _warm_envs.add(spec.env.id)
         if warming is not None:
             warming.set()
@@ -120,6 +126,8 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
     """
     from rsigym.registry import register_gym_envs
 
+    from rsigym.sandbox.pool import expect_leases
+
     register_gym_envs()  # once, before the threads: Gymnasium's registry is not made for races
     limits.configure(limits_config or limits.LimitsConfig(), default_cap=concurrency)
     pending = deque(episodes)
@@ -132,12 +140,16 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
             pending.clear()
         while pending and len(running) < _room(pending[0], concurrency) and admit(pending[0]):
             spec = pending.popleft()
+            if spec.env.id not in _warm_envs:  # while it warms, the others' sandboxes may be made
+                expect_leases(min(concurrency, len(running) + 1 + len(pending)))  # (a cost limit may admit fewer)
             running[pool.submit(_safe_episode, spec)] = spec
 
     try:
         fill()
         while running:
             warming = any(spec.env.id not in _warm_envs for spec in running.values())
+            if not warming:
+                expect_leases(0)
             # while a first episode warms its env, look every 50 ms: the others start at its first step
             done, _ = wait(running, timeout=0.05 if warming else None, return_when=FIRST_COMPLETED)
             for future in done:
@@ -149,6 +161,8 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
+    finally:
+        expect_leases(0)
     pool.shutdown(wait=True)
     return WorkerStats(limits.snapshot(), _peak_rss_mb())
 
@@ -161,6 +175,8 @@ def _room(spec: EpisodeSpec, concurrency: int) -> int:
 def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: int,
                  limits_config: limits.LimitsConfig, warm: Sequence[EpisodeSpec] = ()) -> None:
     """A worker process: run what arrives in ``inbox`` (None ends) on ``concurrency`` threads.
+    ``("expect", n)``, before the parent's first batch: it holds ``n`` episodes, whose sandboxes
+    a pool may make while the first of them warms the env (``sandbox.pool.expect_leases``).
 
     ``warm``: episodes whose imports (``prepare``: the env's and agent's modules, LiteLLM) it does
     before reading its inbox, while the parent is still busy (the endpoint check). An import that
@@ -194,16 +210,22 @@ def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: i
             retiring.set()
             send(("retire", worker_id, None))
 
+    from rsigym.sandbox.pool import leases_expected
+
+    expected = 1  # episodes the parent's first batch put in flight here (its ("expect", n) message)
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rsigym-episode") as pool:
         for spec in iter(inbox.get, None):
-            if retiring.is_set():
+            if isinstance(spec, tuple):
+                expected = int(spec[1])
+            elif retiring.is_set():
                 send(("give_back", worker_id, spec.key))  # not started: another worker runs it
             elif spec.env.id in _warm_envs:
                 pool.submit(run, spec)
             else:  # the first of its env: the next ones wait for its first step (the module's docstring)
                 warming = threading.Event()
-                pool.submit(run, spec, warming)
-                warming.wait()
+                with leases_expected(expected):  # their sandboxes may be made meanwhile
+                    pool.submit(run, spec, warming)
+                    warming.wait()
     send(("stats", worker_id, WorkerStats(limits.snapshot(), _peak_rss_mb())))
     results.close()
     gc.freeze()  # the process ends next (its pools' finalizers still run): no last walk of every object
@@ -230,6 +252,7 @@ class _Worker:
         self.in_flight: dict[str, EpisodeSpec] = {}
         self.closed = False
         self.eof = False
+        self.told = False  # sent how many episodes its first batch holds
 
     def receive(self) -> list[tuple[str, int, Any]]:
         """Every message already in this worker's pipe (see ``drain``)."""
@@ -343,10 +366,16 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
         if stop():
             pending.clear()
         for worker in pool:
+            batch = []
             while (pending and not worker.closed and len(worker.in_flight) < concurrency
                    and admit(pending[0])):
                 spec = pending.popleft()
                 worker.in_flight[spec.key] = spec
+                batch.append(spec)
+            if batch and not worker.told:  # how many its first batch puts in flight there (``leases_expected``)
+                worker.inbox.put(("expect", len(worker.in_flight)))
+                worker.told = True
+            for spec in batch:
                 worker.inbox.put(spec)
             if not pending and not worker.in_flight and not worker.closed:
                 worker.inbox.put(None)  # nothing left for it: let it report and exit

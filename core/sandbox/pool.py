@@ -8,6 +8,12 @@ container's INIT server), through a new handle: the previous user's handle stops
 release. A container whose reset fails its verification is removed, never
 handed on.
 
+While a runner warms an env with its first episode, the others wait (``rsigym.runner.inflight``);
+it says how many will start at its first step (``expect_leases``), and a pool that first lends
+a container then creates the rest meanwhile, a few at a time, instead of all of them in the storm
+of leases that follows (64 Probe episodes at 32 in flight: the machine sat about idle for that
+half second, then saturated for seconds with the 31 creations).
+
 Containers are labelled with the owning process id and host; a pool removes its containers at
 interpreter exit (``atexit``, and ``multiprocessing.util.Finalize`` because multiprocessing
 workers leave through ``os._exit`` and skip atexit) and, when it starts, removes those of dead
@@ -17,13 +23,14 @@ owners on this host (a SIGKILLed run cannot clean up after itself).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing.util
 import os
 import socket
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from rsigym.errors import SandboxError
 from rsigym.sandbox.base import SandboxLimits
@@ -33,7 +40,7 @@ from rsigym.sandbox.engine import LABEL, connect
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["DockerPool", "shared_pool", "clean_containers", "close_live_pools"]
+__all__ = ["DockerPool", "shared_pool", "clean_containers", "close_live_pools", "expect_leases", "leases_expected"]
 
 _LIVE_POOLS: "weakref.WeakSet[DockerPool]" = weakref.WeakSet()
 _SHARED: dict[tuple[int, str, SandboxLimits], "DockerPool"] = {}
@@ -41,6 +48,26 @@ _SHARED_LOCK = threading.Lock()
 _HOOKS_PID: int | None = None
 # Early among multiprocessing's finalizers (higher runs first): the engine client must still work.
 _EXIT_PRIORITY = 50
+_EXPECTED = [0]  # leases this process expects at once soon (``leases_expected``); 0: no word
+_PREFILL_THREADS = 4  # creations at once while prefilling: the engine's work, not this process's
+
+
+def expect_leases(count: int) -> None:
+    """From now on ``count`` leases at once are expected soon in this process (0: no word): a
+    pool that lends its first container meanwhile creates containers up to ``count`` in the
+    background, while the word holds (a runner's warming episode, ``rsigym.runner.inflight``). A
+    hint: it changes how many containers exist when, never what a lease gets."""
+    _EXPECTED[0] = max(0, int(count))
+
+
+@contextlib.contextmanager
+def leases_expected(count: int) -> Iterator[None]:
+    """``expect_leases(count)`` for the block."""
+    expect_leases(count)
+    try:
+        yield
+    finally:
+        expect_leases(0)
 
 
 def close_live_pools() -> None:
@@ -132,6 +159,12 @@ class DockerPool:
         self._idle: list[DockerSandbox] = []
         self._leased: dict[str, DockerSandbox] = {}
         self.closed = False
+        self._ready = threading.Condition(self._lock)  # a prefilled container joined the idle ones
+        self._prefilled = False  # prefilled once at most (``leases_expected``)
+        self._making = 0  # prefill creations in flight ...
+        self._awaited = 0  # ... and how many of them an acquire waits for instead of creating its own
+        self._on_the_way = 0  # acquires between taking (or starting to create) a container and leasing it
+        self._prefill_threads: list[threading.Thread] = []
         clean_containers(orphans_only=True, client=self._client)
         _LIVE_POOLS.add(self)
         _install_exit_hooks()
@@ -174,25 +207,84 @@ class DockerPool:
             SandboxUnavailable: The engine is gone.
             SandboxError: The pool is closed, or a new container failed to start.
         """
-        while True:
-            with self._lock:
-                if self.closed:
-                    raise SandboxError("sandbox pool is closed")
-                candidate = self._idle.pop() if self._idle else None
+        while True:  # from _take_idle until it is leased, the container counts in ``_on_the_way``
+            with self._ready:
+                candidate = self._take_idle()
             if candidate is None:
-                candidate = self._new()
+                try:
+                    candidate = self._new()
+                except BaseException:
+                    with self._lock:
+                        self._on_the_way -= 1
+                    raise
                 break
             if candidate.is_running():  # killed from outside while it sat idle?
                 break
             candidate.remove()
+            with self._lock:
+                self._on_the_way -= 1
         handle = candidate._handoff(self.release)
         with self._lock:
-            if not self.closed:
+            self._on_the_way -= 1
+            lent = not self.closed
+            if lent:
                 self._leased[handle.container_id] = handle
                 self._peak_leased = max(self._peak_leased, len(self._leased))
-                return handle
+                prefill, self._prefilled = not self._prefilled and _EXPECTED[0] > 1, True
+        if lent:
+            if prefill:
+                self._prefill()
+            return handle
         handle.remove()
         raise SandboxError("sandbox pool is closed")
+
+    def _take_idle(self) -> DockerSandbox | None:
+        """An idle container, waiting for a prefill creation in flight that no other acquire
+        waits for; None when the caller is to create one. Either way the lease counts in
+        ``_on_the_way`` from here until the caller has it leased (a prefill counts it). Called
+        with the lock held."""
+        while True:
+            if self.closed:
+                raise SandboxError("sandbox pool is closed")
+            if self._idle or self._making <= self._awaited:
+                self._on_the_way += 1
+                return self._idle.pop() if self._idle else None
+            self._awaited += 1
+            try:
+                self._ready.wait()
+            finally:
+                self._awaited -= 1
+
+    def _prefill(self) -> None:
+        """Create containers in the background up to the leases expected (``leases_expected``),
+        while that word holds; each joins the idle ones (an acquire may be waiting for it)."""
+        def creator() -> None:
+            while True:
+                with self._lock:
+                    target = min(_EXPECTED[0], self.max_idle)
+                    if self.closed or len(self._idle) + len(self._leased) + self._making + self._on_the_way >= target:
+                        return
+                    self._making += 1
+                made: DockerSandbox | None
+                try:
+                    made = self._new()
+                except BaseException:  # noqa: BLE001 - an acquire that needs one creates it and sees the error
+                    made = None
+                with self._ready:
+                    self._making -= 1
+                    kept = made is not None and not self.closed
+                    if made is not None and kept:
+                        self._idle.append(made)
+                    self._ready.notify_all()  # a waiting acquire takes it, or creates its own
+                if not kept:
+                    if made is not None:
+                        made.remove()  # the pool closed meanwhile
+                    return
+
+        for _ in range(_PREFILL_THREADS):
+            thread = threading.Thread(target=creator, name="rsigym-pool-prefill", daemon=True)
+            thread.start()
+            self._prefill_threads.append(thread)
 
     def release(self, sandbox: DockerSandbox) -> None:
         """Reset ``sandbox`` and keep it idle; remove it if it is dead, unneeded, the pool closed,
@@ -223,7 +315,11 @@ class DockerPool:
             self.closed = True
             victims = self._idle + list(self._leased.values())
             self._idle, self._leased = [], {}
+            self._ready.notify_all()
         _remove_all(victims)
+        for thread in self._prefill_threads:  # a creation in flight removes what it made
+            if thread is not threading.current_thread():
+                thread.join(timeout=60)
 
     def __enter__(self) -> "DockerPool":
         return self

@@ -286,3 +286,47 @@ def test_the_first_episode_of_an_env_runs_alone_only_until_its_first_step(provid
     assert next_start >= start + first.steps[0].usage.latency_s - 0.002  # started_at has ms resolution
     # ... and they did not wait for it to end
     assert next_start < datetime.fromisoformat(first.finished_at).timestamp()
+
+
+# An agent that notes, at each guess, how many sandbox leases the runner said to expect.
+_HINT_PLUGIN = '''
+from rsigym.agent import register_agent
+from rsigym.records import Usage
+from rsigym.sandbox import pool
+
+class HintAgent:
+    def __init__(self, spec):
+        self.spec, self.last_usage = spec, Usage()
+    def reset(self, task_info, seed):
+        self.key = f"{task_info.get('task_id')}/{seed}"
+    def act(self, observation):
+        with open(self.spec.params["notes"], "a") as notes:
+            notes.write(f"{self.key} {pool._EXPECTED[0]}\\n")
+        return {"guess": 50}
+
+register_agent("test_lease_hint")(HintAgent)
+'''
+
+
+@pytest.mark.parametrize("workers", [0, 1], ids=["in-process", "worker"])
+@pytest.mark.parametrize("episodes", [6, 2])
+def test_the_warming_episode_tells_the_pools_how_many_episodes_follow(tmp_path, monkeypatch, workers, episodes):
+    """While the first episode of an env warms the process, the pools hear how many episodes will
+    be in flight (min of the concurrency and the episodes there are) and make their containers
+    meanwhile (``sandbox.pool.expect_leases``); from its first step on, no word is left."""
+    from rsigym.runner import inflight
+
+    monkeypatch.setattr(inflight, "_warm_envs", set())
+    monkeypatch.setattr(inflight, "_warming", {})
+    (tmp_path / "lease_hint_plugin.py").write_text(_HINT_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    notes = tmp_path / "notes.txt"
+    path = write_scenario(tmp_path / "s.yaml", tasks={"split": "test", "limit": episodes}, conditions=["none"],
+                          seeds=[0], max_steps=2, graders=["probe_efficiency"],
+                          agents=[{"id": "h", "kind": "test_lease_hint", "params": {"notes": str(notes)}}])
+    summary = run_scenario(load_scenario(path), tmp_path / "out", workers=workers, concurrency=4, progress=False,
+                           report=False, imports=["lease_hint_plugin"])
+    assert summary.ran == episodes and summary.infra_errors == 0
+    heard = [int(line.split()[1]) for line in notes.read_text().splitlines()]
+    assert len(heard) == 2 * episodes  # two guesses each (max_steps 2)
+    assert heard[0] == min(4, episodes) and set(heard[1:]) == {0}, (heard, summary)

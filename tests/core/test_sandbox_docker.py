@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rsigym.errors import SandboxError, SandboxUnavailable
+from rsigym.sandbox.pool import expect_leases, leases_expected
 from rsigym.sandbox import (
     DockerPool,
     DockerSandbox,
@@ -261,6 +262,54 @@ def test_a_round_of_concurrent_leases_reuses_the_containers_of_the_round_before(
     assert round_of(4) == first  # every container of the second round is one of the first's, reset
     with pool.acquire() as sb:
         assert sb.exec(["sh", "-c", "ls -A /work | wc -l"]).stdout.strip() == "0"
+
+
+def _containers_of_this_process(docker_client) -> set[str]:
+    mine = {"label": ["rsigym.sandbox=1", f"rsigym.owner_pid={os.getpid()}"]}
+    return {c["Id"] for c in docker_client.api.containers(all=True, filters=mine)}
+
+
+def test_a_pool_told_to_expect_leases_makes_them_while_the_first_is_out(docker_client, sandbox_image):
+    """While a runner's warming episode holds the first lease, the pool makes the containers of the
+    leases the runner said will follow (``expect_leases``), a few at a time; leases that arrive
+    meanwhile wait for those instead of making their own: as many containers as leases, each clean."""
+    before = _containers_of_this_process(docker_client)
+    with DockerPool(sandbox_image, LIMITS, size=0, warm=False, client=docker_client) as pool:
+        with leases_expected(4):
+            first = pool.acquire()
+            with ThreadPoolExecutor(max_workers=3) as workers:  # at once, while the prefill runs
+                others = list(workers.map(lambda _: pool.acquire(), range(3)))
+        for thread in pool._prefill_threads:
+            thread.join(timeout=120)
+        leases = [first, *others]
+        made = _containers_of_this_process(docker_client) - before
+        assert len({sb.container_id for sb in leases}) == 4 and made == {sb.container_id for sb in leases}
+        for sb in leases:
+            assert sb.exec(["sh", "-c", "ls -A /work /tmp | wc -w"]).stdout.split() == ["2"]  # the two headers
+            sb.close()
+        assert pool.idle_count == 4
+    # no word, no containers ahead: a lease is one container
+    with DockerPool(sandbox_image, LIMITS, size=0, warm=False, client=docker_client) as pool:
+        with pool.acquire():
+            assert pool._prefill_threads == [] and pool.idle_count == 0
+    assert _containers_of_this_process(docker_client) == before
+
+
+def test_a_prefill_stops_when_the_word_ends_and_makes_no_more_than_expected(docker_client, sandbox_image):
+    before = _containers_of_this_process(docker_client)
+    with DockerPool(sandbox_image, LIMITS, size=0, warm=False, client=docker_client) as pool:
+        with leases_expected(3):
+            lease = pool.acquire()
+            for thread in pool._prefill_threads:
+                thread.join(timeout=120)
+        assert pool.idle_count == 2 and pool.leased_count == 1  # 3 expected: the lease and two ahead
+        expect_leases(0)
+        with leases_expected(8):  # a pool prefills once, at its first lease
+            pool.acquire().close()
+        assert pool._prefill_threads and all(not t.is_alive() for t in pool._prefill_threads)
+        assert len(_containers_of_this_process(docker_client) - before) == 3
+        lease.close()
+    assert _containers_of_this_process(docker_client) == before
 
 
 def test_clean_containers_removes_orphans_and_a_process_own(docker_client, sandbox_image, own_sandbox):
