@@ -5,7 +5,7 @@ Kept apart from the provider so each can be read, and run by hand, on its own. E
 
 Three uids, none with any capability (the container drops them all):
 
-* ``INIT_UID`` 65532 runs PID 1 (the reaper) and owns ``/rsigym`` (the exec wrapper) and ``/tmp``;
+* ``INIT_UID`` 65532 runs PID 1 (the reaper and the INIT server, ``INIT_SERVER``) and owns ``/rsigym`` (the exec wrapper) and ``/tmp``;
   the reset's verification runs as it too. Neither of the others can ptrace it (ptrace needs the
   same uid or CAP_SYS_PTRACE) or signal it (kill needs the same uid or CAP_KILL), so a program
   cannot take PID 1 over and outlive the lease through it.
@@ -23,7 +23,6 @@ __all__ = [
     "WRAPPER_DIR",
     "WRAPPER",
     "SHARED_DIRS",
-    "REAPER",
     "WRAP",
     "OOM_READ",
     "KILL_ALL",
@@ -34,6 +33,7 @@ __all__ = [
     "WIPE_FUNCTION",
     "VERIFY",
     "EXEC_SERVER",
+    "INIT_SERVER",
 ]
 
 INIT_UID, HARNESS_UID, USER_UID = 65532, 65533, 65534
@@ -43,21 +43,6 @@ WRAPPER_DIR = "/rsigym"
 WRAPPER = f"{WRAPPER_DIR}/sh"
 # Writable by both identities (mode 1777): each identity's reset removes what it owns there.
 SHARED_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
-
-# PID 1 of the container: reaps orphans of killed commands. It waits for SIGCHLD rather than
-# polling, so killed processes free their pids-limit slots at once (a reset right after a fork
-# bomb needs them).
-REAPER = """
-import os, signal
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-while True:
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
-    except ChildProcessError:
-        pass
-    signal.sigwait({signal.SIGCHLD})
-"""
 
 # The exec wrapper, run by WRAPPER as the exec's identity: run the command (through env, so a
 # shell builtin such as `exit` cannot stand in for it), then kill every other process of the
@@ -270,7 +255,7 @@ sys.exit(1 if found else 0)
 # before the acknowledgement, kills the user's processes and starts a new server (fresh values
 # from the container's configuration) for that request, so one command cannot starve, slow or
 # cripple the next.
-EXEC_SERVER = r"""
+_SERVER_BODY = r"""
 import ctypes, json, os, resource, select, signal, struct, sys, time
 if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
     sys.exit("rsigym exec server: prctl(PR_SET_DUMPABLE, 0) failed")
@@ -333,6 +318,8 @@ def forked(program, env, in_r, out_w, err_w):
     # are closed before the program's first line. Never returns.
     status = 1
     try:
+        signal.set_wakeup_fd(-1)  # PID 1's SIGCHLD set-up (INIT_SERVER) is not the program's
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.dup2(in_r, 0); os.dup2(out_w, 1); os.dup2(err_w, 2)
         os.closerange(3, MAX_FD)
         os.environ.update(env)
@@ -538,14 +525,7 @@ def end_lease(args, source):
             pass
     os._exit(0)
 """ + WIPE_FUNCTION + r"""
-INHERITED = inherited()
-send({"ready": True, "pid": os.getpid()})
-while True:
-    req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
-    if "wipe" in req:
-        end_lease(req["wipe"], req.get("again"))
-    if "python" in req:
-        prepare(req)
+def serve_all(req):
     # {runs: [stdin sizes]}: one command per stdin (a batch: one after another); after one that
     # timed out or ran `stop_after` seconds the rest are read, zeroed and skipped
     stop = False
@@ -556,4 +536,105 @@ while True:
             continue
         header = serve(req, size)
         stop = header["timed_out"] or header["duration_s"] >= req.get("stop_after", 1e18)
+
+INHERITED = inherited()
+send({"ready": True, "pid": os.getpid()})
+"""
+
+EXEC_SERVER = _SERVER_BODY + r"""
+while True:
+    req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
+    if "wipe" in req:
+        end_lease(req["wipe"], req.get("again"))
+    if "python" in req:
+        prepare(req)
+    serve_all(req)
+"""
+
+# PID 1 of the container, as INIT_UID: the reaper and the container's INIT server in one process
+# (``exec_server.InitServer``, over the container's attach stream, which the host opens before the
+# container starts: the reset's verification then costs no engine exec and no interpreter start
+# per container, ~50 ms of machine CPU each). As PID 1 it must reap every orphan of a killed
+# command (their pids count against the pids limit: a reset right after a fork bomb needs them)
+# and must never exit (the container would stop). SIGCHLD interrupts its waits (a handler that
+# does nothing, and a wake-up pipe for select), and it reaps whenever it waits for the host's
+# stream, never while a fork of its own runs (``run`` waits for that one by its pid), so it never
+# takes another's exit status. It serves the host's {python} requests only; the stream's end, any
+# other request, or any failure (the inherited-settings check included) ends the serving for good,
+# and it goes on as a reaper only: the host then verifies from a fresh INIT exec, as it does when
+# this server cannot answer. Its stdin is the attach stream: no exec identity can reach PID 1's
+# fds (another uid, non-dumpable), and the engine copies a non-tty stdin byte for byte (no detach
+# keys). Attacks: ``tests/security/test_pid1_takeover.py``, ``test_reset.py``.
+INIT_SERVER = r"""
+import os, select, signal
+WAKE_R, WAKE_W = os.pipe()
+os.set_blocking(WAKE_R, False); os.set_blocking(WAKE_W, False)
+signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+signal.set_wakeup_fd(WAKE_W, warn_on_full_buffer=False)
+""" + _SERVER_BODY + r"""
+class Ended(Exception):
+    pass
+
+def reap():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+def wait_for(fds):
+    # until one of fds is readable, reaping every orphan as it dies
+    while True:
+        reap()
+        ready = select.select(fds + [WAKE_R], [], [])[0]
+        if WAKE_R in ready:
+            try:
+                while os.read(WAKE_R, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+        if any(fd in ready for fd in fds):
+            return
+
+def read_exact(n):  # the server's, waiting as PID 1 does; the stream's end is Ended, not an exit
+    chunks = []
+    while n:
+        wait_for([rd])
+        chunk = os.read(rd, min(n, 1 << 20))
+        if not chunk:
+            raise Ended
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+def read_payload(n):
+    buf, got = bytearray(n), 0
+    view = memoryview(buf)
+    while got < n:
+        wait_for([rd])
+        count = os.readv(rd, [view[got:got + (1 << 20)]])
+        if not count:
+            raise Ended
+        got += count
+    view.release()
+    return buf
+
+try:
+    while True:
+        req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
+        if "python" not in req or "wipe" in req:
+            raise Ended  # the host sends this server its verification only
+        prepare(req)
+        serve_all(req)
+except BaseException:
+    pass
+while True:  # a reaper only, for good
+    try:
+        wait_for([])
+    except BaseException:
+        try:
+            reap()
+            time.sleep(0.1)
+        except BaseException:
+            pass
 """

@@ -1,7 +1,8 @@
 """The docker provider: one long-lived, locked-down container; commands run by ``docker exec``.
 
-The container runs a tiny reaper as PID 1 (orphans of killed commands are reparented to it and
-must be reaped; see ``container_scripts``) under its own uid, with no network, a read-only root,
+The container's PID 1 is its reaper (orphans of killed commands are reparented to it and must be
+reaped) and the server of the reset's verification (``container_scripts.INIT_SERVER``, over the
+container's attach stream), under its own uid, with no network, a read-only root,
 tmpfs work dir, harness dir and /tmp, memory (no swap), CPU and pids limits, every capability
 dropped and ``no-new-privileges``. Execs run as ``nobody`` (``as_user="user"``) or as a second
 uid (``as_user="harness"``); neither can ptrace or signal PID 1 or the other.
@@ -153,7 +154,19 @@ class DockerSandbox:
         # container (a one-item list, copied by reference at handoff), closed with the container.
         self._init_server: list[InitServer | None] = [None]
         # ready as started: the wrapper and the closed dirs come with the image (no setup exec)
-        self.container_id, self._image_id = engine.create_container(self._api, image, limits)
+        self.container_id, self._image_id, pid1 = engine.create_container(self._api, image, limits)
+        self._init_server[0] = self._pid1_server(pid1)
+
+    def _pid1_server(self, stream: Any) -> "InitServer":
+        """The INIT server over PID 1's ``stream``; the container is removed if that fails."""
+        from rsigym.sandbox.exec_server import InitServer
+
+        try:
+            return InitServer(self, stream)
+        except BaseException:
+            stream.close()
+            self.remove()
+            raise
 
     # -- container lifecycle -----------------------------------------------------------------
 
@@ -168,8 +181,11 @@ class DockerSandbox:
         return HARNESS_DIR
 
     def _restart(self) -> None:
-        self._drop_idle_servers()  # the restart kills them
-        engine.restart(self._api, self.container_id)
+        self._drop_idle_servers()  # the restart kills them, PID 1 too
+        server, self._init_server[0] = self._init_server[0], None
+        if server is not None:
+            server.close()
+        self._init_server[0] = self._pid1_server(engine.restart(self._api, self.container_id))
         self._oom_kills = _oom_kill_count(self._raw_exec(OOM_READ, None, 10.0, 4096, user=INIT).stdout.decode())
 
     def _kill_all(self, user: str) -> bool:

@@ -17,8 +17,8 @@ from rsigym.sandbox.base import SandboxLimits
 from rsigym.sandbox.container_scripts import (
     HARNESS_DIR,
     HARNESS_UID,
+    INIT_SERVER,
     INIT_UID,
-    REAPER,
     USER_UID,
 )
 
@@ -103,8 +103,13 @@ def engine_errors(container_id: str | None) -> Iterator[None]:
         raise SandboxUnavailable(f"Docker engine unreachable: {exc}", container_id=container_id) from exc
 
 
-def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits) -> tuple[str, str]:
-    """Create and start a sandbox container; returns ``(container id, image id)``.
+def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits) -> tuple[str, str, Any]:
+    """Create and start a sandbox container; returns ``(container id, image id, PID 1's stream)``.
+
+    PID 1 is the container's INIT server (``container_scripts.INIT_SERVER``); its stream is the
+    container's attach socket, opened before the start so that the server's ready frame is on it
+    (``exec_server.InitServer`` reads it). The container logs nothing (log driver ``none``):
+    PID 1's replies go to the host only.
 
     The hardening, each setting guarded by a test in ``tests/security`` that fails without it
     (``benchmarks/sandbox_mutation_check.py`` removes them one at a time): no network, read-only
@@ -145,6 +150,7 @@ def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits)
         tmpfs=mounts,
         cap_drop=["ALL"],
         security_opt=["no-new-privileges"],
+        log_config={"type": "none", "config": {}},
         ulimits=[Ulimit(name="fsize", soft=file_bytes, hard=file_bytes), Ulimit(name="core", soft=0, hard=0)],
     )
     labels = {LABEL: "1", "rsigym.owner_pid": str(os.getpid()), "rsigym.host": socket.gethostname()}
@@ -160,18 +166,28 @@ def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits)
     with engine_errors(None):
         try:
             created = api.create_container(
-                image, command=["python3", "-c", REAPER], user=INIT, working_dir=limits.work_dir,
-                labels=labels, environment=env, host_config=host_config, detach=True,
+                image, command=["python3", "-I", "-S", "-c", INIT_SERVER], user=INIT, working_dir=limits.work_dir,
+                labels=labels, environment=env, host_config=host_config, detach=True, stdin_open=True,
             )  # fmt: skip
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(f"image {image} not found: run `rsigym sandbox build`") from exc
         container_id = created["Id"]
+        stream = None
         try:
+            stream = attach(api, container_id)
             api.start(container_id)
-            return container_id, api.inspect_container(container_id)["Image"]
+            return container_id, api.inspect_container(container_id)["Image"], stream
         except Exception:
+            if stream is not None:
+                stream.close()
             api.remove_container(container_id, force=True)
             raise
+
+
+def attach(api: "docker.APIClient", container_id: str) -> Any:
+    """The container's attach socket (stdin, stdout and stderr: PID 1's), as ``exec_start(socket=True)``
+    returns an exec's."""
+    return api.attach_socket(container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
 
 
 def is_running(api: "docker.APIClient", container_id: str) -> bool:
@@ -184,9 +200,16 @@ def is_running(api: "docker.APIClient", container_id: str) -> bool:
         return False
 
 
-def restart(api: "docker.APIClient", container_id: str) -> None:
-    """Kill the container's whole pid namespace and start it again, with fresh tmpfs mounts."""
+def restart(api: "docker.APIClient", container_id: str) -> Any:
+    """Kill the container's whole pid namespace and start it again, with fresh tmpfs mounts;
+    returns the new PID 1's stream (see ``create_container``)."""
     with engine_errors(container_id):
         api.kill(container_id)
         api.wait(container_id, timeout=30)
-        api.start(container_id)
+        stream = attach(api, container_id)
+        try:
+            api.start(container_id)
+        except BaseException:
+            stream.close()
+            raise
+        return stream

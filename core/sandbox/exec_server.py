@@ -521,13 +521,42 @@ class InitServer(ExecServer):
     (a stopped or dead server is noticed and the verification falls back to a fresh exec). It runs
     only the host's verification program, in a fork, as the exec server runs ``run_python``; the
     identities' execs never wait on it and it holds no identity of theirs.
+
+    It is PID 1 itself (``container_scripts.INIT_SERVER``), over the container's attach ``stream``
+    (``engine.create_container``): no engine exec and no interpreter start per container. Where
+    that stream fails (PID 1 stopped serving, or a restart's PID 1 did not say it was ready), the
+    server is started as before, in an INIT exec of its own; without a ``stream``, at once.
     """
 
-    def __init__(self, sandbox: "DockerSandbox") -> None:
+    def __init__(self, sandbox: "DockerSandbox", stream: Any = None) -> None:
         super().__init__(sandbox, "user")
         self.identity = "init"
         self._uid = INIT
         self._home = "/"
+        self._awaiting_ready = stream is not None  # PID 1's ready frame, read on first use
+        if stream is not None:
+            self._response, self._sock = stream, raw_socket(stream)
+            self._sock.setblocking(False)
+            self._demux = Demux(self._stdout, self._stderr)  # type: ignore[arg-type]
+            self._demux.feed(buffered_output(stream, self._sock))  # what came with the upgrade headers
+
+    def _idle_dead(self) -> bool:
+        if self._awaiting_ready:  # PID 1's first frame says it serves
+            self._awaiting_ready = False
+            try:
+                ready, _, _ = self._read_frame(time.monotonic() + START_TIMEOUTS_S[0])
+            except (_Lost, ValueError):
+                return True
+            if ready.get("ready") is not True or ready.get("pid") != 1:
+                return True
+            self.pid = 1
+            self.starts += 1
+        return super()._idle_dead()
+
+    def _start(self) -> None:
+        if self._closed:  # replaced (a restart) while a request of its own was in flight
+            raise SandboxError("the container's INIT server was closed")
+        super()._start()
 
     def _holding(self) -> Any:
         return contextlib.nullcontext()  # neither identity: their execs may run beside it

@@ -155,9 +155,24 @@ def test_fork_bomb_is_contained_and_the_sandbox_recovers(own_sandbox, docker_cli
     assert docker_client.ping()
     own_sandbox.reset()
     assert own_sandbox.exec(["echo", "alive"]).stdout == "alive\n"
-    # the reaper, the container's INIT server (the reset's verification, a uid no exec has) and the lister
-    assert live_processes(own_sandbox) == ["python3", "python3", "python3"]
-    assert own_sandbox._init_server[0] is not None and own_sandbox._init_server[0].pid is not None
+    # PID 1 (the reaper and the container's INIT server: the reset's verification, a uid no exec
+    # has) and the lister; the bomb's processes are reaped
+    assert live_processes(own_sandbox) == ["python3", "python3"]
+    assert own_sandbox._init_server[0] is not None and own_sandbox._init_server[0].pid == 1
+
+
+def test_a_restarted_container_verifies_through_its_new_pid1(own_sandbox):
+    """A restart (what a reset does when a fork bomb leaves no room for an exec) starts a new
+    PID 1: its stream is attached before the start, and it serves the verification at once."""
+    own_sandbox.reset()
+    old = own_sandbox._init_server[0]
+    own_sandbox.write_files({"x.txt": "x"})
+    own_sandbox._restart()
+    assert old is not None and old._closed and own_sandbox._init_server[0] is not old
+    own_sandbox.reset()
+    server = own_sandbox._init_server[0]
+    assert server is not None and server.pid == 1 and server.starts == 1
+    assert own_sandbox.exec(["ls", "-A", "/work"]).stdout == ""  # a restart's tmpfs is fresh
 
 
 def test_container_killed_from_outside_raises_unavailable(own_sandbox, docker_client):

@@ -9,12 +9,14 @@ anything fails the lease and the pool discards the container.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from rsigym.errors import SandboxError
 from rsigym.sandbox import DockerPool, SandboxLimits
 from rsigym.sandbox import docker as docker_provider
+from rsigym.sandbox.container_scripts import INIT_UID
 
 from .test_exec_server import REACH_SERVER, SCAN_MEMORY
 
@@ -151,6 +153,67 @@ def test_a_verification_whose_init_server_is_gone_falls_back_to_an_exec_and_stil
     own_sandbox._init_server[0] = None
     own_sandbox.reset()  # a new INIT server, a clean container
     assert _init_server_pid(own_sandbox) != pid
+    assert survey(own_sandbox) == EMPTY
+
+
+# Every process but the lister: pid, state, uid, name.
+PROCESSES = r"""
+import os
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    if int(pid) == os.getpid():
+        continue
+    try:
+        status = dict(l.split(":", 1) for l in open("/proc/%s/status" % pid).read().splitlines() if ":" in l)
+    except OSError:
+        continue
+    print(pid, status["State"].split()[0], status["Uid"].split()[0], status["Name"].strip())
+"""
+
+
+def _processes_once_reaped(sb) -> list[list[str]]:
+    """The container's processes, once no zombie is left (a few tries: reaping is at once, the
+    listing may run a moment before it)."""
+    for _ in range(50):
+        rows = [line.split() for line in sb.exec(["python3", "-c", PROCESSES]).stdout.splitlines()]
+        if not any(row[1] == "Z" for row in rows):
+            return rows
+        time.sleep(0.02)
+    return rows
+
+
+def test_pid1_verifies_every_reset_itself_and_reaps_what_the_sweeps_kill(own_sandbox):
+    """PID 1 is the container's INIT server: no INIT exec, no second INIT process, per container.
+    It still reaps: the background processes each command's sweep kills leave no zombie."""
+    for _ in range(3):
+        assert own_sandbox.exec(["sh", "-c", "(sleep 300 &); (sleep 300 &); true"]).ok
+        assert own_sandbox.exec_server().exec(["sh", "-c", "(sleep 300 &); true"]).ok
+        own_sandbox.reset()
+    server = own_sandbox._init_server[0]
+    assert server is not None and server.pid == 1 and server.starts == 1
+    rows = _processes_once_reaped(own_sandbox)
+    assert [row for row in rows if row[2] == str(INIT_UID)] == [["1", "S", str(INIT_UID), "python3"]], rows
+    assert not any(row[1] == "Z" for row in rows), rows
+
+
+def test_a_pid1_that_stops_serving_reaps_on_and_the_verification_falls_back_to_an_exec(own_sandbox, monkeypatch):
+    """A request PID 1 does not serve (a command to spawn: only the identities' servers do that)
+    ends its serving for good, never the container: it reaps on, the host notices the silence,
+    and the resets verify through an INIT server started in an exec, still failing on what survived."""
+    server = own_sandbox._init_server[0]
+    own_sandbox.reset()  # verified by PID 1
+    lost = server.exec(["true"], timeout=1)
+    assert lost.timed_out and lost.exit_code is None, lost  # no reply: the host's deadline
+    assert own_sandbox.is_running()
+    assert own_sandbox.exec(["sh", "-c", "(sleep 300 &); true"]).ok
+    rows = _processes_once_reaped(own_sandbox)
+    assert not any(row[1] == "Z" for row in rows) and ["1", "S", str(INIT_UID), "python3"] in rows, rows
+    own_sandbox.write_files({"left.txt": "x"})
+    monkeypatch.setattr(docker_provider, "WIPE", "pass")  # a reset that forgets to wipe
+    with pytest.raises(SandboxError, match="/work/left.txt"):
+        own_sandbox.reset()
+    assert own_sandbox._init_server[0].pid not in (None, 1)  # an INIT server in an exec of its own
+    monkeypatch.undo()
+    own_sandbox.reset()
     assert survey(own_sandbox) == EMPTY
 
 
