@@ -28,6 +28,10 @@ with it removed the attack test still finds nothing, the allocator reuses the fr
 the two lines that end a killed run's workers (the watchdog process, each worker's parent watch;
 both run as subprocesses of the tests, so these rows reach them through ``sitecustomize``).
 
+Issue 45 made PID 1 the container's INIT server as well as its reaper, and added two rows: it
+reaps while it serves (``def reap`` emptied), and it goes on reaping when its serving ends (it
+exits instead).
+
 Issue 38 added two rows for code repair's checker: a test sees only the program's entry function
 (``tests/security/test_coderepair_checker_namespace.py``), and a runner's frame is capped in bytes
 and items before the collector parses it (``tests/security/test_coderepair_oversized_frame.py``).
@@ -115,6 +119,17 @@ def _exec_server_text(old: str, new: str) -> Callable[[], None]:
 
         assert old in exec_server.EXEC_SERVER, old
         exec_server.EXEC_SERVER = exec_server.EXEC_SERVER.replace(old, new)
+
+    return apply
+
+
+def _init_server_text(old: str, new: str) -> Callable[[], None]:
+    """PID 1's program (the reaper and INIT server) with ``old`` replaced."""
+    def apply() -> None:
+        from rsigym.sandbox import engine
+
+        assert old in engine.INIT_SERVER, old
+        engine.INIT_SERVER = engine.INIT_SERVER.replace(old, new)
 
     return apply
 
@@ -267,6 +282,9 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "PID 1 under its own uid": _pid1_as_exec_user,
     "reset": _no_reset,
     "reset verification": _no_reset_verification,
+    "PID 1 reaps while it serves": _init_server_text("def reap():\n", "def reap():\n    return\n"),
+    "PID 1 outlives its serving (a reaper to the end)": _init_server_text(
+        "except BaseException:\n    pass\nwhile True:  # a reaper only", "except BaseException:\n    os._exit(0)\nwhile True:  # a reaper only"),
     "/dev/shm emptied on reset": _no_dev_shm_wipe,
     "kill at the end of each exec": _no_kill_after_exec,
     "exec server non-dumpable": _exec_server_text("prctl(4, 0, 0, 0, 0)", "prctl(4, 1, 0, 0, 0)"),
