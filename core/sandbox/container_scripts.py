@@ -265,12 +265,19 @@ os.dup2(null, 0); os.dup2(null, 1)  # nothing spawned can inherit the host's str
 CGROUP = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 MAX_FD = max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024)
 
+def readable():
+    pass  # a read blocks until the host's stream has bytes (PID 1 waits reaping instead: INIT_SERVER)
+
+def ended():
+    sys.exit(0)  # the host closed the session (PID 1 must not exit: INIT_SERVER)
+
 def read_exact(n):
     chunks = []
     while n:
+        readable()
         chunk = os.read(rd, min(n, 1 << 20))
         if not chunk:
-            sys.exit(0)  # the host closed the session
+            ended()
         chunks.append(chunk)
         n -= len(chunk)
     return b"".join(chunks)
@@ -280,9 +287,10 @@ def read_payload(n):
     buf, got = bytearray(n), 0
     view = memoryview(buf)
     while got < n:
+        readable()
         count = os.readv(rd, [view[got:got + (1 << 20)]])
         if not count:
-            sys.exit(0)
+            ended()
         got += count
     view.release()
     return buf
@@ -596,28 +604,11 @@ def wait_for(fds):
         if any(fd in ready for fd in fds):
             return
 
-def read_exact(n):  # the server's, waiting as PID 1 does; the stream's end is Ended, not an exit
-    chunks = []
-    while n:
-        wait_for([rd])
-        chunk = os.read(rd, min(n, 1 << 20))
-        if not chunk:
-            raise Ended
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+def readable():  # the server's reads wait as PID 1 does ...
+    wait_for([rd])
 
-def read_payload(n):
-    buf, got = bytearray(n), 0
-    view = memoryview(buf)
-    while got < n:
-        wait_for([rd])
-        count = os.readv(rd, [view[got:got + (1 << 20)]])
-        if not count:
-            raise Ended
-        got += count
-    view.release()
-    return buf
+def ended():  # ... and the stream's end is Ended, not an exit
+    raise Ended
 
 try:
     while True:
