@@ -326,8 +326,6 @@ def forked(program, env, in_r, out_w, err_w):
     # are closed before the program's first line. Never returns.
     status = 1
     try:
-        signal.set_wakeup_fd(-1)  # PID 1's SIGCHLD set-up (INIT_SERVER) is not the program's
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.dup2(in_r, 0); os.dup2(out_w, 1); os.dup2(err_w, 2)
         os.closerange(3, MAX_FD)
         os.environ.update(env)
@@ -609,6 +607,16 @@ def readable():  # the server's reads wait as PID 1 does ...
 
 def ended():  # ... and the stream's end is Ended, not an exit
     raise Ended
+
+def forked(program, env, in_r, out_w, err_w, inner=forked):
+    # PID 1's SIGCHLD set-up is not its forks' (the identities' servers have none to undo, and
+    # their forks stay as they were: what a fork allocates first can overwrite freed memory)
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    except BaseException:
+        os._exit(1)
+    inner(program, env, in_r, out_w, err_w)  # never returns
 
 try:
     while True:
