@@ -76,13 +76,14 @@ def _safe_episode(spec: EpisodeSpec, warming: threading.Event | None = None) -> 
     """``run_episode``, with anything it lets escape turned into the episode's infra_error record.
 
     The env counts as warm in this process once the episode's first step is recorded, or the
-    episode ended without one (it ran, so it warmed what it could); ``warming`` is set then too.
+    episode ended without one (it ran, so it warmed what it could); ``warming`` is set then too,
+    and the word on leases ahead (``sandbox.pool.expect_leases``) ends: the others start now.
     """
+    from rsigym.sandbox.pool import expect_leases
+
     def warmed() -> None:
         if spec.env.id not in _warm_envs:
-            from rsigym.sandbox.pool import expect_leases
-
-            expect_leases(0)  # the others start now: no more sandboxes made ahead for them
+            expect_leases(0)
         _warm_envs.add(spec.env.id)
         if warming is not None:
             warming.set()
@@ -92,6 +93,8 @@ def _safe_episode(spec: EpisodeSpec, warming: threading.Event | None = None) -> 
     except Exception as exc:
         return infra_error_record(spec, f"runner: {type(exc).__name__}: {redacted_excerpt(str(exc), 300)}")
     finally:
+        if spec.env.id not in _warm_envs:
+            expect_leases(0)  # whatever happened: no containers made ahead for others
         if warming is not None:
             warming.set()  # whatever happened: nobody waits on it for ever
     warmed()
@@ -148,8 +151,6 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
         fill()
         while running:
             warming = any(spec.env.id not in _warm_envs for spec in running.values())
-            if not warming:
-                expect_leases(0)
             # while a first episode warms its env, look every 50 ms: the others start at its first step
             done, _ = wait(running, timeout=0.05 if warming else None, return_when=FIRST_COMPLETED)
             for future in done:
@@ -210,7 +211,7 @@ def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: i
             retiring.set()
             send(("retire", worker_id, None))
 
-    from rsigym.sandbox.pool import leases_expected
+    from rsigym.sandbox.pool import expect_leases
 
     expected = 1  # episodes the parent's first batch put in flight here (its ("expect", n) message)
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rsigym-episode") as pool:
@@ -223,9 +224,9 @@ def _worker_main(worker_id: int, inbox: Any, results: Connection, concurrency: i
                 pool.submit(run, spec)
             else:  # the first of its env: the next ones wait for its first step (the module's docstring)
                 warming = threading.Event()
-                with leases_expected(expected):  # their sandboxes may be made meanwhile
-                    pool.submit(run, spec, warming)
-                    warming.wait()
+                expect_leases(expected)  # their sandboxes may be made meanwhile (until it warms: _safe_episode)
+                pool.submit(run, spec, warming)
+                warming.wait()
     send(("stats", worker_id, WorkerStats(limits.snapshot(), _peak_rss_mb())))
     results.close()
     gc.freeze()  # the process ends next (its pools' finalizers still run): no last walk of every object
@@ -372,7 +373,7 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
                 spec = pending.popleft()
                 worker.in_flight[spec.key] = spec
                 batch.append(spec)
-            if batch and not worker.told:  # how many its first batch puts in flight there (``leases_expected``)
+            if batch and not worker.told:  # how many its first batch puts in flight there (``expect_leases``)
                 worker.inbox.put(("expect", len(worker.in_flight)))
                 worker.told = True
             for spec in batch:
