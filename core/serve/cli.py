@@ -6,6 +6,7 @@ Importing this module is cheap (argparse only): the server stack loads when the 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,13 +36,14 @@ CMD ["rsigym/Probe-v0"]
 def add_serve_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``serve`` to the ``rsigym`` sub-commands."""
     from rsigym.serve.config import (DEFAULT_HOST, DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES,
-                                     DEFAULT_MAX_SESSIONS)
+                                     DEFAULT_MAX_SESSIONS, DEFAULT_MAX_STEPS, TOKEN_ENV_VAR)
 
     serve = commands.add_parser("serve", parents=parents, help="serve an env id over OpenEnv's HTTP/WebSocket "
                                 "contract; each served episode is recorded in the run folder (needs the 'serve' extra)")
     serve.add_argument("env_id", nargs="?", help="a registered env id (rsigym list envs), e.g. rsigym/Probe-v0")
     serve.add_argument("--out", type=Path, help="run folder for the served episodes' records "
-                       "(default runs/serve-ENVNAME); one server per folder")
+                       "(default runs/serve-ENVNAME); one server per folder, and only a folder of this "
+                       "env's served records or a new one (never a battery's run folder)")
     serve.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="an env kwarg, VALUE read as YAML (repeatable), e.g. --set sandbox=docker")
     serve.add_argument("--condition", help="a condition of the env's family applied to every session")
@@ -49,7 +51,10 @@ def add_serve_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> N
                        help="a parameter of --condition, VALUE read as YAML (repeatable)")
     serve.add_argument("--grader", action="append", default=[], metavar="NAME",
                        help="grade each finished episode live with this grader (repeatable)")
-    serve.add_argument("--max-steps", type=int, help="step cap per episode (truncation), as a scenario's max_steps")
+    serve.add_argument("--max-steps", type=int, help="step cap per episode (truncation, termination max_steps), as a "
+                       f"scenario's max_steps (default: the env spec's own, else {DEFAULT_MAX_STEPS})")
+    serve.add_argument("--token", help=f"require 'Authorization: Bearer TOKEN' on every endpoint but /health "
+                       f"(401 otherwise); default: ${TOKEN_ENV_VAR}, which other users cannot read in ps")
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST}: this "
                        "machine only; a served env runs actions for whoever connects)")
     serve.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0: a free one)")
@@ -121,11 +126,16 @@ def serve_command(args: argparse.Namespace) -> int:
     condition = ({"name": args.condition, "params": _pairs(args.condition_param, "--condition-param")}
                  if args.condition else None)
     out = args.out or Path("runs") / f"serve-{args.env_id.split('/')[-1]}"
+    from .config import TOKEN_ENV_VAR
+    from .recorder import check_owned
+
+    check_owned(out, args.env_id)  # a battery's folder is refused before the env is even made
+    token = args.token if args.token is not None else (os.environ.get(TOKEN_ENV_VAR) or None)
     try:
         config = ServeConfig(args.env_id, _pairs(args.set, "--set"), condition=condition, max_steps=args.max_steps,
                              graders=graders, run_dir=out, host=args.host, port=args.port,
                              max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s,
-                             max_message_bytes=args.max_message_bytes)
+                             max_message_bytes=args.max_message_bytes, token=token)
     except ValueError as exc:
         raise UserError(f"serve: {exc}") from exc
     try:
@@ -138,7 +148,8 @@ def serve_command(args: argparse.Namespace) -> int:
 
     def ready(url: str) -> None:
         print(f"serving {args.env_id} at {url} (WebSocket sessions at {url.replace('http', 'ws', 1)}/ws, "
-              f"at most {config.max_sessions}); records in {config.run_dir}", flush=True)
+              f"at most {config.max_sessions}{', token required' if token else ''}); records in {config.run_dir}",
+              flush=True)
 
     try:
         written = serve(config, on_ready=ready)

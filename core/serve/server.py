@@ -47,7 +47,8 @@ def _uvicorn_server(config: ServeConfig, recorder: RunRecorder | None) -> Any:
 
 def serve(config: ServeConfig, *, on_ready: Callable[[str], None] | None = None) -> int:
     """Serve ``config`` until interrupted; returns the number of records written."""
-    with RunRecorder(config.run_dir, config.env_id, config.env_kwargs, config.graders, config.condition) as recorder:
+    with RunRecorder(config.run_dir, config.env_id, config.env_kwargs, config.graders, config.condition,
+                     max_steps=config.step_cap) as recorder:
         server = _uvicorn_server(config, recorder)
         sock = _bind(config.host, config.port)
         host, port = sock.getsockname()[:2]
@@ -69,7 +70,7 @@ class ServerThread:
     def __init__(self, config: ServeConfig, *, record: bool = True) -> None:
         self.config = config
         self.recorder = (RunRecorder(config.run_dir, config.env_id, config.env_kwargs, config.graders,
-                                     config.condition) if record else None)
+                                     config.condition, max_steps=config.step_cap) if record else None)
         try:
             self._server = _uvicorn_server(config, self.recorder)
             self._sock = _bind(config.host, config.port)
