@@ -39,13 +39,20 @@ def _ws_url(url: str) -> str:
     return url + "/ws"
 
 
-def _describe(url: str, timeout_s: float) -> dict[str, Any]:
+def _headers(token: str | None) -> dict[str, str]:
+    """The request headers a server started with ``--token`` asks for (on HTTP and the handshake)."""
+    return {"Authorization": f"Bearer {token}"} if token is not None else {}
+
+
+def _describe(url: str, timeout_s: float, token: str | None = None) -> dict[str, Any]:
     import httpx
 
     try:
-        response = httpx.get(url.rstrip("/") + "/rsigym/env", timeout=timeout_s)
+        response = httpx.get(url.rstrip("/") + "/rsigym/env", timeout=timeout_s, headers=_headers(token))
     except httpx.HTTPError as exc:
         raise RemoteEnvError(f"cannot reach an rsigym server at {url}: {exc}") from exc
+    if response.status_code == 401:
+        raise RemoteEnvError(f"{url} refused the request: missing or wrong token (pass token=...)")
     if response.status_code != 200:
         raise RemoteEnvError(f"{url} is not an rsigym server (GET /rsigym/env: {response.status_code})")
     return dict(response.json())
@@ -107,21 +114,24 @@ class RemoteEnv(_Interface, gym.Env[Any, Any]):
         url: The server (``http://127.0.0.1:8000``).
         agent_id: A label the server records as the episodes' agent id (default ``remote``).
         timeout_s: How long to wait for the server to answer one request.
+        token: The server's token (``rsigym serve --token``), sent as ``Authorization: Bearer``.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, url: str, *, agent_id: str | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(self, url: str, *, agent_id: str | None = None, timeout_s: float = 600.0,
+                 token: str | None = None) -> None:
         from websockets.sync.client import connect
 
-        about = _describe(url, min(timeout_s, 60.0))
+        about = _describe(url, min(timeout_s, 60.0), token)
         self._setup(url, about, agent_id)
         self.spec = EnvSpec(id=self.env_id, entry_point="rsigym.remote:make", max_episode_steps=about.get("max_steps"))
         self.timeout_s = timeout_s
         self._ws: Any = None
         try:
             # entered as a context manager: websockets >= 17 deprecates using connect()'s result directly
-            self._ws = connect(_ws_url(url), max_size=None, open_timeout=min(timeout_s, 60.0)).__enter__()
+            self._ws = connect(_ws_url(url), max_size=None, open_timeout=min(timeout_s, 60.0),
+                               additional_headers=_headers(token)).__enter__()
         except Exception as exc:  # noqa: BLE001 - refused, reset, unreachable: one line
             raise RemoteEnvError(f"cannot open a session at {url}: {exc}") from exc
 
@@ -212,20 +222,22 @@ class AsyncRemoteEnv(_Interface):
         await self._ws.close()
 
 
-def make(url: str, *, agent_id: str | None = None, timeout_s: float = 600.0) -> RemoteEnv:
+def make(url: str, *, agent_id: str | None = None, timeout_s: float = 600.0, token: str | None = None) -> RemoteEnv:
     """A Gymnasium env over the served env at ``url`` (one session; ``close()`` ends it)."""
-    return RemoteEnv(url, agent_id=agent_id, timeout_s=timeout_s)
+    return RemoteEnv(url, agent_id=agent_id, timeout_s=timeout_s, token=token)
 
 
-async def make_async(url: str, *, agent_id: str | None = None, timeout_s: float = 600.0) -> AsyncRemoteEnv:
+async def make_async(url: str, *, agent_id: str | None = None, timeout_s: float = 600.0,
+                     token: str | None = None) -> AsyncRemoteEnv:
     """An ``AsyncRemoteEnv`` over the served env at ``url`` (one session; ``await env.close()`` ends it)."""
     import asyncio
 
     from websockets.asyncio.client import connect
 
-    about = await asyncio.to_thread(_describe, url, min(timeout_s, 60.0))
+    about = await asyncio.to_thread(_describe, url, min(timeout_s, 60.0), token)
     try:
-        ws = await connect(_ws_url(url), max_size=None, open_timeout=min(timeout_s, 60.0))
+        ws = await connect(_ws_url(url), max_size=None, open_timeout=min(timeout_s, 60.0),
+                           additional_headers=_headers(token))
     except Exception as exc:  # noqa: BLE001
         raise RemoteEnvError(f"cannot open a session at {url}: {exc}") from exc
     return AsyncRemoteEnv(url, about, ws, agent_id=agent_id, timeout_s=timeout_s)

@@ -12,11 +12,17 @@ Bad input never reaches an env: a body over ``max_message_bytes`` is a 413, a bo
 JSON (or nests too deep to parse) a 400, a request OpenEnv's models reject a 422, a step without
 an episode a 409, a bad reset argument a 422, each with ``{"detail": "<one line>"}``. Sessions are reachable only through
 their own connection: no endpoint takes a session id, and episode ids are 128 random bits.
+
+With a token (``ServeConfig.token``), ``TokenGuard`` stands in front of everything: a request or
+WebSocket handshake without ``Authorization: Bearer <token>`` is a 401 before any other code runs
+(so it never makes an env, let alone a record). Only ``GET /health`` stays open, for load balancers.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import json
 from typing import Any, Awaitable, Callable
 
@@ -37,7 +43,7 @@ from .recorder import RunRecorder
 from .session import EnvFailure, LiveEnvs, ServedEnv, SessionError
 from .wire import describe_space
 
-__all__ = ["build_app", "describe_env"]
+__all__ = ["build_app", "describe_env", "TokenGuard"]
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -54,7 +60,7 @@ def describe_env(config: ServeConfig) -> dict[str, Any]:
                 "observation_space": describe_space(env.observation_space),
                 "action_space": _space_or_none(env.action_space),
                 "example_actions": to_jsonable(examples) if isinstance(examples, list) else [],
-                "max_steps": config.max_steps, "max_sessions": config.max_sessions,
+                "max_steps": config.step_cap, "max_sessions": config.max_sessions,
                 "max_message_bytes": config.max_message_bytes,
                 "condition": config.condition}
     finally:
@@ -92,6 +98,8 @@ def build_app(config: ServeConfig, recorder: RunRecorder | None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_middleware(BodyGuard, max_bytes=config.max_message_bytes)
+    if config.token is not None:  # added last: the outermost, so a stranger's body is never even read
+        app.add_middleware(TokenGuard, token=config.token)
     return app
 
 
@@ -182,9 +190,47 @@ class BodyGuard:
         await self.app(scope, replay, send)
 
 
-async def _reply(send: Send, status: int, detail: str) -> None:
+class TokenGuard:
+    """ASGI middleware: every HTTP request and WebSocket handshake must carry ``Authorization:
+    Bearer <token>``, else a 401 ``missing or wrong token`` (the handshake is refused with a 401
+    where the server can send one, else closed with 1008). ``/health`` stays open. The comparison
+    is ``hmac.compare_digest`` of SHA-256 digests: constant time, and the length is not told either."""
+
+    OPEN_PATHS = frozenset({"/health"})
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], token: str) -> None:
+        self.app = app
+        self._digest = hashlib.sha256(token.encode()).digest()
+
+    def _authorized(self, scope: Scope) -> bool:
+        given = b""
+        for name, value in scope.get("headers") or []:
+            if name == b"authorization":
+                scheme, _, credential = value.partition(b" ")
+                given = credential.strip() if scheme.lower() == b"bearer" else b""
+                break
+        return hmac.compare_digest(hashlib.sha256(given).digest(), self._digest) and bool(given)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (scope["type"] not in ("http", "websocket") or scope.get("path") in self.OPEN_PATHS
+                or self._authorized(scope)):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "http":
+            await _reply(send, 401, "missing or wrong token", [(b"www-authenticate", b"Bearer")])
+            return
+        await receive()  # websocket.connect: the handshake request, answered below without accepting it
+        if "websocket.http.response" in (scope.get("extensions") or {}):
+            await _reply(send, 401, "missing or wrong token", [(b"www-authenticate", b"Bearer")],
+                         prefix="websocket.")
+        else:
+            await send({"type": "websocket.close", "code": 1008, "reason": "missing or wrong token"})
+
+
+async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None,
+                 prefix: str = "") -> None:
     payload = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
+    await send({"type": f"{prefix}http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-                            (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": payload})
+                            (b"connection", b"close"), *(headers or [])]})
+    await send({"type": f"{prefix}http.response.body", "body": payload})
