@@ -223,8 +223,6 @@ def test_an_episode_of_repeated_tool_calls_ends_at_the_default_step_cap(tmp_path
     """ToolUse without ``--max-steps``: the same valid tool call again and again, over the wire."""
     run_dir = tmp_path / "served"
     with ServerThread(ServeConfig("rsigym/ToolUse-v0", run_dir=run_dir, port=0)) as server:
-        about = httpx.get(server.url + "/rsigym/env", timeout=60).json()
-        assert about["max_steps"] == DOCUMENTED_DEFAULT_STEP_CAP
         call = {"tool": "list_product_types", "arguments": {}}
         with connect(server.url.replace("http://", "ws://") + "/ws", max_size=None) as ws:
             ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
@@ -236,6 +234,7 @@ def test_an_episode_of_repeated_tool_calls_ends_at_the_default_step_cap(tmp_path
                     break
         assert reply.get("done") and reply["observation"]["truncated"], "the episode never ended"
         assert steps == DOCUMENTED_DEFAULT_STEP_CAP
+        assert httpx.get(server.url + "/rsigym/env", timeout=60).json()["max_steps"] == DOCUMENTED_DEFAULT_STEP_CAP
     record, = _records(run_dir)
     assert (record.termination, len(record.steps)) == ("max_steps", DOCUMENTED_DEFAULT_STEP_CAP)
     assert (run_dir / "records.jsonl").stat().st_size < 2_000_000  # about 0.6 MB at the cap
