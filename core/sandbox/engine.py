@@ -36,6 +36,8 @@ __all__ = [
     "create_container",
     "is_running",
     "restart",
+    "tmpfs_inodes",
+    "SHM_SIZE_MB",
 ]
 
 LABEL = "rsigym.sandbox"
@@ -45,6 +47,8 @@ INIT = f"{INIT_UID}:{INIT_UID}"
 # The container's default user is INIT (PID 1): every exec names its user explicitly.
 IDENTITY_USERS = {"user": NOBODY, "harness": HARNESS}
 _MIB = 1024 * 1024
+SHM_SIZE_MB = 64  # the engine's default /dev/shm size, kept
+_INODES_PER_MB, _MIN_INODES = 16, 1024
 
 
 def connect() -> "docker.DockerClient":
@@ -103,6 +107,19 @@ def engine_errors(container_id: str | None) -> Iterator[None]:
         raise SandboxUnavailable(f"Docker engine unreachable: {exc}", container_id=container_id) from exc
 
 
+def tmpfs_inodes(limits: SandboxLimits) -> int:
+    """Files and directories each tmpfs of the container may hold (its ``nr_inodes``).
+
+    A tmpfs ``size=`` bounds the bytes of its files, not their number, and every file costs the
+    kernel about 1 KB (inode and dentry, measured: 20,000 empty files, 19 MB) charged to the
+    container's memory: 200,000 empty files took more memory than the limit, and the OOM killer
+    then chose PID 1 as often as the program. 16 per MB of ``memory_mb`` keeps all four tmpfs
+    together under about 7% of it (8,192 each at 512 MB: the families write tens of files, the
+    evolution clearing test 3,000 nested directories); past it a program gets ENOSPC.
+    """
+    return max(_MIN_INODES, limits.memory_mb * _INODES_PER_MB)
+
+
 def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits) -> tuple[str, str, Any]:
     """Create and start a sandbox container; returns ``(container id, image id, PID 1's stream)``.
 
@@ -113,8 +130,9 @@ def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits)
 
     The hardening, each setting guarded by a test in ``tests/security`` that fails without it
     (``benchmarks/sandbox_mutation_check.py`` removes them one at a time): no network, read-only
-    root with tmpfs work, harness and /tmp dirs, memory limit without swap, pids limit, every
-    capability dropped, ``no-new-privileges``, and PID 1 running as INIT, a uid no exec uses.
+    root with tmpfs work, harness and /tmp dirs and /dev/shm, each with a bounded number of files
+    (``tmpfs_inodes``), memory limit without swap, pids limit, every capability dropped,
+    ``no-new-privileges``, and PID 1 running as INIT, a uid no exec uses.
 
     Raises:
         SandboxError: The image is missing, or the container did not start.
@@ -132,13 +150,18 @@ def create_container(api: "docker.APIClient", image: str, limits: SandboxLimits)
     # others, with no setup exec. /tmp (1777 in
     # the image) is owned by INIT so neither identity can lock the other out of it. The exec
     # wrapper is in the image (``WRAPPER``, read-only root).
+    inodes = tmpfs_inodes(limits)
+
     def tmpfs(uid: int, size_mb: int, mode: str) -> str:
-        return f"rw,exec,nosuid,nodev,size={size_mb}m,mode={mode},uid={uid},gid={uid}"
+        return f"rw,exec,nosuid,nodev,size={size_mb}m,nr_inodes={inodes},mode={mode},uid={uid},gid={uid}"
 
     mounts = {
         limits.work_dir: tmpfs(USER_UID, limits.file_size_mb, "0755"),
         "/tmp": tmpfs(INIT_UID, limits.file_size_mb, "1777"),
         HARNESS_DIR: tmpfs(HARNESS_UID, limits.file_size_mb, "0755"),
+        # The engine's own /dev/shm (64 MB, root's, 1777, noexec) with the same file bound: a
+        # mount of ours at that path replaces the engine's.
+        "/dev/shm": f"rw,noexec,nosuid,nodev,size={SHM_SIZE_MB}m,nr_inodes={inodes},mode=1777",
     }
     host_config = api.create_host_config(
         network_mode="none",
