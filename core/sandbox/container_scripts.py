@@ -24,6 +24,8 @@ __all__ = [
     "WRAPPER",
     "SHARED_DIRS",
     "WRAP",
+    "SET_OOM_SCORE_ADJ",
+    "COMMAND_OOM_SCORE_ADJ",
     "OOM_READ",
     "KILL_ALL",
     "EXTRACT",
@@ -44,13 +46,28 @@ WRAPPER = f"{WRAPPER_DIR}/sh"
 # Writable by both identities (mode 1777): each identity's reset removes what it owns there.
 SHARED_DIRS = ("/tmp", "/dev/shm", "/dev/mqueue")
 
-# The exec wrapper, run by WRAPPER as the exec's identity: run the command (through env, so a
-# shell builtin such as `exit` cannot stand in for it), then kill every other process of the
-# identity (kill -1 spares only the caller and PID 1; atomic against fork), then pass the
-# command's status on. If the user kills the wrapper instead, the exec's status is >= 128 and
-# the provider runs KILL_ALL itself. The first argument is a mark printed before and after the
-# command (``exec_stream.unframe``): a stream that ends without it lost output on the way.
-WRAP = 'm=$1; shift; printf %s "$m"; /usr/bin/env -- "$@"; rc=$?; kill -9 -1 2>/dev/null; printf %s "$m"; exit $rc'
+# The OOM killer's order: PID 1, the exec servers, the wrapper and the harness keep the
+# container's oom_score_adj (0), every command of the user starts at 1000, so when the memory
+# limit is reached (files in a tmpfs, kernel memory: nobody's RSS) the kernel kills a user
+# command, never PID 1 (the container would stop: SandboxUnavailable, an infra error for what was
+# the program's own doing). Raising one's own score needs no privilege. A command may lower its
+# score back to 0 (the floor the engine set, which PID 1 cannot go below either without
+# CAP_SYS_RESOURCE): a program that means to can then tie with PID 1, where the larger RSS goes.
+COMMAND_OOM_SCORE_ADJ = {"user": 1000, "harness": 0}
+# `sh -c SET_OOM_SCORE_ADJ SCORE COMMAND...`: sets its score, then execs the command (through env,
+# so a shell builtin such as `exit` cannot stand in for it). A process of its own (a readable
+# /bin/sh): the wrapper cannot write its /proc/self, which is root's (WRAPPER is execute-only, so
+# the kernel makes it non-dumpable). A score the kernel refuses leaves the command at 0.
+SET_OOM_SCORE_ADJ = '{ echo "$0" >/proc/self/oom_score_adj; } 2>/dev/null; exec /usr/bin/env -- "$@"'
+
+# The exec wrapper, run by WRAPPER as the exec's identity: run the command (SET_OOM_SCORE_ADJ,
+# the second argument its score), then kill every other process of the identity (kill -1 spares
+# only the caller and PID 1; atomic against fork), then pass the command's status on. If the user
+# kills the wrapper instead, the exec's status is >= 128 and the provider runs KILL_ALL itself.
+# The first argument is a mark printed before and after the command (``exec_stream.unframe``): a
+# stream that ends without it lost output on the way.
+WRAP = ('m=$1; a=$2; shift 2; printf %%s "$m"; /bin/sh -c \'%s\' "$a" "$@"; rc=$?; kill -9 -1 2>/dev/null; '
+        'printf %%s "$m"; exit $rc' % SET_OOM_SCORE_ADJ)
 
 # cgroup v2, then v1; `exit 0` so a missing file is not an exec failure.
 OOM_READ = ["sh", "-c", "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; exit 0"]
@@ -257,6 +274,15 @@ sys.exit(1 if found else 0)
 # cripple the next.
 _SERVER_BODY = r"""
 import ctypes, json, os, resource, select, signal, struct, sys, time
+""" + "OOM_SCORE_ADJ = %r if os.getuid() == %d else None\n" % (str(COMMAND_OOM_SCORE_ADJ["user"]).encode(), USER_UID) + r"""
+# The user's server keeps the container's score and gives each command COMMAND_OOM_SCORE_ADJ:
+# it raises its own around the spawn (the child inherits it) and lowers it back, through this fd,
+# opened while /proc/self is still its own (a non-dumpable process's /proc files are root's).
+try:
+    OOM_FD = os.open("/proc/self/oom_score_adj", os.O_RDWR) if OOM_SCORE_ADJ else None
+    OOM_BASE = os.pread(OOM_FD, 16, 0).strip() if OOM_FD is not None else None
+except OSError:
+    OOM_FD = OOM_BASE = None
 if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
     sys.exit("rsigym exec server: prctl(PR_SET_DUMPABLE, 0) failed")
 rd, wr = os.dup(0), os.dup(1)
@@ -348,6 +374,13 @@ def forked(program, env, in_r, out_w, err_w):
         finally:
             os._exit(status & 0xFF)
 
+def oom_score(value):
+    if OOM_FD is not None:
+        try:
+            os.pwrite(OOM_FD, value, 0)
+        except OSError:
+            pass
+
 def run(req, data):
     env = dict(os.environ, **req["env"])
     cap, deadline = req["cap"], time.monotonic() + req["timeout"]
@@ -356,6 +389,7 @@ def run(req, data):
     if len(data) <= 4096:  # fits the pipe: written before the start, so the command never waits for it
         os.write(in_w, pending)
         pending = pending[len(data):]
+    oom_score(OOM_SCORE_ADJ)  # the command is born with it; no other process of the uid is alive now
     try:
         if "python" in req:
             pid = os.fork()
@@ -366,11 +400,13 @@ def run(req, data):
                                   file_actions=[(os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
                                                 (os.POSIX_SPAWN_DUP2, err_w, 2)])
     except OSError as exc:
+        oom_score(OOM_BASE)
         for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
             os.close(fd)
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         return {"exit_code": code, "timed_out": False, "truncated": False, "oom": False}, b"", \
             ("%s: %s\n" % (req["argv"][0], exc.strerror or exc)).encode()
+    oom_score(OOM_BASE)
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     pidfd = os.pidfd_open(pid)

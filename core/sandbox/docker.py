@@ -45,11 +45,13 @@ from rsigym.sandbox.base import (
     validate_file_mode,
 )
 from rsigym.sandbox.container_scripts import (
+    COMMAND_OOM_SCORE_ADJ,
     EXTRACT,
     HARNESS_DIR,
     KILL_ALL,
     OOM_READ,
     READ,
+    SET_OOM_SCORE_ADJ,
     SHARED_DIRS,
     VERIFY,
     WIPE,
@@ -306,10 +308,14 @@ class DockerSandbox:
         workdir = home if cwd is None else self._resolve(cwd, args.as_user)
         user = IDENTITY_USERS[args.as_user]
         exec_env = {"HOME": home, **args.env}
-        # A persisting exec has no wrapper, and so no check of its stream.
+        # A persisting exec has no wrapper, and so no check of its stream; both set the command's
+        # place in the OOM killer's order first (``COMMAND_OOM_SCORE_ADJ``).
         mark = None if args.persist else new_mark()
+        oom_score_adj = str(COMMAND_OOM_SCORE_ADJ[args.as_user])
         if mark is not None:
-            command = [WRAPPER, "-c", WRAP, "rsigym", mark.decode(), *command]
+            command = [WRAPPER, "-c", WRAP, "rsigym", mark.decode(), oom_score_adj, *command]
+        else:
+            command = ["/bin/sh", "-c", SET_OOM_SCORE_ADJ, oom_score_adj, *command]
         started = time.monotonic()
         with self._tracker.running(args.as_user, args.persist):
             if args.as_user == "harness":
