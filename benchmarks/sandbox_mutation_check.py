@@ -32,6 +32,9 @@ Issue 45 made PID 1 the container's INIT server as well as its reaper, and added
 reaps while it serves (``def reap`` emptied), and it goes on reaping when its serving ends (it
 exits instead).
 
+Issue 58 added two rows, guarded by ``tests/security/test_memory_pressure.py``: each tmpfs holds a
+bounded number of files, and every user command starts first in the OOM killer's order.
+
 Issue 38 added two rows for code repair's checker: a test sees only the program's entry function
 (``tests/security/test_coderepair_checker_namespace.py``), and a runner's frame is capped in bytes
 and items before the collector parses it (``tests/security/test_coderepair_oversized_frame.py``).
@@ -111,6 +114,22 @@ def _no_dev_shm_wipe() -> None:
     from rsigym.sandbox import docker
 
     docker.SHARED_DIRS = ("/tmp", "/dev/mqueue")
+
+
+def _tmpfs_files_unbounded() -> None:
+    """Each tmpfs bounded by its size only (``nr_inodes=0``: no bound on files, before issue 58)."""
+    from rsigym.sandbox import engine
+
+    engine.tmpfs_inodes = lambda limits: 0  # type: ignore[assignment]
+
+
+def _oom_order_flat() -> None:
+    """User commands keep the container's OOM score, PID 1's (before issue 58)."""
+    from rsigym.sandbox import container_scripts, exec_server
+
+    container_scripts.COMMAND_OOM_SCORE_ADJ["user"] = 0
+    assert "OOM_SCORE_ADJ = b'1000'" in exec_server.EXEC_SERVER
+    exec_server.EXEC_SERVER = exec_server.EXEC_SERVER.replace("OOM_SCORE_ADJ = b'1000'", "OOM_SCORE_ADJ = None")
 
 
 def _exec_server_text(old: str, new: str) -> Callable[[], None]:
@@ -286,6 +305,8 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "PID 1 outlives its serving (a reaper to the end)": _init_server_text(
         "except BaseException:\n    pass\nwhile True:  # a reaper only", "except BaseException:\n    os._exit(0)\nwhile True:  # a reaper only"),
     "/dev/shm emptied on reset": _no_dev_shm_wipe,
+    "tmpfs files bounded (nr_inodes)": _tmpfs_files_unbounded,
+    "user commands first in the OOM killer's order": _oom_order_flat,
     "kill at the end of each exec": _no_kill_after_exec,
     "exec server non-dumpable": _exec_server_text("prctl(4, 0, 0, 0, 0)", "prctl(4, 1, 0, 0, 0)"),
     "exec server kill after each command": _exec_server_text("def sweep():\n", "def sweep():\n    return\n"),
