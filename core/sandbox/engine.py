@@ -113,7 +113,7 @@ def tmpfs_inodes(limits: SandboxLimits) -> int:
     A tmpfs ``size=`` bounds the bytes of its files, not their number, and every file costs the
     kernel about 1 KB (inode and dentry, measured: 20,000 empty files, 19 MB) charged to the
     container's memory: 200,000 empty files took more memory than the limit, and the OOM killer
-    then chose PID 1 as often as the program. 16 per MB of ``memory_mb`` keeps all four tmpfs
+    then chose PID 1 in 2 of 8 runs. 16 per MB of ``memory_mb`` keeps all four tmpfs
     together under about 7% of it (8,192 each at 512 MB: the families write tens of files, the
     evolution clearing test 3,000 nested directories); past it a program gets ENOSPC.
     """
