@@ -40,7 +40,8 @@ from rsigym.sandbox.engine import LABEL, connect
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["DockerPool", "shared_pool", "clean_containers", "close_live_pools", "expect_leases", "leases_expected"]
+__all__ = ["DockerPool", "shared_pool", "clean_containers", "close_live_pools", "drop_idle_containers",
+           "expect_leases", "leases_expected"]
 
 _LIVE_POOLS: "weakref.WeakSet[DockerPool]" = weakref.WeakSet()
 _SHARED: dict[tuple[int, str, SandboxLimits], "DockerPool"] = {}
@@ -77,6 +78,13 @@ def close_live_pools() -> None:
     for pool in list(_LIVE_POOLS):
         if pool.owner_pid == os.getpid():
             pool.close()
+
+
+def drop_idle_containers() -> int:
+    """Remove the idle containers of this process's pools (the pools stay usable: the next lease
+    makes a container again); returns how many were removed. A server calls it once no env has
+    held a container for a while, so a served env leaves no container behind its last client."""
+    return sum(pool.drop_idle() for pool in list(_LIVE_POOLS) if pool.owner_pid == os.getpid())
 
 
 def _install_exit_hooks() -> None:
@@ -306,6 +314,14 @@ class DockerPool:
                 self._idle.append(sandbox)
                 return
         sandbox.remove()
+
+    def drop_idle(self) -> int:
+        """Remove the idle containers (leased ones stay leased); returns how many."""
+        with self._lock:
+            victims, self._idle = self._idle, []
+            self._peak_leased = len(self._leased)  # what is kept idle follows the leases from now on
+        _remove_all(victims)
+        return len(victims)
 
     def close(self) -> None:
         """Remove every container of the pool, idle or leased. Idempotent."""

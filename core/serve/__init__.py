@@ -1,7 +1,7 @@
 """``rsigym serve``: any registered env id over OpenEnv's HTTP/WebSocket contract, recorded as a run.
 
 Owns the served app (``app``: OpenEnv's server, rsigym's limits), its sessions (``session``: one
-Gymnasium env each), the run folder's one writer (``recorder``), the typed models (``models``),
+Gymnasium env each), the one count of live envs (``ledger``), the bounds on clients (``guards``), the run folder's one writer (``recorder``), the typed models (``models``),
 the space descriptions clients rebuild spaces from (``wire``) and the command (``cli``). Imports
 the kernel (records, jsonl, runner lock, registry), ``openenv-core``, FastAPI and uvicorn (the
 ``serve`` extra), each only when a name below is first used; the kernel never imports this

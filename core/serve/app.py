@@ -4,7 +4,9 @@ Endpoints are OpenEnv's (``create_fastapi_app``, the web-UI-free path of ``creat
 would share one env between all visitors): ``POST /reset``, ``POST /step``, ``GET /state`` (each
 on a fresh env, OpenEnv's stateless HTTP contract), ``GET /schema``, ``GET /health``,
 ``GET /metadata`` and the session endpoint ``/ws`` (one env per connection, at most
-``max_sessions`` at once; the next is refused with ``CAPACITY_REACHED``). rsigym adds
+``max_sessions`` at once; the next is refused with ``CAPACITY_REACHED``). Every path that makes an
+env counts it in one ledger (``rsigym.serve.ledger``): past ``max_sessions`` envs a stateless reset
+is a 503 and a session's reset an error message. OpenEnv's MCP endpoints are not mounted. rsigym adds
 ``GET /rsigym/env``: the env id, action schema, spaces (``rsigym.serve.wire``) and example
 actions ``rsigym.remote`` rebuilds a Gymnasium env from.
 
@@ -20,10 +22,6 @@ WebSocket handshake without ``Authorization: Bearer <token>`` is a 401 before an
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import hmac
-import json
 from typing import Any, Awaitable, Callable
 
 from fastapi import FastAPI, Request
@@ -33,22 +31,18 @@ from . import openenv_server  # noqa: F401 - first: OpenEnv without Gradio (see 
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.types import ConcurrencyConfig
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.websockets import WebSocketDisconnect
 
 from rsigym.records import to_jsonable
 
 from .config import ServeConfig
 from .models import action_model, observation_model
 from .recorder import RunRecorder
-from .session import EnvFailure, LiveEnvs, ServedEnv, SessionError
+from .guards import BodyGuard, TokenGuard, first_line as _line
+from .ledger import CapacityError, EnvLedger
+from .session import EnvFailure, ServedEnv, SessionError
 from .wire import describe_space
 
 __all__ = ["build_app", "describe_env", "TokenGuard"]
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
 
 def describe_env(config: ServeConfig) -> dict[str, Any]:
     """What a remote client needs to rebuild the env's interface (no state, no outcomes)."""
@@ -81,26 +75,46 @@ def build_app(config: ServeConfig, recorder: RunRecorder | None) -> FastAPI:
 
     action_cls = action_model(config.env_id, about["action_schema"] or {"type": "object"})
     observation_cls = observation_model(config.env_id, build_space(about["observation_space"]))
-    live = LiveEnvs()
-    factory = functools.partial(ServedEnv, config, recorder, observation_cls, live)
-    app = create_fastapi_app(factory, action_cls, observation_cls,
-                             concurrency_config=ConcurrencyConfig(max_concurrent_envs=config.max_sessions,
-                                                                  session_timeout=config.idle_timeout_s))
+    ledger = EnvLedger(config.max_sessions, on_empty=_drop_idle_sandboxes, empty_after_s=config.drop_idle_after_s)
 
-    app.state.rsigym_live_envs = live
+    def served_env() -> ServedEnv:  # OpenEnv's factory, for every path; named: errors quote the name
+        return ServedEnv(config, recorder, observation_cls, ledger)
+
+    # No OpenEnv session timeout: its reaper closed a session's env but left the socket open, able
+    # to reset an env nothing counted or closed. BodyGuard closes a silent session's connection instead.
+    app = create_fastapi_app(served_env, action_cls, observation_cls,
+                             concurrency_config=ConcurrencyConfig(max_concurrent_envs=config.max_sessions,
+                                                                  session_timeout=None))
+    _unmount_mcp(app)
+    app.state.rsigym_ledger = ledger
 
     @app.get("/rsigym/env", tags=["rsigym"], summary="the served env's interface")
     def rsigym_env() -> dict[str, Any]:
         return about
 
     app.add_exception_handler(SessionError, _one_line())
+    app.add_exception_handler(CapacityError, _one_line())
     app.add_exception_handler(EnvFailure, _one_line(500))
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_middleware(BodyGuard, max_bytes=config.max_message_bytes)
+    app.add_middleware(BodyGuard, max_bytes=config.max_message_bytes, body_timeout_s=config.body_timeout_s,
+                       idle_timeout_s=config.idle_timeout_s)
     if config.token is not None:  # added last: the outermost, so a stranger's body is never even read
         app.add_middleware(TokenGuard, token=config.token)
     return app
+
+
+def _unmount_mcp(app: FastAPI) -> None:
+    """Remove OpenEnv's MCP endpoints (``POST /mcp``, ``/mcp`` WebSocket): rsigym's envs have no MCP
+    tools, and ``openenv/session/create`` held a session slot per POST with no connection behind it."""
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/mcp"]
+
+
+def _drop_idle_sandboxes() -> None:
+    """The server has held no env for a while: remove the idle containers of this process's pools."""
+    from rsigym.sandbox.pool import drop_idle_containers
+
+    drop_idle_containers()
 
 
 def _one_line(status: int | None = None) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
@@ -109,11 +123,6 @@ def _one_line(status: int | None = None) -> Callable[[Request, Exception], Await
         return JSONResponse({"detail": _line(str(exc))}, status_code=code)
 
     return handler
-
-
-def _line(text: str, limit: int = 300) -> str:
-    first = (text.strip().splitlines() or [""])[0]
-    return first if len(first) <= limit else first[:limit - 3] + "..."
 
 
 def _describe_errors(errors: Any) -> str:
@@ -135,102 +144,3 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else _describe_errors(exc.detail)
     return JSONResponse({"detail": _line(detail)}, status_code=exc.status_code, headers=exc.headers)
-
-
-class BodyGuard:
-    """ASGI middleware: an HTTP body over ``max_bytes`` is a 413 (read no further), a body that is
-    not JSON (or nests too deep for the parser) a 400, each with a one-line reason; any other body
-    is passed on unchanged. WebSocket messages are capped by the server (``ws_max_size``)."""
-
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket":
-            try:
-                await self.app(scope, receive, send)
-            except WebSocketDisconnect:  # the client left first; OpenEnv's handler has freed its session
-                pass
-            return
-        if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _reply(send, 413, f"request body of {int(declared)} bytes is over the limit of {self.max_bytes}")
-            return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                await _reply(send, 413, f"request body over the limit of {self.max_bytes} bytes")
-                return
-        if body:
-            try:
-                json.loads(body)
-            except RecursionError:
-                await _reply(send, 400, "malformed JSON: nested too deep")
-                return
-            except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError
-                await _reply(send, 400, _line(f"malformed JSON: {exc}"))
-                return
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
-
-
-class TokenGuard:
-    """ASGI middleware: every HTTP request and WebSocket handshake must carry ``Authorization:
-    Bearer <token>``, else a 401 ``missing or wrong token`` (the handshake is refused with a 401
-    where the server can send one, else closed with 1008). ``/health`` stays open. The comparison
-    is ``hmac.compare_digest`` of SHA-256 digests: constant time, and the length is not told either."""
-
-    OPEN_PATHS = frozenset({"/health"})
-
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], token: str) -> None:
-        self.app = app
-        self._digest = hashlib.sha256(token.encode()).digest()
-
-    def _authorized(self, scope: Scope) -> bool:
-        given = b""
-        for name, value in scope.get("headers") or []:
-            if name == b"authorization":
-                scheme, _, credential = value.partition(b" ")
-                given = credential.strip() if scheme.lower() == b"bearer" else b""
-                break
-        return hmac.compare_digest(hashlib.sha256(given).digest(), self._digest) and bool(given)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] not in ("http", "websocket") or scope.get("path") in self.OPEN_PATHS
-                or self._authorized(scope)):
-            await self.app(scope, receive, send)
-            return
-        if scope["type"] == "http":
-            await _reply(send, 401, "missing or wrong token", [(b"www-authenticate", b"Bearer")])
-            return
-        await receive()  # websocket.connect: the handshake request, answered below without accepting it
-        if "websocket.http.response" in (scope.get("extensions") or {}):
-            await _reply(send, 401, "missing or wrong token", [(b"www-authenticate", b"Bearer")],
-                         prefix="websocket.")
-        else:
-            await send({"type": "websocket.close", "code": 1008, "reason": "missing or wrong token"})
-
-
-async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None,
-                 prefix: str = "") -> None:
-    payload = json.dumps({"detail": detail}).encode()
-    await send({"type": f"{prefix}http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-                            (b"connection", b"close"), *(headers or [])]})
-    await send({"type": f"{prefix}http.response.body", "body": payload})

@@ -35,8 +35,10 @@ CMD ["rsigym/Probe-v0"]
 
 def add_serve_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``serve`` to the ``rsigym`` sub-commands."""
-    from rsigym.serve.config import (DEFAULT_HOST, DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES,
-                                     DEFAULT_MAX_SESSIONS, DEFAULT_MAX_STEPS, TOKEN_ENV_VAR)
+    from rsigym.serve.config import (DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S, DEFAULT_HOST,
+                                     DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+                                     DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_STEPS,
+                                     TOKEN_ENV_VAR)
 
     serve = commands.add_parser("serve", parents=parents, help="serve an env id over OpenEnv's HTTP/WebSocket "
                                 "contract; each served episode is recorded in the run folder (needs the 'serve' extra)")
@@ -59,9 +61,17 @@ def add_serve_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> N
                        "machine only; a served env runs actions for whoever connects)")
     serve.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0: a free one)")
     serve.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS,
-                       help=f"sessions (one env each) at once; more are refused (default {DEFAULT_MAX_SESSIONS})")
+                       help=f"envs at once, however made (sessions, stateless resets); more are refused "
+                       f"(default {DEFAULT_MAX_SESSIONS})")
     serve.add_argument("--idle-timeout-s", type=float, default=DEFAULT_IDLE_TIMEOUT_S,
                        help=f"close a session idle this long, freeing its env (default {DEFAULT_IDLE_TIMEOUT_S:g})")
+    serve.add_argument("--header-timeout-s", type=float, default=DEFAULT_HEADER_TIMEOUT_S,
+                       help=f"cut a connection whose request headers take longer (default {DEFAULT_HEADER_TIMEOUT_S:g})")
+    serve.add_argument("--body-timeout-s", type=float, default=DEFAULT_BODY_TIMEOUT_S,
+                       help=f"answer 408 to a request body not received in this long (default {DEFAULT_BODY_TIMEOUT_S:g})")
+    serve.add_argument("--max-connections-per-client", type=int, default=DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+                       help="open connections from one client address; the next is refused with a 503 "
+                       f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})")
     serve.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES,
                        help=f"largest request or WebSocket message (default {DEFAULT_MAX_MESSAGE_BYTES})")
     serve.add_argument("--dockerfile", action="store_true",
@@ -135,7 +145,9 @@ def serve_command(args: argparse.Namespace) -> int:
         config = ServeConfig(args.env_id, _pairs(args.set, "--set"), condition=condition, max_steps=args.max_steps,
                              graders=graders, run_dir=out, host=args.host, port=args.port,
                              max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout_s,
-                             max_message_bytes=args.max_message_bytes, token=token)
+                             max_message_bytes=args.max_message_bytes, header_timeout_s=args.header_timeout_s,
+                             body_timeout_s=args.body_timeout_s,
+                             max_connections_per_client=args.max_connections_per_client, token=token)
     except ValueError as exc:
         raise UserError(f"serve: {exc}") from exc
     try:

@@ -11,7 +11,8 @@ if TYPE_CHECKING:  # not imported at run time: the CLI's parser reads the defaul
     from rsigym.scenario import NamedSpec
 
 __all__ = ["ServeConfig", "DEFAULT_HOST", "DEFAULT_MAX_SESSIONS", "DEFAULT_MAX_MESSAGE_BYTES",
-           "DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_STEPS", "TOKEN_ENV_VAR"]
+           "DEFAULT_IDLE_TIMEOUT_S", "DEFAULT_MAX_STEPS", "TOKEN_ENV_VAR", "DEFAULT_HEADER_TIMEOUT_S",
+           "DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_CONNECTIONS_PER_CLIENT"]
 
 DEFAULT_HOST = "127.0.0.1"        # loopback unless told otherwise: a served env runs code for whoever connects
 DEFAULT_MAX_SESSIONS = 64         # sessions (one env each) at once; more are refused, not queued
@@ -20,6 +21,12 @@ DEFAULT_IDLE_TIMEOUT_S = 600.0    # a session silent this long is closed and its
 DEFAULT_MAX_STEPS = 1000          # step cap when neither --max-steps nor the env spec gives one: an
                                   # episode of repeated valid calls would otherwise never end
 TOKEN_ENV_VAR = "RSIGYM_SERVE_TOKEN"  # read by the CLI only (a flag shows in `ps`, the environment does not)
+DEFAULT_HEADER_TIMEOUT_S = 10.0   # a request's headers, from its first byte (or the connection's start)
+DEFAULT_BODY_TIMEOUT_S = 30.0     # a request's whole body (at most max_message_bytes)
+# Open connections (HTTP or WebSocket) from one client address; the next one is refused with a 503.
+# Room for a trainer's rollout workers on one host (a session each, plus their HTTP calls).
+DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 256
+DROP_IDLE_AFTER_S = 5.0           # with no env held this long, idle sandbox containers are removed
 
 
 @dataclass
@@ -41,6 +48,10 @@ class ServeConfig:
         max_message_bytes: Largest request body or WebSocket message; larger is refused (413 / close 1009).
         token: When set, every endpoint but ``/health`` needs ``Authorization: Bearer <token>``
             (401 otherwise). Never printed, logged or written (not even in ``repr``).
+        header_timeout_s: A request's headers not complete this long after its first byte: connection cut.
+        body_timeout_s: A request body not read whole in this long: a 408.
+        max_connections_per_client: Open connections from one client address; the next is refused (503).
+        drop_idle_after_s: With no env held this long, the process's idle sandbox containers are removed.
     """
 
     env_id: str
@@ -54,6 +65,10 @@ class ServeConfig:
     max_sessions: int = DEFAULT_MAX_SESSIONS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    max_connections_per_client: int = DEFAULT_MAX_CONNECTIONS_PER_CLIENT
+    drop_idle_after_s: float = DROP_IDLE_AFTER_S
     description: str = ""
     version: str = ""
     token: str | None = field(default=None, repr=False)
@@ -72,6 +87,11 @@ class ServeConfig:
         if self.token is not None and not _valid_token(self.token):  # the message never shows the token
             raise ValueError("the token must be 1 to 4096 printable ASCII characters without spaces")
         self.step_cap = self.max_steps or self._spec_max_steps() or DEFAULT_MAX_STEPS
+        for name in ("header_timeout_s", "body_timeout_s", "drop_idle_after_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.max_connections_per_client < 1:
+            raise ValueError(f"max_connections_per_client must be >= 1, got {self.max_connections_per_client}")
 
     def make_env(self) -> Any:
         """A fresh Gymnasium env, made as the runner makes it."""

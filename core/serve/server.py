@@ -21,7 +21,9 @@ __all__ = ["serve", "ServerThread"]
 
 
 BACKLOG = 2048
-"""uvicorn's default listen backlog"""
+"""the listen backlog until uvicorn starts (then ``ACCEPT_BATCH``)"""
+ACCEPT_BATCH = 128
+"""uvicorn's backlog: the kernel's queue of connections, and how many asyncio accepts at once"""
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -39,8 +41,15 @@ def _bind(host: str, port: int) -> socket.socket:
 def _uvicorn_server(config: ServeConfig, recorder: RunRecorder | None) -> Any:
     import uvicorn
 
+    from .guards import guarded_http_protocol
+
     app = build_app(config, recorder)
-    settings = uvicorn.Config(app, ws_max_size=config.max_message_bytes, log_level="warning",
+    # uvicorn has no header read deadline nor a per-client connection cap: its h11 protocol, guarded
+    http = guarded_http_protocol(config.header_timeout_s, config.max_connections_per_client)
+    # backlog: asyncio accepts up to this many connections in one go before any of them is seen by the
+    # protocol (its cap per client): at 2,048 a burst of half-sent requests took every descriptor first
+    settings = uvicorn.Config(app, http=http, backlog=ACCEPT_BATCH, ws_max_size=config.max_message_bytes,
+                              log_level="warning",
                               timeout_graceful_shutdown=5, ws_ping_interval=20.0, ws_ping_timeout=20.0)
     return uvicorn.Server(settings)
 
@@ -58,6 +67,8 @@ def serve(config: ServeConfig, *, on_ready: Callable[[str], None] | None = None)
             server.run(sockets=[sock])
         except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down on: a normal end of serving
             pass
+        finally:
+            server.config.app.state.rsigym_ledger.close()
         return recorder.written
 
 
@@ -99,9 +110,15 @@ class ServerThread:
         self._server.should_exit = True
         self._thread.join(timeout=30.0)
         self._sock.close()
+        self.ledger.close()
         if self.recorder is not None:
             self.recorder.close()
 
+    @property
+    def ledger(self) -> Any:
+        """The server's ``EnvLedger``: envs held now (``count``), at most at once (``peak``), refused."""
+        return self._server.config.app.state.rsigym_ledger
+
     def live_envs(self) -> int:
-        """Gymnasium envs the server holds now (one per session that has reset)."""
-        return int(self._server.config.app.state.rsigym_live_envs.count)
+        """Gymnasium envs the server holds now (one per session that has reset, or reset in flight)."""
+        return int(self.ledger.count)

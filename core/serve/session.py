@@ -2,11 +2,12 @@
 
 Each WebSocket session gets its own ``ServedEnv`` (OpenEnv's server makes one per session and
 closes it when the session ends, however it ends), hence its own Gymnasium env, made on the first
-``reset`` and reused for the session's later episodes. Every step is stored as the runner stores
+``reset`` (counted in the server's ``EnvLedger``, refused past ``max_sessions``) and reused for the
+session's later episodes; a closed ``ServedEnv`` never makes another. Every step is stored as the runner stores
 it (``rsigym.runner.episode``: the observation the agent acted on, the action, reward, flags, info,
 the env's time); when the episode ends its record gets the env's snapshot and goes to the run
 folder's one writer (``RunRecorder``). An episode the client leaves unfinished (it resets, closes,
-or vanishes) is recorded as ``infra_error`` with the reason: never graded, never counted as the
+or vanishes; with steps or none) is recorded as ``infra_error`` with the reason: never graded, never counted as the
 agent's failure. What a client sees is what an in-process agent sees (observation, reward, flags,
 ``info``); the snapshot graders read stays on the server.
 """
@@ -28,10 +29,11 @@ from rsigym.records import AgentSpec, FinalSnapshot, Step, Trajectory, Usage, ep
 from rsigym.runner.episode import _short_error, _storable
 
 from .config import ServeConfig
+from .ledger import EnvLedger
 from .models import ServedAction, ServedObservation
 from .recorder import RunRecorder
 
-__all__ = ["ServedEnv", "ServedState", "SessionError", "BadArgument", "EnvFailure", "LiveEnvs"]
+__all__ = ["ServedEnv", "ServedState", "SessionError", "BadArgument", "EnvFailure"]
 
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:")
 
@@ -51,20 +53,6 @@ class BadArgument(SessionError):
 class EnvFailure(RuntimeError):
     """The env raised (a broken environment, not a bad request): the episode is recorded as
     ``infra_error`` and the request answered with a 500 naming the error."""
-
-
-class LiveEnvs:
-    """How many Gymnasium envs the server holds now (made, not yet closed): thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.count = 0
-        self.peak = 0
-
-    def add(self, delta: int) -> None:
-        with self._lock:
-            self.count += delta
-            self.peak = max(self.peak, self.count)
 
 
 class ServedState(State):
@@ -87,11 +75,13 @@ class ServedEnv(Environment[ServedAction, ServedObservation, ServedState]):
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session owns its env; sessions share only the writer
 
     def __init__(self, config: ServeConfig, recorder: RunRecorder | None, observation_cls: type[ServedObservation],
-                 live: LiveEnvs | None = None):
+                 ledger: EnvLedger | None = None):
         super().__init__()
         self.config, self.recorder, self.observation_cls = config, recorder, observation_cls
-        self.live = live or LiveEnvs()
+        self.ledger = ledger or EnvLedger(config.max_sessions)
         self._env: Any = None
+        self._closed = False  # closed for good: a reset after close makes no env (nothing would close it)
+        self._lock = threading.Lock()  # an env is made or closed by one thread at a time
         self._record: Trajectory | None = None
         self._observation: Any = None  # the observation the client acts on next
         self._episode_id: str | None = None
@@ -108,9 +98,17 @@ class ServedEnv(Environment[ServedAction, ServedObservation, ServedState]):
         if task_id is not None and (not isinstance(task_id, str) or len(task_id) > 200):
             raise BadArgument(f"task_id must be a string of at most 200 characters, got {str(task_id)[:60]!r}")
         self._abandon("the client started another episode")
-        if self._env is None:
-            self._env = self.config.make_env()
-            self.live.add(1)
+        with self._lock:
+            if self._closed:
+                raise SessionError("this session was closed (idle past the timeout, or the server is stopping): "
+                                   "open a new one")
+            if self._env is None:
+                self.ledger.take()  # CapacityError past --max-sessions, before anything is made
+                try:
+                    self._env = self.config.make_env()
+                except Exception as exc:
+                    self.ledger.give_back()
+                    raise EnvFailure(f"the env could not be made: {_short_error(exc)}") from exc
         if task_id is not None:
             known = _task_ids(self._env)
             if known is not None and task_id not in known:
@@ -169,20 +167,24 @@ class ServedEnv(Environment[ServedAction, ServedObservation, ServedState]):
                                    version=self.config.version)
 
     def close(self) -> None:
-        self._abandon("the session ended (the client closed it, vanished, or idled past the timeout)")
-        env, self._env = self._env, None
+        """End the session for good: record its unfinished episode, close its env, free its slot."""
+        with self._lock:
+            self._closed = True
+            self._abandon("the session ended (the client closed it, vanished, or idled past the timeout)")
+            env, self._env = self._env, None
         if env is not None:
-            self.live.add(-1)
-            env.close()
+            try:
+                env.close()  # releases the env's sandbox
+            finally:
+                self.ledger.give_back()
 
     # -- recording -------------------------------------------------------------------------
     def _abandon(self, why: str) -> None:
-        """Record an episode left unfinished (with steps) as an infra_error; forget one without."""
+        """Record an episode that started and did not finish (steps or none) as an infra_error."""
         record = self._record
-        if record is not None and not self._done and record.steps:
+        if record is not None and not self._done:
             self._finish("infra_error", f"unfinished after {len(record.steps)} steps: {why}")
-        if not self._done:
-            self._record = None
+        self._record = None
 
     def _finish(self, termination: str, error: str | None) -> None:
         """The runner's ending of an episode: snapshot, usage, sandbox, then the one writer."""

@@ -235,10 +235,13 @@ def test_a_client_killed_mid_episode_frees_its_env_and_its_episode_is_recorded(t
         assert _wait_for(lambda: server.live_envs() == 0)
         with remote.make(server.url) as env:
             env.reset(seed=5)
-    record, = read_records(tmp_path / "served" / "records.jsonl").records
+    record, left = read_records(tmp_path / "served" / "records.jsonl").records
     assert record.agent.id == "doomed" and len(record.steps) == 2
     assert record.termination == "infra_error" and "unfinished after 2 steps" in (record.error or "")
     assert record.grades == []
+    # an episode reset and left without a step started too: it is recorded, never graded
+    assert left.agent.id == "remote" and left.steps == [] and left.seed == 5
+    assert left.termination == "infra_error" and "unfinished after 0 steps" in (left.error or "")
 
 
 def test_a_client_that_goes_silent_is_reaped_after_the_idle_timeout(tmp_path):
