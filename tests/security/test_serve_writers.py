@@ -104,8 +104,9 @@ def test_with_the_token_a_client_plays_and_the_token_is_stored_nowhere(tmp_path)
         assert response.status_code == 200
         with pytest.raises(remote.RemoteEnvError, match="missing or wrong token"):
             remote.make(server.url, token="wrong")
-    record, = _records(run_dir)
+    record, stateless = _records(run_dir)  # the stateless reset started an episode too: recorded, unfinished
     assert record.agent.id == "bisect" and record.termination == "agent_stop"
+    assert stateless.steps == [] and stateless.termination == "infra_error"
     for path in run_dir.rglob("*"):
         assert TOKEN.encode() not in path.read_bytes(), path
     assert TOKEN not in repr(server.config)
