@@ -40,7 +40,10 @@ def _ws(url: str):
 
 
 def _ask(ws, message) -> dict:
-    ws.send(message if isinstance(message, str) else json.dumps(message))
+    text = message if isinstance(message, str) else json.dumps(message)
+    if isinstance(ws, remote.RemoteEnv):  # that env's own session: its raw replies, errors included
+        return ws._call(ws._remote._session.exchange(text))
+    ws.send(text)
     return json.loads(ws.recv(timeout=60))
 
 
@@ -144,10 +147,10 @@ def test_sessions_cannot_reach_each_other_by_guessing_ids(tmp_path):
             a.step({"guess": 20})
             victim = a.state()
             # b names a's episode id in every place a request can carry one
-            data = _ask(b._ws, {"type": "reset", "data": {"seed": 1, "episode_id": victim["episode_id"],
+            data = _ask(b, {"type": "reset", "data": {"seed": 1, "episode_id": victim["episode_id"],
                                                           "session_id": victim["episode_id"]}})
             assert data["type"] == "observation"
-            assert _ask(b._ws, {"type": "state", "session_id": victim["episode_id"]})["type"] == "error"
+            assert _ask(b, {"type": "state", "session_id": victim["episode_id"]})["type"] == "error"
             mine = b.state()
             assert mine["episode_id"] != victim["episode_id"] and mine["step_count"] == 0
             b.step({"guess": 99})
@@ -164,7 +167,7 @@ def test_sessions_cannot_reach_each_other_by_guessing_ids(tmp_path):
             # episode ids are 128 random bits, never the client's
             ids = set()
             for _ in range(50):
-                _ask(b._ws, {"type": "reset", "data": {"episode_id": "chosen-by-client"}})
+                _ask(b, {"type": "reset", "data": {"episode_id": "chosen-by-client"}})
                 ids.add(b.state()["episode_id"])
             assert len(ids) == 50 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
         finally:
