@@ -228,7 +228,7 @@ async def make_async(url: str, *, agent_id: str | None = None, timeout_s: float 
         async with asyncio.timeout(connect_timeout_s):
             about = await describe(url, max_reply_bytes=reply_cap(None, max_reply_bytes), token=token)
             cap = reply_cap(about, max_reply_bytes)
-            interface = Interface(url, about, cap)
+            interface = Interface(url, about)
             session = await Session.open(url, timeout_s=timeout_s, max_reply_bytes=cap, token=token)
     except TimeoutError:
         raise RemoteEnvError(f"no complete answer from {url} within {connect_timeout_s:g} s "

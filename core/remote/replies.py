@@ -92,9 +92,9 @@ def check_about(about: Any) -> dict[str, Any]:
     return about
 
 
-def _space(description: dict[str, Any], key: str, max_elements: int) -> gym.spaces.Space[Any]:
+def _space(description: dict[str, Any], key: str) -> gym.spaces.Space[Any]:
     try:
-        return build_space(description, max_elements=max_elements)
+        return build_space(description)
     except Exception as exc:  # noqa: BLE001 - a hostile description can fail anywhere in Gymnasium's checks
         raise RemoteEnvError(f"the server's {key} cannot be rebuilt: {one_line(exc, 160)}") from None
 
@@ -102,12 +102,11 @@ def _space(description: dict[str, Any], key: str, max_elements: int) -> gym.spac
 class Interface:
     """A served env's interface, rebuilt from its checked description (both remote envs hold one)."""
 
-    def __init__(self, url: str, about: dict[str, Any], max_reply_bytes: int) -> None:
+    def __init__(self, url: str, about: dict[str, Any]) -> None:
         self.url = url
         self.env_id: str = about["env_id"]
-        # no observation can carry more elements than a reply has bytes
-        self.observation_space = _space(about["observation_space"], "observation_space", max_reply_bytes)
-        self.action_space = (_space(about["action_space"], "action_space", max_reply_bytes)
+        self.observation_space = _space(about["observation_space"], "observation_space")
+        self.action_space = (_space(about["action_space"], "action_space")
                              if about.get("action_space") else gym.spaces.Dict({}))
         self.action_schema: dict[str, Any] | None = about.get("action_schema")
         self.example_actions: list[Any] = list(about.get("example_actions") or [])

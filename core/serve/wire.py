@@ -8,7 +8,6 @@ Imports nothing beyond Gymnasium and numpy: ``rsigym.remote`` uses it without a 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -58,43 +57,29 @@ def _array(values: Any, dtype: str) -> np.ndarray:
                       dtype=dtype)
 
 
-def build_space(description: dict[str, Any], *, max_elements: int | None = None) -> spaces.Space[Any]:
-    """The Gymnasium space ``describe_space`` described.
-
-    Args:
-        description: What ``describe_space`` wrote.
-        max_elements: Refuse (``ValueError``) a ``Box`` or ``MultiBinary`` of more elements: a
-            description names a shape in a few bytes, and Gymnasium fills its bounds in memory.
-    """
+def build_space(description: dict[str, Any]) -> spaces.Space[Any]:
+    """The Gymnasium space ``describe_space`` described."""
     kind = description.get("type")
     if kind == "Dict":
-        return spaces.Dict({k: build_space(v, max_elements=max_elements) for k, v in description["spaces"].items()})
+        return spaces.Dict({k: build_space(v) for k, v in description["spaces"].items()})
     if kind == "Tuple":
-        return spaces.Tuple([build_space(v, max_elements=max_elements) for v in description["spaces"]])
+        return spaces.Tuple([build_space(v) for v in description["spaces"]])
     if kind == "Box":
-        dtype, shape = description["dtype"], tuple(int(n) for n in description["shape"])
-        _check_elements(shape, max_elements)
+        dtype = description["dtype"]
         return spaces.Box(low=_array(description["low"], dtype), high=_array(description["high"], dtype),
-                          shape=shape, dtype=np.dtype(dtype).type)
+                          shape=tuple(description["shape"]), dtype=np.dtype(dtype).type)
     if kind == "Discrete":
         return spaces.Discrete(int(description["n"]), start=int(description["start"]))
     if kind == "Text":
         return spaces.Text(max_length=int(description["max_length"]), min_length=int(description["min_length"]),
                            charset=description["charset"])
     if kind == "MultiBinary":
-        n = description["n"]
-        _check_elements(tuple(n) if isinstance(n, list) else (int(n),), max_elements)
-        return spaces.MultiBinary(n)
+        return spaces.MultiBinary(description["n"])
     if kind == "MultiDiscrete":
         dtype = description["dtype"]
         return spaces.MultiDiscrete(np.asarray(description["nvec"], dtype=dtype), dtype=np.dtype(dtype).type,
                                     start=np.asarray(description["start"], dtype=dtype))
     raise ValueError(f"unknown space type on the wire: {kind!r}")
-
-
-def _check_elements(shape: tuple[int, ...], max_elements: int | None) -> None:
-    if max_elements is not None and math.prod(shape) > max_elements:
-        raise ValueError(f"a space of shape {shape} has more than {max_elements} elements")
 
 
 def value_from_wire(space: spaces.Space[Any], value: Any) -> Any:
