@@ -255,31 +255,39 @@ import rsigym.remote as remote
 from rsigym.remote import env as _env
 url, mode, timeout_s = sys.argv[1], sys.argv[2], float(sys.argv[3])
 baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-start = time.monotonic()
+start = call_start = time.monotonic()
+call = "make"
 try:
     if mode == "sync":
         env = remote.make(url, timeout_s=timeout_s)
+        call, call_start = "reset", time.monotonic()
         env.reset(seed=0)
     else:
         async def play():
+            global call, call_start
             env = await remote.make_async(url, timeout_s=timeout_s)
+            call, call_start = "reset", time.monotonic()
             await env.reset(seed=0)
         asyncio.run(play())
     error = ""
 except Exception as exc:
     error = type(exc).__name__ + ": " + str(exc)
-print(json.dumps({"error": error, "elapsed_s": time.monotonic() - start,
-                  "growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - baseline_kb) / 1024}))
+end = time.monotonic()
+elapsed_s, call_s, peak_kb = end - start, end - call_start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"error": error, "call": call, "call_s": call_s, "elapsed_s": elapsed_s, "peak_mb": peak_kb / 1024,
+                  "growth_mb": (peak_kb - baseline_kb) / 1024}))
 """
 
 
 def measure_client(url: str, *, mode: str = "sync", timeout_s: float = 60.0, hang_s: float = 300.0) -> dict[str, Any]:
-    """``make(url)`` then ``reset()`` in a child process: ``{"error", "elapsed_s", "growth_mb"}``
-    (``error`` is ``"Type: message"``, empty when nothing raised; growth is of peak RSS)."""
+    """``make(url)`` then ``reset()`` in a child process: ``{"error", "call", "call_s", "elapsed_s",
+    "peak_mb", "growth_mb"}``: ``error`` is ``"Type: message"`` (empty when nothing raised), ``call``
+    the last call made (``make`` or ``reset``) and ``call_s`` its time, ``elapsed_s`` both calls'
+    time, ``growth_mb`` the peak RSS over the child's RSS once the client is imported."""
     done = subprocess.run([sys.executable, "-c", _CHILD, url, mode, str(timeout_s)], capture_output=True,
                           text=True, timeout=hang_s)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        return {"error": f"child exit {done.returncode}: {done.stderr.strip()[-300:]}", "elapsed_s": float("nan"),
-                "growth_mb": float("nan")}
+        return {"error": f"child exit {done.returncode}: {done.stderr.strip()[-300:]}", "call": "",
+                "call_s": float("nan"), "elapsed_s": float("nan"), "peak_mb": float("nan"), "growth_mb": float("nan")}
     return dict(json.loads(lines[-1]))

@@ -207,3 +207,17 @@ def test_a_well_behaved_reply_still_comes_through_both_clients():
         with remote.make(url, timeout_s=30) as env:
             assert env.reset()[0] == {"text": "abc"} and env.step({"guess": 1})[1] == 1.5
         _attempt(url, "async", "reset", "step", timeout_s=30)
+
+
+def test_the_benchmark_runs_small_and_passes():
+    """``benchmarks/remote_client_walls.py`` at small sizes: every row a RemoteEnvError in time."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import remote_client_walls
+
+    rows = remote_client_walls.main(["sync"], huge_bytes=OFFERED_BYTES // 4, bomb_bytes=OFFERED_BYTES // 4,
+                                    interval_s=1.0, trickle_timeout_s=2.0)
+    table = remote_client_walls.render(rows)
+    assert len(rows) == 5 and table.endswith("with a peak RSS under 300 MB") and "PASS" in table, table
