@@ -133,8 +133,9 @@ def _print_summary(summary: Any, max_infra_errors: int) -> int:
     retried = f" ({summary.infra_retried} earlier infra errors run again)" if summary.infra_retried else ""
     print(f"{summary.total} episodes: {summary.skipped} already recorded, {summary.ran} run now{retried}, "
           f"{summary.infra_errors} infra errors; records in {summary.out_dir / 'records.jsonl'}")
-    print(f"run now: {summary.ran - summary.infra_errors - summary.agent_errors} finished, "
-          f"{summary.agent_errors} agent errors, {summary.infra_errors} infra errors, "
+    cut = f", {summary.cost_cut} cut off at their share of the cost limit" if summary.cost_cut else ""
+    print(f"run now: {summary.ran - summary.infra_errors - summary.agent_errors - summary.cost_cut} finished, "
+          f"{summary.agent_errors} agent errors, {summary.infra_errors} infra errors{cut}, "
           f"{summary.grader_errors} grader errors")
     for cause, count in summary.infra_causes.most_common():
         print(f"  infra error x{count}: {redact_text(cause)}")

@@ -33,6 +33,7 @@ from .output_modes import _STRUCTURED, planned_tool_mode, structured_output_supp
 from .provider_errors import NOT_RETRIED, error_kind, provider_message
 from ..records.trajectory import Usage
 from .provider_usage import cost_usd, local_tokens, priced_usd, reported_tokens
+from .spending import COST_LIMIT_KIND, COST_LIMIT_PREFIX, current_meter
 from ..records.redact import redacted_excerpt, register_secrets_in
 
 __all__ = ["planned_tool_mode", "call_deadline", "LLMError", "LLMReply", "RetryEvent", "RetryPolicy", "complete", "is_retryable",
@@ -213,6 +214,11 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
         request["response_format"] = {"type": "json_schema",
                                       "json_schema": {"name": "action", "schema": json_schema}}
     gate = None if "mock_response" in request else limits.gate_for(model, request.get("api_base"))
+    meter = current_meter()  # the episode's share of a cost limit: asked before the call is sent
+    refused = meter.refusal() if meter is not None else None
+    if refused is not None:
+        raise LLMError(f"{COST_LIMIT_PREFIX} {role} model {model}: {refused}", role=role, model=model, usage=usage,
+                       kind=COST_LIMIT_KIND)
     attempt, throttled_attempt = 0, 0
     while True:
         usage.model_calls += 1
@@ -234,7 +240,9 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
             if not is_retryable(exc, litellm) or error_kind(exc) in ("bad_url", "too_large"):
                 raise fail(f"provider error {NOT_RETRIED}: {_summary(exc)}", exc) from exc
             throttled = is_rate_limit(exc, litellm)
-            if (throttled_attempt == retry.max_rate_limit_retries) if throttled else (attempt == retry.max_retries):
+            end = deadline()  # past the caller's deadline a retry could only fail again at once
+            if ((throttled_attempt == retry.max_rate_limit_retries) if throttled else (attempt == retry.max_retries)
+                    or (end is not None and time.monotonic() >= end)):
                 raise fail(f"provider error after {attempt + throttled_attempt + 1} attempts: {_summary(exc)}",
                            exc) from exc
             # Backoff doubled per attempt, jittered to half..full so that clients do not align.
@@ -263,6 +271,8 @@ def complete(messages: list[dict[str, Any]], *, model: str, role: str, api_base:
         usage.prompt_tokens, usage.completion_tokens = reported
         usage.cost_usd = cost_usd(litellm, response, model)
     usage.latency_s = max(time.perf_counter() - started - slept_s, 0.0)  # backoff waits excluded
+    if meter is not None:  # the local count's price where the provider's could not be trusted
+        meter.charge(usage.cost_usd)
     reply_format = "tools" if tools else ("json_schema" if structured else "text")
     return LLMReply(message, str(getattr(message, "content", None) or ""), usage, response, reply_format)
 

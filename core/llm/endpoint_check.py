@@ -21,13 +21,21 @@ Each endpoint has one overall deadline (``deadline_s``, both calls and the retry
 request timeout applies per read, and a server that trickles its answer a byte at a time would
 hold every run at this check for as long as it liked. Past the deadline the socket is closed
 (``rsigym.llm.http_guard`` bounds every socket operation by it) and the endpoint is a problem.
+The first endpoint's deadline runs from the start of the check, LiteLLM's import included: with
+workers importing beside it that import took 16-23 s, and a check of a 5 s deadline against a
+trickling server ended after 22-29 s (60 s: 80 s). Its calls get half the deadline at least, so an
+import that takes more than half of it delays the end by what it took over that half. The calls run on a thread of their own, and
+the check waits for them until ``WATCHDOG_GRACE_S`` past the deadline at most, whatever holds them
+outside a socket operation.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Mapping
 
 from .provider_errors import provider_message
@@ -37,6 +45,7 @@ __all__ = ["Endpoint", "EndpointCheck", "scenario_endpoints", "check_endpoints",
 
 PING = [{"role": "user", "content": "Reply with the word OK."}]
 DEADLINE_S = 60.0  # per endpoint: the ping, its retry and the tool probe together
+WATCHDOG_GRACE_S = 2.0  # past the deadline, the check stops waiting for calls that have not returned
 _PASSING_KINDS = frozenset({"rate_limit", "server"})  # the endpoint answered; the run may retry
 
 
@@ -109,52 +118,106 @@ def check_endpoints(raw: dict[str, Any], *, source: str = "scenario", environ: M
         deadline_s: Overall time per endpoint (its calls, the retry and the tool probe together;
             default ``DEADLINE_S``).
     """
-    from .client import LLMError, RetryPolicy, call_deadline, complete, load_litellm
+    from .client import RetryPolicy, complete, load_litellm
 
+    began = time.monotonic()  # the first endpoint's deadline runs from here: LiteLLM's import counts
     environ = os.environ if environ is None else environ
     deadline_s = DEADLINE_S if deadline_s is None else deadline_s
     call = call or complete
     result = EndpointCheck(endpoints=scenario_endpoints(raw))
     if result.endpoints and call is complete:
-        load_litellm()  # seconds of import, before any endpoint's deadline starts
+        load_litellm()  # seconds of import (20 on a loaded machine), here rather than on the watchdog's thread
+    # the calls get half the deadline at least: an import that took most of it fails no healthy endpoint
+    first_end = max(began + deadline_s, time.monotonic() + deadline_s / 2)
     # one retry: a connection that fails twice in a row is not coming up for the run either
     retry = RetryPolicy(max_retries=1, backoff_base_s=0.5, backoff_max_s=2.0, retry_after_max_s=5.0,
                         max_rate_limit_retries=0)
-    for endpoint in result.endpoints:
+    for index, endpoint in enumerate(result.endpoints):
         where = f"{source}: {endpoint.wheres[0]}.model"
         at = f" at {endpoint.api_base}" if endpoint.api_base else ""
         key = environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
-        end = time.monotonic() + deadline_s
-        with call_deadline(end):
-            if endpoint.auto_agents:  # an answered tool probe shows the endpoint answers: no ping then
-                mode = _probe_tools(call, endpoint, key, timeout_s, retry, result)
-                if mode is not None:
-                    result.tool_modes.update({agent: mode for agent in endpoint.auto_agents})
-                    continue
-            try:
-                reply = call(PING, model=endpoint.model, role=endpoint.role, api_base=endpoint.api_base,
-                             api_key=key, params={"max_tokens": 5, "temperature": 0.0}, timeout_s=timeout_s,
-                             retry=retry)
-            except LLMError as exc:
-                result.usage = result.usage + exc.usage
-                if time.monotonic() >= end:
-                    result.problems.append(f"{where}: {endpoint.model}{at} failed the endpoint check (deadline): no "
-                                           f"complete answer within the check's deadline of {deadline_s:g} s per "
-                                           "endpoint (--no-endpoint-check skips this check)")
-                    continue
-                cause = exc.__cause__
-                words = provider_message(cause) if cause is not None else str(exc).split(": ", 1)[-1]
-                line = f"{where}: {endpoint.model}{at} failed the endpoint check ({exc.kind or 'error'}): {words}"
-                line = " ".join(line.split())  # one line, whatever the provider sent
-                if exc.kind in _PASSING_KINDS:
-                    result.warnings.append(line)
-                else:
-                    result.problems.append(line + " (--no-endpoint-check skips this check)")
-                continue
-            result.usage = result.usage + reply.usage
-            if endpoint.auto_agents:  # it answers, but refused the probe's tools: JSON it is
-                result.tool_modes.update({agent: "json" for agent in endpoint.auto_agents})
+        end = first_end if index == 0 else time.monotonic() + deadline_s
+        outcome = _by_deadline(end + WATCHDOG_GRACE_S, partial(_check_one, call, endpoint, key, timeout_s, retry, end))
+        if outcome is not None:
+            result.usage = result.usage + outcome.usage
+            result.tool_modes.update({agent: outcome.tool_mode for agent in endpoint.auto_agents
+                                      if outcome.tool_mode})
+        if outcome is None or (outcome.error is not None and time.monotonic() >= end):
+            result.problems.append(f"{where}: {endpoint.model}{at} failed the endpoint check (deadline): no "
+                                   f"complete answer within the check's deadline of {deadline_s:g} s per "
+                                   "endpoint (--no-endpoint-check skips this check)")
+        elif outcome.error is not None:
+            exc = outcome.error
+            cause = exc.__cause__
+            words = provider_message(cause) if cause is not None else str(exc).split(": ", 1)[-1]
+            line = f"{where}: {endpoint.model}{at} failed the endpoint check ({exc.kind or 'error'}): {words}"
+            line = " ".join(line.split())  # one line, whatever the provider sent
+            if exc.kind in _PASSING_KINDS:
+                result.warnings.append(line)
+            else:
+                result.problems.append(line + " (--no-endpoint-check skips this check)")
     return result
+
+
+@dataclass
+class _Outcome:
+    """One endpoint's calls: what they cost, the ping's error (None: it answered), the tool mode found."""
+
+    usage: Usage = field(default_factory=Usage)
+    error: Any = None  # the LLMError of the ping (a TimeoutError: the deadline passed before it)
+    tool_mode: str | None = None
+
+
+def _check_one(call: Callable[..., Any], endpoint: Endpoint, key: str | None, timeout_s: float, retry: Any,
+               end: float) -> _Outcome:
+    """The tool probe (``tool_mode: auto``), then the ping unless the probe answered, all by ``end``."""
+    from .client import LLMError, call_deadline
+
+    outcome = _Outcome()
+    with call_deadline(end):  # every socket operation, timeout and backoff of these calls ends by then
+        if endpoint.auto_agents:  # an answered tool probe shows the endpoint answers: no ping then
+            outcome.tool_mode = _probe_tools(call, endpoint, key, timeout_s, retry, outcome)
+            if outcome.tool_mode is not None:
+                return outcome
+            if time.monotonic() >= end:  # no time left for the ping: the deadline is the answer
+                outcome.error = TimeoutError("the endpoint check's deadline passed")
+                return outcome
+        try:
+            reply = call(PING, model=endpoint.model, role=endpoint.role, api_base=endpoint.api_base,
+                         api_key=key, params={"max_tokens": 5, "temperature": 0.0}, timeout_s=timeout_s,
+                         retry=retry)
+        except LLMError as exc:
+            outcome.usage, outcome.error = outcome.usage + exc.usage, exc
+            return outcome
+    outcome.usage = outcome.usage + reply.usage
+    if endpoint.auto_agents:  # it answers, but refused the probe's tools: JSON it is
+        outcome.tool_mode = "json"
+    return outcome
+
+
+def _by_deadline(end: float, work: Callable[[], _Outcome]) -> _Outcome | None:
+    """``work()`` on a thread of its own; None when it has not returned by ``end``.
+
+    The calls' sockets are bounded by the deadline already; this bounds what is not a socket
+    operation (a name lookup, LiteLLM's own work on a starved CPU). A thread left behind ends at
+    its sockets' deadline; its calls are not counted (none of them answered)."""
+    box: list[tuple[_Outcome | None, BaseException | None]] = []
+
+    def run() -> None:
+        try:
+            box.append((work(), None))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            box.append((None, exc))
+
+    thread = threading.Thread(target=run, name="rsigym-endpoint-check", daemon=True)
+    thread.start()
+    thread.join(max(0.0, end - time.monotonic()))
+    if not box:
+        return None
+    outcome, error = box[0]
+    if error is not None:
+        raise error
+    return outcome
 
 
 _PROBE_TOOL = {"type": "function", "function": {
@@ -163,7 +226,7 @@ _PROBE_TOOL = {"type": "function", "function": {
 
 
 def _probe_tools(call: Callable[..., Any], endpoint: Endpoint, key: str | None, timeout_s: float,
-                 retry: Any, result: EndpointCheck) -> str | None:
+                 retry: Any, result: _Outcome) -> str | None:
     """``tools`` when the endpoint answers a required function with a call of it, ``json`` when it
     answers in text; None when the call failed (a server that refuses ``tools``, or one that is
     down: the ping then tells which, and says why)."""

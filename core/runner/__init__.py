@@ -33,6 +33,7 @@ from ..report.report import write_report
 from ..scenario.spec import EpisodeSpec, Scenario, expand
 from ..llm import limits
 from ..llm.endpoint_check import EndpointCheck, check_endpoints
+from ..llm.spending import COST_LIMIT_PREFIX
 from .backends import infra_error_record, run_local
 from .episode import import_user_modules, run_episode
 from .lock import RunFolderLock
@@ -73,6 +74,7 @@ class RunSummary:
     stopped: str | None = None  # why the run ended before every episode ran (a cost limit, repeated errors)
     stopped_by_errors: bool = False  # the stop was the consecutive-error stop (exit 1, not 3)
     cancelled: int = 0  # in flight when identical errors stopped the run: not recorded, rerun on resume
+    cost_cut: int = 0  # episodes run now whose share of --cost-limit ran out (infra_error "cost limit: ...")
     endpoint_check: "EndpointCheck | None" = None  # the calls made before the first episode
     replied: list[Trajectory] = field(default_factory=list)  # episodes run now, without their steps
     scenario_raw: dict[str, Any] = field(default_factory=dict)  # the scenario that ran
@@ -327,7 +329,9 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, backend: str = "loc
 def _count(summary: RunSummary, record: Trajectory) -> None:
     summary.replied.append(Trajectory(record.episode_key, record.env, record.agent, record.seed, record.rep,
                                       usage_by_role=record.usage_by_role, tool_mode=record.tool_mode))
-    if record.termination == "infra_error":
+    if record.termination == "infra_error" and (record.error or "").startswith(COST_LIMIT_PREFIX):
+        summary.cost_cut += 1  # the run's own limit, not a fault: run again on resume like an infra error
+    elif record.termination == "infra_error":
         summary.infra_errors += 1
         summary.infra_causes[infra_error_cause(record.error)] += 1
     elif record.termination == "agent_error":

@@ -22,7 +22,7 @@ from ..scenario.spec import EpisodeSpec
 from .episode import run_episode
 from .orphans import RunWatchdog, exit_with_parent
 
-__all__ = ["admit_all", "infra_error_record", "never_stop", "run_local"]
+__all__ = ["Admit", "admit_all", "infra_error_record", "never_stop", "run_local"]
 
 OnRecord = Callable[[Trajectory], None]
 Stop = Callable[[], bool]  # asked after each record: True ends the run cleanly (a cost limit)
@@ -68,9 +68,12 @@ def never_stop() -> bool:
     return False
 
 
-def admit_all(spec: EpisodeSpec) -> bool:
+Admit = Callable[[EpisodeSpec], "EpisodeSpec | None"]  # the spec to start now (its cost cap set), or None
+
+
+def admit_all(spec: EpisodeSpec) -> EpisodeSpec | None:
     """The default ``admit`` of every backend: no cost reservation holds an episode back."""
-    return True
+    return spec
 
 
 def run_local(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int = 1,

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from rsigym.records.action_limits import short_repr
 from rsigym.agent import task_info
 from rsigym.errors import InfraError
+from rsigym.llm.spending import COST_LIMIT_KIND, SpendMeter, metered
 from rsigym.records.record_limits import cap_for_record
 from rsigym.records.trajectory import FinalSnapshot, Grade, Step, Trajectory, Usage, to_jsonable, utc_now
 
@@ -144,12 +145,14 @@ def run_episode(spec: EpisodeSpec, on_first_step: Callable[[], None] | None = No
     env = agent = None
     startup_s = max(STARTUP_TIMEOUT_S, spec.timeout_s) if spec.timeout_s else None
     stage, limit_s, started = _STARTUP, None, time.monotonic()  # no bound on the preparation
+    # the episode's share of --cost-limit: every model call of its thread asks it first
+    meter = SpendMeter(spec.spend_cap_usd) if spec.spend_cap_usd is not None else None
     modules_before: set[str] = set()
     try:
         prepare(spec)
         modules_before = set(sys.modules)
         limit_s, started = startup_s, time.monotonic()
-        with deadline(startup_s, _STARTUP):
+        with deadline(startup_s, _STARTUP), metered(meter):
             kwargs = dict(spec.env.kwargs)
             if spec.env.condition is not None:
                 kwargs["condition"] = spec.env.condition
@@ -163,14 +166,16 @@ def run_episode(spec: EpisodeSpec, on_first_step: Callable[[], None] | None = No
             about = {**task_info(env, info=info, task_id=spec.env.task_id, condition=spec.env.condition,
                                  rep=spec.rep), "env_id": spec.env.id}
         stage, limit_s, started = "the episode", spec.timeout_s, time.monotonic()
-        with deadline(spec.timeout_s):
+        with deadline(spec.timeout_s), metered(meter):
             _play(env, agent, spec, record, observation, about, reset_s, on_first_step)
     except EpisodeTimeout as exc:  # an infrastructure limit, not the agent's failure
         record.termination, record.error = "infra_error", timeout_message(limit_s or 0.0, stage)
         _note_damage(record, exc, modules_before)
     except Exception as exc:  # an env bug or a harness fault is not the agent's: infra_error, recorded
         record.termination, record.error = "infra_error", _short_error(exc)
-        if limit_s and time.monotonic() - started >= limit_s:
+        if getattr(exc, "kind", None) == COST_LIMIT_KIND:  # "cost limit: ...": the run's limit, not a fault
+            record.error = str(exc)
+        elif limit_s and time.monotonic() - started >= limit_s:
             # The alarm came first, and code it interrupted (an import, a library's handler) turned
             # it into another exception: still the timeout, with what it surfaced as.
             record.error = f"{timeout_message(limit_s, stage)} (surfaced as {record.error})"

@@ -2,13 +2,20 @@
 
 Cost limit. Checking the spending only after each record lets every episode already in flight
 finish past the limit: with 2 workers x 16 in flight a limit of 0.001 USD once spent 0.0046. So
-each episode *reserves* its estimated cost before it starts, and starts only if what is spent plus
-what is reserved plus its own estimate stays within the limit. The estimate is the dearest
+each episode *reserves* a share of what is left under the limit before it starts, and starts only
+if its estimated cost fits in what no other episode has reserved. The estimate is the dearest
 finished episode of the same agent seen in this run (all roles, LiteLLM's prices times the
-observed tokens). Before an agent has finished an episode its cost is unknown: then at most one
-episode of unknown cost per worker is in flight. So the spending ends at most one episode's cost
-per worker above the limit (those first episodes of unknown cost), plus what an episode costs
-above the dearest one seen before it started.
+observed tokens, or the local count's where a provider's usage could not be trusted). Before an
+agent has finished an episode its cost is unknown: then at most one episode of unknown cost per
+worker is in flight, each reserving an equal part of what is left.
+
+The reservation is also a cap the episode carries (``EpisodeSpec.spend_cap_usd``): every model
+call of the episode asks it first (``rsigym.llm.spending``), and a call past it is not sent (the
+episode ends as ``infra_error`` with an error starting "cost limit:", run again on resume).
+Checked only between episodes, a first episode of unknown cost once played all its 10 calls and
+spent 2.15x the limit. So the spending ends at most one call per episode in flight above the
+limit. An episode reserves up to ``HEADROOM`` times its estimate, so one that costs more than that
+is cut off even while the limit is far.
 
 Consecutive errors. When ``max_consecutive`` episodes in a row (in the order they finish) end in
 the same LLM failure that retrying cannot fix (a bad key, an unknown model, a rejected request),
@@ -17,6 +24,8 @@ every further episode would too: the guard stops the run and keeps that error in
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 import threading
 from dataclasses import dataclass, field
@@ -30,6 +39,7 @@ from .capacity import episode_can_spend
 __all__ = ["RunGuard"]
 
 _WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
+HEADROOM = 2.0  # an episode may spend this many times the dearest one seen before it starts
 
 
 @dataclass
@@ -48,7 +58,8 @@ class RunGuard:
     max_consecutive_errors: int = 5
     unknown_cost_slots: int = 1
     spent_usd: float = 0.0
-    reserved: dict[str, float | None] = field(default_factory=dict)  # key in flight -> estimate (None: unknown)
+    reserved: dict[str, float] = field(default_factory=dict)  # key in flight -> its cap (share of the limit)
+    unknown: set[str] = field(default_factory=set)  # keys in flight whose agent's cost is not known yet
     dearest_usd: dict[str, float] = field(default_factory=dict)      # agent id -> dearest episode seen
     cost_stopped: bool = False
     error_stopped: str | None = None  # the error, in full, that stopped the run
@@ -59,36 +70,42 @@ class RunGuard:
         self._lock = threading.Lock()
         self.spent_usd = self.spent_usd if self.spent_usd > 0 else 0.0
 
-    def admit(self, spec: EpisodeSpec) -> bool:
-        """Whether ``spec`` may start now; if so its estimated cost is reserved until it finishes."""
+    def admit(self, spec: EpisodeSpec) -> EpisodeSpec | None:
+        """``spec`` to start now, with its share of the cost limit as its cap (reserved until it
+        finishes); None when it may not start now."""
         with self._lock:
             if self.error_stopped is not None:
-                return False
+                return None
             if self.cost_limit_usd is None or not episode_can_spend(spec):
                 self.reserved[spec.key] = 0.0  # a free episode (scripted agent, offline model) runs whatever the limit
-                return True
+                return spec
             if self.cost_stopped:
-                return False
+                return None
             self.reserved.pop(spec.key, None)  # a retried episode (its worker died) reserves anew
+            self.unknown.discard(spec.key)
+            room = self.cost_limit_usd - self.spent_usd - sum(self.reserved.values())
             estimate = self.dearest_usd.get(spec.agent.id)
             if estimate is None:
-                unknown = sum(v is None for v in self.reserved.values())
-                ok = self.spent_usd < self.cost_limit_usd and unknown < max(1, self.unknown_cost_slots)
+                free = max(1, self.unknown_cost_slots) - len(self.unknown)
+                ok, cap = room > 0 and free > 0, room / max(free, 1)
             else:
-                committed = self.spent_usd + sum(v or 0.0 for v in self.reserved.values())
-                ok = self.spent_usd < self.cost_limit_usd and committed + estimate <= self.cost_limit_usd
-            if ok:
-                self.reserved[spec.key] = estimate
-            elif not self.reserved:  # nothing in flight will change the picture: the run is over
+                ok, cap = room > 0 and room >= estimate, min(room, HEADROOM * estimate)
+            if ok and self.spent_usd < self.cost_limit_usd:
+                self.reserved[spec.key] = cap
+                if estimate is None:
+                    self.unknown.add(spec.key)
+                return dataclasses.replace(spec, spend_cap_usd=cap)
+            if not self.reserved:  # nothing in flight will change the picture: the run is over
                 self.cost_stopped = True
-            return ok
+            return None
 
     def finished(self, record: Trajectory) -> None:
         """Release the episode's reservation, count its cost and its error."""
         with self._lock:
             self.reserved.pop(record.episode_key, None)
+            self.unknown.discard(record.episode_key)
             cost = float(record.usage.cost_usd)
-            cost = cost if cost > 0 else 0.0  # a negative or NaN cost (a record of a lying provider) buys no room
+            cost = cost if math.isfinite(cost) and cost > 0 else 0.0  # a negative or NaN cost (a record of a lying provider) buys no room
             self.spent_usd += cost
             agent = record.agent.id
             self.dearest_usd[agent] = max(self.dearest_usd.get(agent, 0.0), cost)

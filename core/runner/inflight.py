@@ -46,7 +46,7 @@ from rsigym.records.trajectory import Trajectory
 
 from ..records.redact import redacted_excerpt
 from ..scenario.spec import EpisodeSpec
-from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
+from .backends import MAX_ATTEMPTS, Admit, admit_all, infra_error_record, never_stop
 from .episode import prepare, run_episode, worker_damaged
 from .orphans import RunWatchdog, exit_with_parent
 
@@ -120,11 +120,11 @@ def wait_or_warm(env_id: str) -> threading.Event | None:
 def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, concurrency: int,
                    limits_config: limits.LimitsConfig | None = None,
                    stop: Callable[[], bool] = never_stop,
-                   admit: Callable[[EpisodeSpec], bool] = admit_all) -> WorkerStats:
+                   admit: Admit = admit_all) -> WorkerStats:
     """Run episodes on ``concurrency`` threads of this process; ``on_record`` in this thread.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.
-    An episode starts only once ``admit(spec)`` says yes (a cost reservation); asked again after
+    An episode starts only once ``admit(spec)`` gives it back (a cost reservation); asked again after
     each record.
     """
     from rsigym.registry import register_gym_envs
@@ -141,8 +141,9 @@ def run_in_process(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, conc
     def fill() -> None:  # bounded: a Ctrl-C drops no queue
         if stop():
             pending.clear()
-        while pending and len(running) < _room(pending[0], concurrency) and admit(pending[0]):
-            spec = pending.popleft()
+        while (pending and len(running) < _room(pending[0], concurrency)
+               and (spec := admit(pending[0])) is not None):  # with its share of a cost limit
+            pending.popleft()
             if spec.env.id not in _warm_envs:  # while it warms, the others' sandboxes may be made
                 expect_leases(min(concurrency, len(running) + 1 + len(pending)))  # (a cost limit may admit fewer)
             running[pool.submit(_safe_episode, spec)] = spec
@@ -326,13 +327,13 @@ def drain(pipe: Connection) -> tuple[list[Any], bool]:
 def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, workers: int, concurrency: int,
                    limits_config: limits.LimitsConfig | None = None,
                    stop: Callable[[], bool] = never_stop,
-                   admit: Callable[[EpisodeSpec], bool] = admit_all,
+                   admit: Admit = admit_all,
                    started: StartedWorkers | None = None,
                    on_dispatched: Callable[[], None] | None = None) -> WorkerStats:
     """Run episodes in ``workers`` spawned processes with up to ``concurrency`` in flight in each.
 
     Once ``stop()`` is true no further episode starts; those in flight finish and are recorded.
-    An episode is sent to a worker only once ``admit(spec)`` says yes. ``started``: workers
+    An episode is sent to a worker only once ``admit(spec)`` gives it back. ``started``: workers
     started ahead (``StartedWorkers``, of the same concurrency and limits), used instead of new
     ones; replacements are started as usual. ``on_dispatched``: called once, in this thread, when
     the last episode has been handed to a worker (or the run stops handing them out).
@@ -369,8 +370,8 @@ def run_in_workers(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, work
         for worker in pool:
             batch = []
             while (pending and not worker.closed and len(worker.in_flight) < concurrency
-                   and admit(pending[0])):
-                spec = pending.popleft()
+                   and (spec := admit(pending[0])) is not None):  # with its share of a cost limit
+                pending.popleft()
                 worker.in_flight[spec.key] = spec
                 batch.append(spec)
             if batch and not worker.told:  # how many its first batch puts in flight there (``expect_leases``)

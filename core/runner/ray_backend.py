@@ -45,7 +45,7 @@ from rsigym.records.trajectory import Trajectory, utc_now
 from rsigym.records.redact import redacted_excerpt
 
 from ..scenario.spec import EpisodeSpec
-from .backends import MAX_ATTEMPTS, admit_all, infra_error_record, never_stop
+from .backends import MAX_ATTEMPTS, Admit, admit_all, infra_error_record, never_stop
 from .build import build_hash
 
 __all__ = ["RayStats", "run_ray", "runners_for_node", "start_early"]
@@ -320,13 +320,13 @@ def start_early(episodes: Sequence[EpisodeSpec], *, address: str | None = None, 
 def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: str | None = None,
             workers: int = 1, concurrency: int = 1, limits_config: limits.LimitsConfig | None = None,
             cpu_heavy: bool = False, stop: Callable[[], bool] = never_stop,
-            admit: Callable[[EpisodeSpec], bool] = admit_all, log_dir: Path | None = None) -> RayStats:
+            admit: Admit = admit_all, log_dir: Path | None = None) -> RayStats:
     """Run episodes on the Ray cluster at ``address`` (None: a Ray started on this host with its CPUs).
 
     ``workers`` runner actors per CPU of each node (at least 1; a CPU-heavy env: one per CPU),
     each with up to ``concurrency`` episodes in flight. Once ``stop()`` is true no further episode
     starts; those in flight finish and are recorded. An episode is sent only once ``admit(spec)``
-    says yes. The runners' logs are copied into ``log_dir`` at the end (None: not copied).
+    gives it back. The runners' logs are copied into ``log_dir`` at the end (None: not copied).
     """
     ray = _import_ray()
     from .ray_actors import needs_docker
@@ -361,9 +361,10 @@ def run_ray(episodes: Sequence[EpisodeSpec], on_record: OnRecord, *, address: st
             pending.clear()
         while pending:
             runner = place(pending[0])
-            if runner is None or not admit(pending[0]):
+            spec = admit(pending[0]) if runner is not None else None  # with its share of a cost limit
+            if runner is None or spec is None:
                 return
-            spec = pending.popleft()
+            pending.popleft()
             ref = runner.actor.run.remote(spec)
             runner.in_flight[ref], refs[ref] = spec, runner
 

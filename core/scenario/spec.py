@@ -70,6 +70,7 @@ class EpisodeSpec:
     imports: tuple[str, ...] = ()  # modules every worker imports first (``--import``)
     timeout_s: float | None = None  # wall clock from the agent's reset to the last step (--episode-timeout); not in the key
     tool_mode: str | None = None  # tools or json: the endpoint check's probe for a tool_mode auto agent; not in the key
+    spend_cap_usd: float | None = None  # its share of --cost-limit, set when the cost guard admits it; not in the key
 
 
 @lru_cache(maxsize=1)

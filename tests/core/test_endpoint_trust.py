@@ -252,17 +252,22 @@ def test_the_guard_reserves_the_dearest_episode_seen_by_hand():
         return Trajectory(f"{i:032d}", EnvRef("rsigym/Probe-v0"), AgentSpec("a", "llm", "m"), i, 0,
                           usage=Usage(cost_usd=cost))
 
+    def cap(admitted: EpisodeSpec | None) -> float | None:
+        assert admitted is not None
+        return admitted.spend_cap_usd
+
     guard = RunGuard(cost_limit_usd=1.0, unknown_cost_slots=2)
-    assert guard.admit(spec(0)) and guard.admit(spec(1))  # cost unknown: one per worker (2)
-    assert not guard.admit(spec(2)) and not guard.stop()  # a third must wait, the run goes on
-    guard.finished(done(0, 0.3))                          # dearest 0.3; 1 still in flight (unknown)
-    assert guard.admit(spec(2))                           # 0.3 spent + 0.3 reserved <= 1.0
-    assert guard.admit(spec(3))                           # 0.3 + 0.6 <= 1.0
-    assert not guard.admit(spec(4))                       # 0.3 + 0.9 > 1.0
-    for i, cost in ((1, 0.2), (2, 0.3), (3, 0.1)):
-        guard.finished(done(i, cost))                     # spent 0.9, nothing in flight
-    assert not guard.admit(spec(4)) and guard.stop()      # 0.9 + 0.3 > 1.0 with nothing in flight: over
-    assert guard.spent_usd == pytest.approx(0.9)
+    # cost unknown: one per worker (2), each with an equal share of the limit as its cap
+    assert cap(guard.admit(spec(0))) == pytest.approx(0.5) and cap(guard.admit(spec(1))) == pytest.approx(0.5)
+    assert guard.admit(spec(2)) is None and not guard.stop()  # a third must wait, the run goes on
+    guard.finished(done(0, 0.3))                     # dearest 0.3; 1 still in flight holding 0.5
+    assert guard.admit(spec(2)) is None               # 0.3 spent + 0.5 reserved leaves 0.2 < 0.3
+    guard.finished(done(1, 0.2))                      # spent 0.5, nothing in flight
+    assert cap(guard.admit(spec(2))) == pytest.approx(0.5)  # min(room 0.5, HEADROOM 2 x 0.3)
+    assert guard.admit(spec(3)) is None               # nothing left that no one holds
+    guard.finished(done(2, 0.3))                      # spent 0.8
+    assert guard.admit(spec(3)) is None and guard.stop()  # 0.8 + 0.3 > 1.0 with nothing in flight: over
+    assert guard.spent_usd == pytest.approx(0.8)
 
 
 def test_provider_messages_lose_litellms_prefixes_and_keep_the_reason():
