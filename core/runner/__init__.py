@@ -91,7 +91,8 @@ class RunSummary:
         """Model calls (the endpoint check's included) whose provider usage was missing or invalid:
         their tokens were counted locally (``rsigym.llm.provider_usage``)."""
         checked = self.endpoint_check.usage.usage_estimated if self.endpoint_check else 0
-        return checked + sum(r.usage.usage_estimated for r in self.replied)
+        # ``replied`` keeps each record's usage by role only (``_count``): summed from there
+        return checked + sum(u.usage_estimated for r in self.replied for u in r.usage_by_role.values())
 
 
 _WHERE = re.compile(r"\s*\[[^\]]*:\d+ in [^\]]*\]$")
