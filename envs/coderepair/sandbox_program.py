@@ -39,10 +39,11 @@ its outcome through the values it returns: returning the right values is solving
 
 A token used twice (a program reconnecting to forge), an unreadable frame, a frame out of turn, or
 a runner that ends (a signal, ``os._exit``) before answering is a failure of that test, never a
-result. A runner's frame is capped before anything parses it (``MAX_REPLY_BYTES``, then
-``MAX_REPLY_ITEMS`` counted on the bytes before ``compile``; the tokenizer stops nesting at 200):
-a larger one fails its own test with type ``oversized``, and the collector's memory stays bounded
-whatever a runner sends, so the batch's other tests keep their results.
+result. A runner's frame is judged on its bytes before ``compile`` sees it (``reply_reader``, inlined
+into the collector: ``MAX_REPLY_BYTES``, then ``MAX_REPLY_TOKENS`` and a literal's grammar checked
+on the bytes): a larger one fails its own test with type ``oversized``, one that is no literal
+display as ``broken``, and what a frame costs the collector stays bounded (about 20 MB and a
+fraction of a second) whatever a runner sends, so the batch's other tests keep their results.
 
 Statuses: ``pass | fail | error | timeout`` (check mode), ``ok`` with ``repr`` and ``literal``
 (eval mode), as ``execution.JobResult`` reads them.
@@ -51,8 +52,11 @@ Statuses: ``pass | fail | error | timeout`` (check mode), ``ok`` with ``repr`` a
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 from typing import Any
+
+from . import reply_reader
 
 __all__ = ["RESULT_MARK", "RUNNER", "COLLECTOR", "END_PROGRAM", "TRUSTED_BATCH", "parse_batch"]
 
@@ -249,7 +253,7 @@ while True:
     _send(_reply)
 """
 
-COLLECTOR = _WIRE + r"""
+COLLECTOR = _WIRE + inspect.getsource(reply_reader) + r"""
 import _ast, builtins, os, sys, _signal
 MARK = "@@rsigym-coderepair@@"
 cfg = marshal.loads(sys.stdin.buffer.read())
@@ -274,46 +278,9 @@ def _alarm(signum, frame):
 _signal.signal(_signal.SIGALRM, _alarm)
 
 
-# A runner's frame is read only up to these caps (the largest honest reply of the 164 references
-# and their catalogue mutants is 1.5 kB with 327 items; an opaque value's repr is cut at 20 kB).
-# ``compile`` costs about 1 kB of memory per item: 1 MB of "0," would cost 500 MB, more than the
-# sandbox holds, so items are counted on the bytes first (an over-count: brackets and commas inside
-# strings count too).
-MAX_REPLY_BYTES = 1024 * 1024
-MAX_REPLY_ITEMS = 20000
-
-
 def read_reply(conn):
-    # One runner frame as data, capped before anything parses it.
+    # One runner frame as data, capped before anything parses it (``read_literal``: reply_reader).
     return read_literal(recv_frame(conn, MAX_REPLY_BYTES))
-
-
-def read_literal(data, limit=200):
-    # The runner's repr text as data: tuples, lists, dicts, strings, numbers, True/False/None.
-    items = data.count(b",") + data.count(b"(") + data.count(b"[") + data.count(b"{")
-    if items > MAX_REPLY_ITEMS:
-        raise Oversized("a frame of %d items" % items)
-
-    def value(node, depth):
-        if depth > limit:
-            raise ValueError("nested too deep")
-        kind = type(node)
-        if kind is _ast.Constant and type(node.value) in (str, int, float, bool, type(None)):
-            return node.value
-        if kind is _ast.Tuple:
-            return tuple(value(x, depth + 1) for x in node.elts)
-        if kind is _ast.List:
-            return [value(x, depth + 1) for x in node.elts]
-        if kind is _ast.Set:
-            return {value(x, depth + 1) for x in node.elts}
-        if kind is _ast.Dict and None not in node.keys:
-            return {value(k, depth + 1): value(v, depth + 1) for k, v in zip(node.keys, node.values)}
-        if kind is _ast.UnaryOp and type(node.op) is _ast.USub and type(node.operand) is _ast.Constant \
-                and type(node.operand.value) in (int, float):
-            return -node.operand.value
-        raise ValueError("not a literal")
-    tree = compile(data.decode("utf-8", "surrogatepass"), "<reply>", "eval", _ast.PyCF_ONLY_AST)
-    return value(tree.body, 0)
 
 
 class Opaque:
