@@ -35,21 +35,24 @@ MAX_REPLY_TOKENS = 40_000
 
 # A string literal as repr writes it. The closing quote is optional so that a scan never fails
 # (an unterminated string runs to the end of its line, where Python's tokenizer stops too), and the
-# repeat is possessive (Python 3.11, the package's and the image's floor): no backtracking state
+# repeats are possessive (Python 3.11, the package's and the image's floor): no backtracking state
 # is kept per byte (a plain repeat keeps about 100 bytes per byte of a 1 MB string).
-_STRING = re.compile(rb"'(?:[^'\\\n]|\\.)*+'?|\"(?:[^\"\\\n]|\\.)*+\"?")
+_STRING = re.compile(rb"'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'?|\"[^\"\\\n]*+(?:\\.[^\"\\\n]*+)*+\"?")
 _WORD_BYTES = bytes(range(48, 58)) + bytes(range(65, 91)) + bytes(range(97, 123)) + b"_"
 # word bytes -> "w", every other byte -> " ": a run of words starts at each " w"
 _WORD_MAP = bytes(119 if byte in _WORD_BYTES else 32 for byte in range(256))
-# Anything a literal display's repr never holds, on the frame with each string cut to one "'".
+_SPACES = re.compile(rb"  +")
+# The first byte a literal display's repr never holds where it is, on the frame with each string
+# cut to one "'", each run of spaces to one space and True, False, None to "e". A match starts with
+# the byte it blames, so the search skips digits, spaces and the "e"/"j" of 1e+16 or 1j at C speed.
 _NOT_LITERAL = re.compile(
-    rb"[^\w '()\[\]{},:+\-.]"  # an operator, "#", "\", "=", a control or non-ASCII byte
-    rb"|[\w'] *'"  # a prefixed string (f-strings hold code) or adjacent strings ("'''" too)
-    rb"|(?<!\w)(?!(?:True|False|None)(?!\w))[A-Za-z_]"  # a name or a keyword
-    rb"|(?<!\w)\d\w*?[A-DF-IK-Za-df-ik-z]"  # a number with letters but an exponent's or j (1if)
-    rb"|\.(?!\d)|(?<!\d)\."  # a dot that is no decimal point (an attribute)
-    rb"|[\])}'\w] *[(\[]"  # a call or a subscript
-    rb"|[)\]}'.+\-] *[+\-]|\w +[+\-]|(?<=\w)(?<!\d[eE])[+\-]"  # a binary operator or a sign chain
+    rb"[^0-9 eEjJ)\]}{,:]"
+    rb"(?:(?<=[^0-9 eEjJ'()\[\]{},:+\-.])"  # a name, "_", an operator, "#", "\", a control or non-ASCII byte
+    rb"|(?<=[\w']')|(?<=[\w'] ')"  # a prefixed string (f-strings hold code) or adjacent ones (a "'''")
+    rb"|(?<=\.)(?!\d)|(?<![0-9]\.)(?<=\.)"  # a dot that is no decimal point (an attribute)
+    rb"|(?<=[\])}'\w][(\[])|(?<=[\])}'\w] [(\[])"  # a call or a subscript
+    rb"|(?<=[)\]}'.+\-][+\-])|(?<=[)\]}'.+\-] [+\-])|(?<=\w [+\-])"  # a binary operator or a sign chain
+    rb"|(?<=\w[+\-])(?<![0-9][eE][+\-]))"  # a sign after a word, but an exponent's
 )
 _CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 
@@ -80,7 +83,9 @@ def read_literal(data: bytes, limit: int = 200) -> object:
     residue, tokens = count_tokens(data)
     if tokens > MAX_REPLY_TOKENS:
         raise Oversized("a frame of %d tokens" % tokens)
-    if _CONTROL.search(data) is not None or _NOT_LITERAL.search(residue) is not None:
+    # True, False and None read as a bare "e": a word, never a digit before an exponent's sign
+    shape = _SPACES.sub(b" ", residue).replace(b"True", b"e").replace(b"False", b"e").replace(b"None", b"e")
+    if _CONTROL.search(data) is not None or _NOT_LITERAL.search(shape) is not None:
         raise ValueError("not a literal")
 
     def value(node: object, depth: int) -> object:

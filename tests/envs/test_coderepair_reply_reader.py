@@ -40,7 +40,7 @@ def test_a_frame_of_the_token_cap_reads_and_one_token_more_is_oversized():
 @pytest.mark.parametrize("frame", [
     b"1<1", b"1 + 1", b"1-1", b"True-True", b"--1", b"1 and 1", b"1if 1else 1", b"a", b"a.b", b"1 .real",
     b"x[0]", b"(0)[0]", b"f()", b"()()", b"'a' 'b'", b"'''a'''", b"f'{1}'", b"b'x'", b"0x1f", b"1j+1j",
-    b"lambda: 1", b"[x for x in ()]", b"{**{}}", b"(a:=1)", b"1 # c", b"(1,\n2)", b"'\\\n'", b"\\", b"\xc3\xa9",
+    b"lambda: 1", b"[x for x in ()]", b"None+None", b"Nonee+Nonee", b"1_0", b"(1)(2)", b"[1] [2]", b"{**{}}", b"(a:=1)", b"1 # c", b"(1,\n2)", b"'\\\n'", b"\\", b"\xc3\xa9",
 ])
 def test_anything_but_a_literal_display_is_refused_before_compile(frame, monkeypatch):
     import builtins
