@@ -26,8 +26,8 @@ import re
 
 __all__ = ["MAX_REPLY_BYTES", "MAX_REPLY_TOKENS", "Oversized", "count_tokens", "read_literal"]
 
-# The largest honest reply of the 164 references and their catalogue mutants is 1.5 kB with about
-# 700 tokens; an opaque value's repr is cut at 20 kB (one string token). The token cap keeps the
+# The largest honest reply of the 164 references and their catalogue mutants is 1.5 kB (so at most
+# 1,500 tokens); an opaque value's repr is cut at 20 kB (one string token). The token cap keeps the
 # room the earlier cap of 20,000 items gave (an item is a value and its comma: 2 tokens), and
 # bounds what one frame may cost the collector to about 20 MB and a fraction of a second.
 MAX_REPLY_BYTES = 1024 * 1024
