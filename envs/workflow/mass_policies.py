@@ -10,6 +10,11 @@
   every name ignored, followed through assignments) against what the task's question needs, and
   states what is missing in its reason ("second: no out-of-sample evaluation"). Checked on a
   held-apart program set (``benchmarks/workflow_soundness_calibration.py``).
+* ``rsigym/workflow_judge_exec`` judges what the code *does when run* (``exec_soundness``): each
+  workspace's ``analysis.py`` runs in a sandbox (``auto``: docker when there, else local) on
+  instances the judge draws itself (null data, planted effects, shifted scales), and the workspace
+  passing more of them wins. Checked on a program set written apart from it
+  (``benchmarks/workflow_exec_judge_calibration.py``).
 * ``rsigym/workflow_judge_coin`` answers "first" or "second" at random: the control.
 * ``rsigym/workflow_optimizer`` proposes one random edit from the generic operator set
   (``operators``), never one already tried on the spec: judge-filtered random search.
@@ -32,7 +37,9 @@ from typing import Any
 import jsonschema
 
 from rsigym.agents.offline import OfflineReply, OfflineRequest, register_offline_policy
+from rsigym.sandbox import open_sandbox
 
+from .exec_soundness import ExecEvidence, execution_evidence
 from .mutations import mutation_key
 from .operators import edit_pool, random_edit
 from .soundness import DESCRIBED, REQUIRED, missing_evidence
@@ -156,6 +163,56 @@ def workflow_judge_sound_policy(request: OfflineRequest) -> OfflineReply:
     second, why_second = sound_quality(blocks.get("second", ""), schema, name)
     if abs(first - second) < 1e-9:
         return OfflineReply(action={"winner": "tie", "reason": f"no difference found: {why_first}"})
+    winner = "first" if first > second else "second"
+    return OfflineReply(action={"winner": winner, "reason": f"first: {why_first} | second: {why_second}"[:500]})
+
+
+_EXEC_MEMO: dict[tuple[str, str], ExecEvidence] = {}
+
+
+def _exec_quality(block: str, schema: dict[str, Any] | None, family: str) -> tuple[float, str]:
+    """(quality, why) of one rendered workspace by running its analysis on the judge's own instances."""
+    files = _files(block)
+    valid = False
+    if files.get("results.json", "(missing)") != "(missing)":
+        try:
+            value = json.loads(files["results.json"])
+            if schema is not None:
+                jsonschema.Draft202012Validator(schema).validate(value)
+            valid = True
+        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
+            valid = False
+    code = files.get("analysis.py", "(missing)")
+    share, why = 0.0, "no analysis.py"
+    if code != "(missing)" and family:
+        key = (family, code)
+        if key not in _EXEC_MEMO:  # execution is memoised by program: a search judges the same code often
+            with open_sandbox("auto") as sandbox:
+                _EXEC_MEMO[key] = execution_evidence(family, code, sandbox)
+        evidence = _EXEC_MEMO[key]
+        share = evidence.share
+        why = f"passed {evidence.passed}/{evidence.total} fresh instances" + (
+            f" (first failure: {evidence.failures[0][:120]})" if evidence.failures else "")
+    sections = set(_HEADING.findall(files.get("report.md", "")))
+    report = sum(0.5 for s in ("Method", "Result", "Validation") if s in sections)
+    return 3.0 * valid + 2.0 * share + report, f"results {'valid' if valid else 'missing or invalid'}; method {why}"
+
+
+@register_offline_policy("workflow_judge_exec")
+def workflow_judge_exec_policy(request: OfflineRequest) -> OfflineReply:
+    """Pairwise judge on what each workspace's code does when run on instances the judge draws."""
+    text = str(request.messages[-1].get("content") or "")
+    blocks = dict(_BLOCK.findall(text))
+    match, family = _SCHEMA.search(text), _FAMILY_OF.search(text)
+    try:
+        schema = json.loads(match.group(1)) if match else None
+    except ValueError:
+        schema = None
+    name = family.group(1) if family else ""
+    first, why_first = _exec_quality(blocks.get("first", ""), schema, name)
+    second, why_second = _exec_quality(blocks.get("second", ""), schema, name)
+    if abs(first - second) < 1e-9:
+        return OfflineReply(action={"winner": "tie", "reason": f"no difference found: {why_first}"[:500]})
     winner = "first" if first > second else "second"
     return OfflineReply(action={"winner": winner, "reason": f"first: {why_first} | second: {why_second}"[:500]})
 
