@@ -56,3 +56,18 @@ def test_a_crashing_program_fails_every_instance(sandbox):
     evidence = execution_evidence("changepoint", "raise SystemExit(3)\n", sandbox, instances=2,
                                   interpreter=sys.executable)
     assert evidence.passed == 0 and "exit 3" in evidence.failures[0]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # "auto" falls back to the local sandbox without docker
+def test_registered_exec_judge_prefers_cusum_over_a_validated_largest_jump_in_both_orders():
+    from rsigym.envs.workflow.pairwise_judge import PairwiseJudge
+    from rsigym.envs.workflow.tasks import task_brief
+
+    results = '{"changepoint_index": 120, "method": "m"}'
+    report = "# Method\nm\n# Result\nr\n# Validation\nv\n"
+    sound = {"analysis.py": _program("changepoint__cusum")[1], "results.json": results, "report.md": report}
+    naive = {"analysis.py": _program("changepoint__largest_jump_validated")[1], "results.json": results,
+             "report.md": report}
+    verdict = PairwiseJudge("rsigym/workflow_judge_exec").compare(task_brief("changepoint-000"), sound, naive)
+    assert verdict.winner == "a" and not verdict.inconsistent
+    assert "passed 0/4" in " ".join(verdict.reasons)
