@@ -199,13 +199,19 @@ def test_200_episodes_with_a_node_killed_mid_run_then_resume(cluster, tmp_path, 
     different = cluster.add_node(env={"PYTHONPATH": str(patched_package(tmp_path / "patched"))}, tries=6)
 
     def kill_then_replace(server: GatedProvider) -> None:  # once records flow: its runner holds 8 episodes then
-        _wait_for(lambda: (out / RECORDS_FILE).exists() and (out / RECORDS_FILE).read_bytes().count(b"\n") >= 40)
+        victim = cluster.node_id(cluster.worker_index(1))
+
+        def flowing() -> bool:  # 40 records, one of them at least from the node about to die (a loaded
+            # machine once let the other nodes write 40 before the victim's runner finished its first)
+            written = (out / RECORDS_FILE).read_bytes() if (out / RECORDS_FILE).exists() else b""
+            return written.count(b"\n") >= 40 and victim.encode() in written
+
+        _wait_for(flowing)
         import os
         import signal
 
         server.gate.clear()  # no answer until the replacement runner is ready: the run cannot end first
         try:
-            victim = cluster.node_id(cluster.worker_index(1))
             events["written"] = (out / RECORDS_FILE).read_bytes().count(b"\n")
             os.kill(cluster.raylet_pid(1), signal.SIGKILL)
             events["victim"] = victim
