@@ -32,7 +32,7 @@ import io
 import json
 import re
 import tokenize
-from typing import Any
+from typing import Any, Callable
 
 import jsonschema
 
@@ -151,6 +151,12 @@ def sound_quality(block: str, schema: dict[str, Any] | None, family: str) -> tup
 @register_offline_policy("workflow_judge_sound")
 def workflow_judge_sound_policy(request: OfflineRequest) -> OfflineReply:
     """Pairwise judge on what the code does (syntax tree, names ignored) for the task's question."""
+    return _pairwise(request, sound_quality)
+
+
+def _pairwise(request: OfflineRequest,
+              quality: Callable[[str, dict[str, Any] | None, str], tuple[float, str]]) -> OfflineReply:
+    """The winner of the two rendered workspaces by ``quality(block, results schema, family)``."""
     text = str(request.messages[-1].get("content") or "")
     blocks = dict(_BLOCK.findall(text))
     match, family = _SCHEMA.search(text), _FAMILY_OF.search(text)
@@ -159,8 +165,8 @@ def workflow_judge_sound_policy(request: OfflineRequest) -> OfflineReply:
     except ValueError:
         schema = None
     name = family.group(1) if family else ""
-    first, why_first = sound_quality(blocks.get("first", ""), schema, name)
-    second, why_second = sound_quality(blocks.get("second", ""), schema, name)
+    first, why_first = quality(blocks.get("first", ""), schema, name)
+    second, why_second = quality(blocks.get("second", ""), schema, name)
     if abs(first - second) < 1e-9:
         return OfflineReply(action={"winner": "tie", "reason": f"no difference found: {why_first}"})
     winner = "first" if first > second else "second"
@@ -201,20 +207,7 @@ def _exec_quality(block: str, schema: dict[str, Any] | None, family: str) -> tup
 @register_offline_policy("workflow_judge_exec")
 def workflow_judge_exec_policy(request: OfflineRequest) -> OfflineReply:
     """Pairwise judge on what each workspace's code does when run on instances the judge draws."""
-    text = str(request.messages[-1].get("content") or "")
-    blocks = dict(_BLOCK.findall(text))
-    match, family = _SCHEMA.search(text), _FAMILY_OF.search(text)
-    try:
-        schema = json.loads(match.group(1)) if match else None
-    except ValueError:
-        schema = None
-    name = family.group(1) if family else ""
-    first, why_first = _exec_quality(blocks.get("first", ""), schema, name)
-    second, why_second = _exec_quality(blocks.get("second", ""), schema, name)
-    if abs(first - second) < 1e-9:
-        return OfflineReply(action={"winner": "tie", "reason": f"no difference found: {why_first}"[:500]})
-    winner = "first" if first > second else "second"
-    return OfflineReply(action={"winner": winner, "reason": f"first: {why_first} | second: {why_second}"[:500]})
+    return _pairwise(request, _exec_quality)
 
 
 @register_offline_policy("workflow_judge_coin")
