@@ -124,18 +124,23 @@ def workflow_judge_policy(request: OfflineRequest) -> OfflineReply:
 _FAMILY_OF = re.compile(r"\(family (\w+)\)")
 
 
+def _valid_results(files: dict[str, str], schema: dict[str, Any] | None) -> bool:
+    """Whether the workspace's results.json parses and fits the task's schema."""
+    if files.get("results.json", "(missing)") == "(missing)":
+        return False
+    try:
+        value = json.loads(files["results.json"])
+        if schema is not None:
+            jsonschema.Draft202012Validator(schema).validate(value)
+    except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
+        return False
+    return True
+
+
 def sound_quality(block: str, schema: dict[str, Any] | None, family: str) -> tuple[float, str]:
     """(quality, why) of one rendered workspace by what its code does for the family's question."""
     files = _files(block)
-    valid = False
-    if files.get("results.json", "(missing)") != "(missing)":
-        try:
-            value = json.loads(files["results.json"])
-            if schema is not None:
-                jsonschema.Draft202012Validator(schema).validate(value)
-            valid = True
-        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
-            valid = False
+    valid = _valid_results(files, schema)
     code = files.get("analysis.py", "")
     missing = missing_evidence(family, code) if code != "(missing)" else list(REQUIRED.get(family, ("code",)))
     sound = valid and not missing
@@ -179,15 +184,7 @@ _EXEC_MEMO: dict[tuple[str, str], ExecEvidence] = {}
 def _exec_quality(block: str, schema: dict[str, Any] | None, family: str) -> tuple[float, str]:
     """(quality, why) of one rendered workspace by running its analysis on the judge's own instances."""
     files = _files(block)
-    valid = False
-    if files.get("results.json", "(missing)") != "(missing)":
-        try:
-            value = json.loads(files["results.json"])
-            if schema is not None:
-                jsonschema.Draft202012Validator(schema).validate(value)
-            valid = True
-        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError):
-            valid = False
+    valid = _valid_results(files, schema)
     code = files.get("analysis.py", "(missing)")
     share, why = 0.0, "no analysis.py"
     if code != "(missing)" and family:
